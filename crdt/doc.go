@@ -1,0 +1,52 @@
+// Package crdt holds mnemo's conflict-free replicated data types: the hybrid
+// logical clock, dots and causal contexts, the add-wins OR-Set without
+// tombstones, the LWW register, the OR-Map of memory records, the grow-only
+// set, their delta-mutators, joins, digests and the canonical msgpack codec.
+//
+// The package is pure: no I/O, no goroutines, no clock reads. Time enters as
+// an argument (Clock.Now takes the wall time) and every mutation returns the
+// delta it produced, so the node persists and ships deltas and the simulator
+// drives the very same code.
+//
+// # Model
+//
+// A namespace is a Map: memory id → Record, with one causal Context for the
+// whole namespace. Every write is tagged with a Dot (replica id, counter).
+// A Record has scalar fields, each a last-writer-wins register ordered by
+// (HLC timestamp, replica id, counter, value bytes), and named sets of string
+// elements with add-wins semantics. A dot that the other side's context has
+// seen but its store no longer holds was overwritten or removed there; a dot
+// the other side has never seen survives. This is the optimized ("tombstone
+// free") OR-Set: metadata is one dot per live element or field plus the
+// context, which compacts into a version vector as gaps fill.
+//
+// Retract is final: a grow-only set of retracted ids dominates every
+// concurrent or later update of that id, and the record's content is dropped.
+// Mutations of a retracted id are refused with ErrRetracted; deltas that still
+// carry one are absorbed (their dots join the context) and their content is
+// discarded.
+//
+// Decisions recorded here:
+//   - Records never leave the store except by retract. A soft delete is a
+//     field (deleted_at) written by the caller. Because the only way to cover
+//     a field's dot is a newer write of that field (whose HLC timestamp is
+//     larger, as the writer observed the old one) or a retract, a field keeps
+//     only its winning value and the join stays a lattice join.
+//   - A record entry whose every dot was removed (for example a record made
+//     only of set elements that were all removed) stays in the Map as an empty
+//     entry. It keeps the invariant that every dot of the context belongs to
+//     an entry of the store or to a retracted id, which lets Join look only at
+//     the entries of its argument: applying a delta costs O(size of the delta).
+//   - The caller's Clock must observe every timestamp it receives (Clock.Observe)
+//     before it writes again, so local writes order after what they overwrite;
+//     Edit.Set refuses a timestamp not newer than the field it overwrites.
+//
+// # Encoding
+//
+// Encode writes a canonical msgpack encoding (sorted keys, compact integers,
+// a per-encoding replica table and timestamps relative to the smallest one);
+// equal states encode to equal bytes, which is what Digest hashes. Decoders
+// take Limits, check every length against the bytes that remain before
+// allocating, and return errors matching ErrCorrupt on bad input; they never
+// panic and never return a partially built value.
+package crdt

@@ -1,0 +1,220 @@
+package crdt
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+)
+
+// Map is an OR-Map of records: the state of one namespace (id → Record, one
+// causal context, the set of retracted ids). A delta is a Map too: applying
+// a delta is joining it. A Map is not safe for concurrent use.
+type Map struct {
+	ctx       Context
+	records   map[string]*Record
+	retracted map[string]struct{}
+}
+
+// NewMap returns an empty map.
+func NewMap() *Map {
+	return &Map{records: make(map[string]*Record), retracted: make(map[string]struct{})}
+}
+
+// Context is the map's causal context. Callers must not modify it.
+func (m *Map) Context() *Context { return &m.ctx }
+
+// Get returns the record for id if it holds any field or element.
+func (m *Map) Get(id string) (*Record, bool) {
+	r, ok := m.records[id]
+	if !ok || r.Empty() {
+		return nil, false
+	}
+	return r, true
+}
+
+// Entry returns the record entry for id, even an empty one; for building
+// edits against the exact stored state.
+func (m *Map) Entry(id string) *Record { return m.records[id] }
+
+// IDs lists the ids of non-empty records, sorted.
+func (m *Map) IDs() []string {
+	out := make([]string, 0, len(m.records))
+	for id, r := range m.records {
+		if !r.Empty() {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// EntryIDs lists every record entry, empty ones included, sorted.
+func (m *Map) EntryIDs() []string {
+	out := make([]string, 0, len(m.records))
+	for id := range m.records {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Len is the number of non-empty records.
+func (m *Map) Len() int {
+	n := 0
+	for _, r := range m.records {
+		if !r.Empty() {
+			n++
+		}
+	}
+	return n
+}
+
+// Retracted reports whether id has been retracted.
+func (m *Map) Retracted(id string) bool {
+	_, ok := m.retracted[id]
+	return ok
+}
+
+// RetractedIDs lists the retracted ids, sorted.
+func (m *Map) RetractedIDs() []string {
+	out := make([]string, 0, len(m.retracted))
+	for id := range m.retracted {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// IsEmpty reports whether the map holds nothing at all.
+func (m *Map) IsEmpty() bool {
+	return len(m.records) == 0 && len(m.retracted) == 0 && m.ctx.IsEmpty()
+}
+
+// Join merges o into m. Joining is commutative, associative and idempotent;
+// joining a delta equals joining the state that produced it. The cost is
+// proportional to o's size, not m's.
+func (m *Map) Join(o *Map) {
+	for id := range o.retracted {
+		m.retracted[id] = struct{}{}
+		delete(m.records, id)
+	}
+	for id, ob := range o.records {
+		if _, gone := m.retracted[id]; gone {
+			continue
+		}
+		m.records[id] = JoinRecord(m.records[id], &m.ctx, ob, &o.ctx)
+	}
+	m.ctx.Join(&o.ctx)
+}
+
+// Clone returns an independent copy.
+func (m *Map) Clone() *Map {
+	n := NewMap()
+	n.ctx = *m.ctx.Clone()
+	for id, r := range m.records {
+		n.records[id] = r.Clone()
+	}
+	for id := range m.retracted {
+		n.retracted[id] = struct{}{}
+	}
+	return n
+}
+
+// Edit starts an edit of record id by replica r against this map's state.
+// Apply the edit's delta with Join.
+func (m *Map) Edit(r ReplicaID, id string, lim Limits) (*Edit, error) {
+	if m.Retracted(id) {
+		return nil, ErrRetracted
+	}
+	return NewEdit(&m.ctx, m.records[id], r, id, lim)
+}
+
+// Set writes one field and returns the delta (already joined into m).
+func (m *Map) Set(r ReplicaID, ts Timestamp, id, field string, value []byte) (*Map, error) {
+	e, err := m.Edit(r, id, DefaultLimits())
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Set(ts, field, value); err != nil {
+		return nil, err
+	}
+	d := e.Delta()
+	m.Join(d)
+	return d, nil
+}
+
+// Add adds elem to a set of record id and returns the delta (joined into m).
+func (m *Map) Add(r ReplicaID, id, set, elem string) (*Map, error) {
+	e, err := m.Edit(r, id, DefaultLimits())
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Add(set, elem); err != nil {
+		return nil, err
+	}
+	d := e.Delta()
+	m.Join(d)
+	return d, nil
+}
+
+// Remove removes elem from a set of record id and returns the delta (joined
+// into m).
+func (m *Map) Remove(r ReplicaID, id, set, elem string) (*Map, error) {
+	e, err := m.Edit(r, id, DefaultLimits())
+	if err != nil {
+		return nil, err
+	}
+	e.Remove(set, elem)
+	d := e.Delta()
+	m.Join(d)
+	return d, nil
+}
+
+// Retract removes id for good and returns the delta (joined into m).
+func (m *Map) Retract(id string) *Map {
+	d := RetractDelta(m.records[id], id)
+	m.Join(d)
+	return d
+}
+
+// RetractDelta is the delta that retracts id, whose current record (possibly
+// nil) is rec: the id joins the retracted set and the context covers the
+// record's dots.
+func RetractDelta(rec *Record, id string) *Map {
+	d := NewMap()
+	d.retracted[id] = struct{}{}
+	for _, dot := range rec.Dots() {
+		d.ctx.Add(dot)
+	}
+	return d
+}
+
+// MaxTimestamp is the largest field timestamp in the map; receivers check it
+// against their clock's skew bound before applying a delta.
+func (m *Map) MaxTimestamp() Timestamp {
+	var t Timestamp
+	for _, r := range m.records {
+		t = max(t, r.MaxTimestamp())
+	}
+	return t
+}
+
+// Records calls fn for every record entry (empty ones included) in id order.
+func (m *Map) Records(fn func(id string, r *Record) bool) {
+	for _, id := range m.EntryIDs() {
+		if !fn(id, m.records[id]) {
+			return
+		}
+	}
+}
+
+// Digest is a SHA-256 of a canonical encoding. Replicas with equal state
+// have equal digests.
+type Digest [32]byte
+
+func (d Digest) String() string { return hex.EncodeToString(d[:]) }
+
+// Digest hashes the canonical encoding of the map.
+func (m *Map) Digest() Digest {
+	return sha256.Sum256(m.Encode())
+}

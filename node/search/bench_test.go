@@ -1,0 +1,104 @@
+package search
+
+import (
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+func BenchmarkSearch10k(b *testing.B)  { benchSearch(b, 10_000) }
+func BenchmarkSearch100k(b *testing.B) { benchSearch(b, 100_000) }
+
+// benchSearch runs a fixed seeded set of queries per iteration and reports
+// per-query p50/p95 alongside ns/op (per query set).
+func benchSearch(b *testing.B, n int) {
+	ix, c := buildIndex(n, 1)
+	queries := make([]string, 200)
+	for i := range queries {
+		queries[i] = c.query()
+	}
+	for _, bc := range []struct {
+		name string
+		f    func(i int) Filter
+	}{
+		{"nofilter", func(int) Filter { return Filter{} }},
+		{"ns+type", func(i int) Filter {
+			return Filter{Namespaces: []string{corpusNS[i%len(corpusNS)]}, Types: []string{"decision"}}
+		}},
+		{"subtree", func(i int) Filter {
+			return Filter{Namespaces: []string{"team://infra"}, Subtree: true}
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var lat []time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				for i, q := range queries {
+					start := time.Now()
+					ix.Search(q, bc.f(i), 10)
+					lat = append(lat, time.Since(start))
+				}
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds()), "p95-µs")
+			b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
+		})
+	}
+}
+
+func BenchmarkPut(b *testing.B) {
+	c := newCorpus(2)
+	docs := make([]Doc, min(b.N, 200_000))
+	for i := range docs {
+		docs[i] = c.next()
+	}
+	ix := New()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		d := docs[i%len(docs)]
+		ix.Put(d)
+	}
+}
+
+func BenchmarkList100k(b *testing.B) {
+	ix, _ := buildIndex(100_000, 1)
+	for _, bc := range []struct {
+		name string
+		f    Filter
+	}{
+		{"all", Filter{}},
+		{"ns+type", Filter{Namespaces: []string{"agent://carol"}, Types: []string{"decision"}}},
+		{"session", Filter{SessionID: "sess-10"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ix.List(bc.f, true, 20)
+			}
+		})
+	}
+}
+
+// BenchmarkIndexHeap100k reports the heap the index holds at 100k memories.
+func BenchmarkIndexHeap100k(b *testing.B) {
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		ix, _ := buildIndex(100_000, 1)
+		build := time.Since(start)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		st := ix.Stats()
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MiB")
+		b.ReportMetric(float64(st.PostingBytes)/(1<<20), "postings-MiB")
+		b.ReportMetric(float64(st.Postings), "postings")
+		b.ReportMetric(float64(st.Terms), "terms")
+		b.ReportMetric(build.Seconds(), "build-s")
+		runtime.KeepAlive(ix)
+	}
+}

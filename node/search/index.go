@@ -1,0 +1,354 @@
+package search
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+)
+
+// BM25 parameters and field boosts.
+const (
+	k1 = 1.2
+	b  = 0.75
+
+	// Weighted term frequencies and lengths are kept in half units so the
+	// boosts 2, 1 and 1.5 stay integers: title 4, content 2, tags 3.
+	titleHalf   = 4
+	contentHalf = 2
+	tagsHalf    = 3
+)
+
+// Doc is what the node hands over for one memory. Title, Content and Tags
+// are indexed but not retained as text; Tags are also kept as exact values
+// for filtering.
+type Doc struct {
+	ID                                                                                    string
+	Namespace, Type, Project, Scope, SubjectType, SubjectID, SessionID, Channel, TopicKey string
+	Title, Content                                                                        string
+	Tags                                                                                  []string
+	CreatedAt, UpdatedAt                                                                  int64 // unix nanoseconds
+	Deleted                                                                               bool  // soft-deleted: excluded unless Filter.IncludeDeleted
+	Hidden                                                                                bool  // hidden from default retrieval (quarantine): excluded unless Filter.IncludeHidden
+}
+
+// Meta is the catalog entry of one document: everything in Doc except the
+// indexed text.
+type Meta struct {
+	ID, Namespace, Type, Project, Scope, SubjectType, SubjectID, SessionID, Channel, TopicKey string
+	Tags                                                                                      []string
+	CreatedAt, UpdatedAt                                                                      int64
+	Deleted, Hidden                                                                           bool
+}
+
+// Hit is one search result.
+type Hit struct {
+	ID    string
+	Score float64
+}
+
+// Stats describes the index's internal occupancy.
+type Stats struct {
+	Docs         int // live documents, soft-deleted included
+	Slots        int // document slots, dead ones included
+	DeadSlots    int // slots of replaced or deleted documents awaiting compaction
+	Terms        int // distinct terms
+	Postings     int // postings, dead ones included
+	PostingBytes int // bytes of packed postings
+}
+
+const (
+	flagDeleted uint8 = 1 << iota
+	flagHidden
+)
+
+// slot is the catalog entry of one document version. String fields are
+// interned per field; 0 is the empty string.
+type slot struct {
+	id               string
+	created, updated int64
+	tags             []uint32
+	dl               uint32 // weighted length in half units
+	ns, typ, project uint32
+	scope, subjType  uint32
+	subjID, session  uint32
+	channel, topic   uint32
+	flags            uint8
+}
+
+// fields holds one interner per catalog field.
+type fields struct {
+	ns, typ, project, scope, subjType, subjID, session, channel, topic, tag interner
+}
+
+func newFields() fields {
+	return fields{
+		ns: newInterner(), typ: newInterner(), project: newInterner(), scope: newInterner(),
+		subjType: newInterner(), subjID: newInterner(), session: newInterner(),
+		channel: newInterner(), topic: newInterner(), tag: newInterner(),
+	}
+}
+
+// Index is an in-memory BM25 full-text index with a metadata catalog.
+// It is safe for concurrent use: reads share a lock, writes are exclusive.
+type Index struct {
+	mu sync.RWMutex
+
+	slots []slot
+	dead  []uint64 // bitmap over slots: replaced or deleted
+	ndead int
+	byID  map[string]uint32
+
+	// order holds the live slots sorted by (created, id).
+	order []uint32
+
+	f      fields
+	dict   map[string]uint32 // term -> index in terms
+	terms  []postings
+	topics map[uint64][]uint32 // ns<<32|topic -> live slots
+
+	live     int    // live docs
+	totalLen uint64 // sum of dl over live docs
+
+	// Writer scratch, guarded by mu held for writing.
+	wtf  map[uint32]uint32
+	wbuf []byte
+
+	scratch sync.Pool // *scratch for Search
+}
+
+// New returns an empty index.
+func New() *Index {
+	return &Index{
+		byID:   make(map[string]uint32),
+		f:      newFields(),
+		dict:   make(map[string]uint32),
+		topics: make(map[uint64][]uint32),
+		wtf:    make(map[uint32]uint32),
+	}
+}
+
+// Len returns the number of live documents, soft-deleted ones included.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.live
+}
+
+// Stats returns occupancy figures.
+func (ix *Index) Stats() Stats {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	st := Stats{Docs: ix.live, Slots: len(ix.slots), DeadSlots: ix.ndead, Terms: len(ix.terms)}
+	for i := range ix.terms {
+		st.Postings += int(ix.terms[i].n)
+		st.PostingBytes += len(ix.terms[i].buf)
+	}
+	return st
+}
+
+// Put inserts d, or replaces the document with the same ID.
+func (ix *Index) Put(d Doc) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if old, ok := ix.byID[d.ID]; ok {
+		ix.kill(old)
+	}
+	s := uint32(len(ix.slots))
+	clear(ix.wtf)
+	var dl uint32
+	addText := func(text string, half uint32) {
+		ix.wbuf = tokenize(text, ix.wbuf, func(tok []byte) {
+			t, ok := ix.dict[string(tok)]
+			if !ok {
+				t = uint32(len(ix.terms))
+				ix.dict[string(tok)] = t
+				ix.terms = append(ix.terms, postings{})
+			}
+			ix.wtf[t] += half
+			dl += half
+		})
+	}
+	addText(d.Title, titleHalf)
+	addText(d.Content, contentHalf)
+	for _, tag := range d.Tags {
+		addText(tag, tagsHalf)
+	}
+	for t, tf2 := range ix.wtf {
+		ix.terms[t].add(s, tf2)
+	}
+
+	sl := slot{
+		id: d.ID, created: d.CreatedAt, updated: d.UpdatedAt, dl: dl,
+		ns: ix.f.ns.intern(d.Namespace), typ: ix.f.typ.intern(d.Type),
+		project: ix.f.project.intern(d.Project), scope: ix.f.scope.intern(d.Scope),
+		subjType: ix.f.subjType.intern(d.SubjectType), subjID: ix.f.subjID.intern(d.SubjectID),
+		session: ix.f.session.intern(d.SessionID), channel: ix.f.channel.intern(d.Channel),
+		topic: ix.f.topic.intern(d.TopicKey),
+	}
+	if len(d.Tags) > 0 {
+		sl.tags = make([]uint32, 0, len(d.Tags))
+		for _, tag := range d.Tags {
+			id := ix.f.tag.intern(tag)
+			if !slices.Contains(sl.tags, id) {
+				sl.tags = append(sl.tags, id)
+			}
+		}
+	}
+	if d.Deleted {
+		sl.flags |= flagDeleted
+	}
+	if d.Hidden {
+		sl.flags |= flagHidden
+	}
+	ix.slots = append(ix.slots, sl)
+	if int(s)/64 >= len(ix.dead) {
+		ix.dead = append(ix.dead, 0)
+	}
+	ix.byID[d.ID] = s
+	ix.live++
+	ix.totalLen += uint64(dl)
+	ix.insertOrder(s)
+	if sl.topic != 0 {
+		k := topicMapKey(sl.ns, sl.topic)
+		ix.topics[k] = append(ix.topics[k], s)
+	}
+	ix.maybeCompact()
+}
+
+// Delete removes the document entirely. Unknown ids are ignored.
+func (ix *Index) Delete(id string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if s, ok := ix.byID[id]; ok {
+		delete(ix.byID, id)
+		ix.kill(s)
+		ix.maybeCompact()
+	}
+}
+
+// kill retires slot s: its postings stay until compaction but are skipped.
+func (ix *Index) kill(s uint32) {
+	sl := &ix.slots[s]
+	ix.dead[s/64] |= 1 << (s % 64)
+	ix.ndead++
+	ix.live--
+	ix.totalLen -= uint64(sl.dl)
+	pos, found := ix.orderPos(sl.created, sl.id)
+	if found {
+		ix.order = slices.Delete(ix.order, pos, pos+1)
+	}
+	if sl.topic != 0 {
+		k := topicMapKey(sl.ns, sl.topic)
+		l := slices.DeleteFunc(ix.topics[k], func(x uint32) bool { return x == s })
+		if len(l) == 0 {
+			delete(ix.topics, k)
+		} else {
+			ix.topics[k] = l
+		}
+	}
+	sl.tags = nil
+}
+
+func (ix *Index) isDead(s uint32) bool { return ix.dead[s/64]&(1<<(s%64)) != 0 }
+
+func topicMapKey(ns, topic uint32) uint64 { return uint64(ns)<<32 | uint64(topic) }
+
+// cmpSlot orders by (created, id).
+func cmpKey(ac int64, aid string, bc int64, bid string) int {
+	if c := cmp.Compare(ac, bc); c != 0 {
+		return c
+	}
+	return cmp.Compare(aid, bid)
+}
+
+// orderPos finds the position of (created, id) in order.
+func (ix *Index) orderPos(created int64, id string) (int, bool) {
+	return slices.BinarySearchFunc(ix.order, struct {
+		c  int64
+		id string
+	}{created, id}, func(s uint32, k struct {
+		c  int64
+		id string
+	}) int {
+		sl := &ix.slots[s]
+		return cmpKey(sl.created, sl.id, k.c, k.id)
+	})
+}
+
+func (ix *Index) insertOrder(s uint32) {
+	sl := &ix.slots[s]
+	if n := len(ix.order); n == 0 {
+		ix.order = append(ix.order, s)
+		return
+	} else if last := &ix.slots[ix.order[n-1]]; cmpKey(last.created, last.id, sl.created, sl.id) < 0 {
+		ix.order = append(ix.order, s) // the usual case: arrivals in time order
+		return
+	}
+	pos, _ := ix.orderPos(sl.created, sl.id)
+	ix.order = slices.Insert(ix.order, pos, s)
+}
+
+// Meta returns the catalog entry of id.
+func (ix *Index) Meta(id string) (Meta, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	s, ok := ix.byID[id]
+	if !ok {
+		return Meta{}, false
+	}
+	return ix.meta(s), true
+}
+
+func (ix *Index) meta(s uint32) Meta {
+	sl := &ix.slots[s]
+	m := Meta{
+		ID:          sl.id,
+		Namespace:   ix.f.ns.str(sl.ns),
+		Type:        ix.f.typ.str(sl.typ),
+		Project:     ix.f.project.str(sl.project),
+		Scope:       ix.f.scope.str(sl.scope),
+		SubjectType: ix.f.subjType.str(sl.subjType),
+		SubjectID:   ix.f.subjID.str(sl.subjID),
+		SessionID:   ix.f.session.str(sl.session),
+		Channel:     ix.f.channel.str(sl.channel),
+		TopicKey:    ix.f.topic.str(sl.topic),
+		CreatedAt:   sl.created,
+		UpdatedAt:   sl.updated,
+		Deleted:     sl.flags&flagDeleted != 0,
+		Hidden:      sl.flags&flagHidden != 0,
+	}
+	if len(sl.tags) > 0 {
+		m.Tags = make([]string, len(sl.tags))
+		for i, t := range sl.tags {
+			m.Tags[i] = ix.f.tag.str(t)
+		}
+	}
+	return m
+}
+
+// ByTopicKey returns the id of the live, not soft-deleted document with
+// topicKey in namespace. Should several exist, the newest by (CreatedAt, ID)
+// wins.
+func (ix *Index) ByTopicKey(namespace, topicKey string) (string, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	ns, ok1 := ix.f.ns.lookup(namespace)
+	tk, ok2 := ix.f.topic.lookup(topicKey)
+	if !ok1 || !ok2 || tk == 0 {
+		return "", false
+	}
+	var best *slot
+	for _, s := range ix.topics[topicMapKey(ns, tk)] {
+		sl := &ix.slots[s]
+		if sl.flags&flagDeleted != 0 {
+			continue
+		}
+		if best == nil || cmpKey(sl.created, sl.id, best.created, best.id) > 0 {
+			best = sl
+		}
+	}
+	if best == nil {
+		return "", false
+	}
+	return best.id, true
+}

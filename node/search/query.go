@@ -1,0 +1,261 @@
+package search
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// scratch is per-query working memory sized to the slot count and reused
+// through Index.scratch, so a query allocates nothing proportional to the
+// corpus. A slot's acc is meaningful only when stamp[slot] == gen; a
+// negative acc marks a slot rejected by the filter.
+type scratch struct {
+	gen     uint32
+	stamp   []uint32
+	acc     []float64
+	touched []uint32
+	heap    []Hit
+	hslot   []uint32
+}
+
+func (ix *Index) getScratch() *scratch {
+	sc, _ := ix.scratch.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	if n := len(ix.slots); len(sc.stamp) < n {
+		n += n / 4
+		sc.stamp = make([]uint32, n)
+		sc.acc = make([]float64, n)
+		sc.gen = 0
+	}
+	sc.gen++
+	if sc.gen == 0 {
+		clear(sc.stamp)
+		sc.gen = 1
+	}
+	sc.touched = sc.touched[:0]
+	return sc
+}
+
+// Search returns the top limit hits for query by BM25 score among the
+// documents matching f, and how many documents match in total. Query
+// terms are OR'ed; repeated terms count once. Ties are broken by newer
+// CreatedAt, then smaller ID. limit <= 0 returns all matches.
+func (ix *Index) Search(query string, f Filter, limit int) (hits []Hit, total int) {
+	terms := slices.Compact(slices.Sorted(slices.Values(Tokenize(query))))
+	if len(terms) == 0 {
+		return nil, 0
+	}
+	// Terms are summed in lexical order, which fixes the floating-point
+	// summation order independently of how the query was phrased.
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.live == 0 {
+		return nil, 0
+	}
+	m, ok := ix.compile(&f)
+	if !ok {
+		return nil, 0
+	}
+	sc := ix.getScratch()
+	defer ix.scratch.Put(sc)
+	gen, stamp, acc := sc.gen, sc.stamp, sc.acc
+	n := float64(ix.live)
+	avgdl := float64(ix.totalLen) / n
+	slots, dead := ix.slots, ix.dead
+	for _, term := range terms {
+		t, ok := ix.dict[term]
+		if !ok {
+			continue
+		}
+		p := &ix.terms[t]
+		df := int(p.n)
+		if ix.ndead > 0 {
+			df = 0
+			for it := (postingIter{buf: p.buf}); it.next(); {
+				if dead[it.slot/64]&(1<<(it.slot%64)) == 0 {
+					df++
+				}
+			}
+		}
+		if df == 0 {
+			continue
+		}
+		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+		for it := (postingIter{buf: p.buf}); it.next(); {
+			s := it.slot
+			if dead[s/64]&(1<<(s%64)) != 0 {
+				continue
+			}
+			if stamp[s] != gen {
+				stamp[s] = gen
+				if !m.match(&slots[s]) {
+					acc[s] = -1
+					continue
+				}
+				acc[s] = 0
+				sc.touched = append(sc.touched, s)
+			} else if acc[s] < 0 {
+				continue
+			}
+			acc[s] += bm25(idf, float64(it.tf2)/2, float64(slots[s].dl), avgdl)
+		}
+	}
+	total = len(sc.touched)
+	if limit <= 0 || limit > total {
+		limit = total
+	}
+	return ix.topK(sc, limit), total
+}
+
+// bm25 is one term's contribution: idf·tf·(k1+1) / (tf + k1·(1−b+b·dl/avgdl)).
+func bm25(idf, tf, dl, avgdl float64) float64 {
+	return idf * tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avgdl))
+}
+
+// better reports whether slot a (score sa) ranks before slot c (score sc).
+func (ix *Index) better(sa float64, a uint32, sc float64, c uint32) bool {
+	if sa != sc {
+		return sa > sc
+	}
+	x, y := &ix.slots[a], &ix.slots[c]
+	if x.created != y.created {
+		return x.created > y.created
+	}
+	return x.id < y.id
+}
+
+// topK selects the best k touched slots with a min-heap of size k, whose
+// root is the worst kept hit.
+func (ix *Index) topK(sc *scratch, k int) []Hit {
+	if k == 0 {
+		return nil
+	}
+	h := sc.hslot[:0]
+	worse := func(i, j int) bool { return ix.better(sc.acc[h[j]], h[j], sc.acc[h[i]], h[i]) }
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			if r := l + 1; r < len(h) && worse(r, l) {
+				l = r
+			}
+			if !worse(l, i) {
+				return
+			}
+			h[i], h[l] = h[l], h[i]
+			i = l
+		}
+	}
+	for _, s := range sc.touched {
+		if len(h) < k {
+			h = append(h, s)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !worse(i, p) {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+			continue
+		}
+		if ix.better(sc.acc[s], s, sc.acc[h[0]], h[0]) {
+			h[0] = s
+			down(0)
+		}
+	}
+	out := make([]Hit, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		out[i] = Hit{ID: ix.slots[h[0]].id, Score: sc.acc[h[0]]}
+		h[0] = h[len(h)-1]
+		h = h[:len(h)-1]
+		down(0)
+	}
+	sc.hslot = h[:0]
+	return out
+}
+
+// span returns the range of order whose CreatedAt lies in [since, until].
+func (ix *Index) span(since, until int64) (lo, hi int) {
+	lo, hi = 0, len(ix.order)
+	if since != 0 {
+		lo, _ = slices.BinarySearchFunc(ix.order, since, func(s uint32, t int64) int {
+			return cmp.Compare(ix.slots[s].created, t)
+		})
+	}
+	if until != 0 {
+		hi, _ = slices.BinarySearchFunc(ix.order, until+1, func(s uint32, t int64) int {
+			return cmp.Compare(ix.slots[s].created, t)
+		})
+		if until == math.MaxInt64 {
+			hi = len(ix.order)
+		}
+	}
+	return lo, max(lo, hi)
+}
+
+// List returns the catalog entries matching f ordered by (CreatedAt, ID),
+// ascending or, with newestFirst, descending. limit <= 0 means no limit.
+func (ix *Index) List(f Filter, newestFirst bool, limit int) []Meta {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	m, ok := ix.compile(&f)
+	if !ok {
+		return nil
+	}
+	lo, hi := ix.span(f.Since, f.Until)
+	var out []Meta
+	visit := func(i int) bool {
+		s := ix.order[i]
+		if m.match(&ix.slots[s]) {
+			out = append(out, ix.meta(s))
+		}
+		return limit <= 0 || len(out) < limit
+	}
+	if newestFirst {
+		for i := hi - 1; i >= lo && visit(i); i-- {
+		}
+	} else {
+		for i := lo; i < hi && visit(i); i++ {
+		}
+	}
+	return out
+}
+
+// Around returns the document id as center and, among the documents
+// matching f, up to before entries immediately older and after entries
+// immediately newer than it, both in ascending (CreatedAt, ID) order. The
+// center is returned whether or not it matches f. ok is false if id is
+// unknown.
+func (ix *Index) Around(id string, f Filter, before, after int) (center Meta, older, newer []Meta, ok bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	c, ok := ix.byID[id]
+	if !ok {
+		return Meta{}, nil, nil, false
+	}
+	center = ix.meta(c)
+	m, matchable := ix.compile(&f)
+	if !matchable {
+		return center, nil, nil, true
+	}
+	pos, _ := ix.orderPos(center.CreatedAt, id)
+	lo, hi := ix.span(f.Since, f.Until)
+	for i := min(pos, hi) - 1; i >= lo && len(older) < before; i-- {
+		if s := ix.order[i]; m.match(&ix.slots[s]) {
+			older = append(older, ix.meta(s))
+		}
+	}
+	slices.Reverse(older)
+	for i := max(pos+1, lo); i < hi && len(newer) < after; i++ {
+		if s := ix.order[i]; m.match(&ix.slots[s]) {
+			newer = append(newer, ix.meta(s))
+		}
+	}
+	return center, older, newer, true
+}

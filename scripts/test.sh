@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The project's test command (README: `make test`): formatting, vet, the race-enabled
+# test suite, then every fuzz target for a short fixed time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test -race"
+go test -race -count=1 ./...
+
+echo "== fuzz"
+FUZZTIME=${FUZZTIME:-8s} bash scripts/fuzz.sh
+echo "all checks passed"
