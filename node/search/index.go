@@ -253,7 +253,7 @@ func (ix *Index) isDead(s uint32) bool { return ix.dead[s/64]&(1<<(s%64)) != 0 }
 
 func topicMapKey(ns, topic uint32) uint64 { return uint64(ns)<<32 | uint64(topic) }
 
-// cmpSlot orders by (created, id).
+// cmpKey orders documents by (created, id).
 func cmpKey(ac int64, aid string, bc int64, bid string) int {
 	if c := cmp.Compare(ac, bc); c != 0 {
 		return c
@@ -327,8 +327,8 @@ func (ix *Index) meta(s uint32) Meta {
 }
 
 // ByTopicKey returns the id of the live, not soft-deleted document with
-// topicKey in namespace. Should several exist, the newest by (CreatedAt, ID)
-// wins.
+// topicKey in namespace (hidden documents count). Should several exist, the
+// newest by (CreatedAt, ID) wins. The cost is two map lookups.
 func (ix *Index) ByTopicKey(namespace, topicKey string) (string, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()

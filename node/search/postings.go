@@ -17,10 +17,7 @@ type postings struct {
 const tfOne = 2
 
 func (p *postings) add(slot, tf2 uint32) {
-	delta := uint64(slot - p.last)
-	if p.n == 0 {
-		delta = uint64(slot)
-	}
+	delta := uint64(slot - p.last) // the first delta is from slot 0
 	if tf2 == tfOne {
 		p.buf = appendUvarint(p.buf, delta<<1|1)
 	} else {

@@ -1,0 +1,71 @@
+// Package search is the node's in-memory, derived query index over
+// memories: a ranked full-text index plus a compact catalog of each
+// memory's filterable metadata, so search, timeline, context and
+// compaction queries are answered without touching disk.
+//
+// The index is derived data. The node rebuilds it from Badger at start
+// (one Put per memory) and updates it on every write (Put to insert or
+// replace, Delete when a memory is retracted). Text is indexed, never
+// retained; Meta returns the catalog entry. An Index is safe for concurrent
+// use: queries share a read lock, writes take it exclusively.
+//
+//	ix := search.New()
+//	ix.Put(search.Doc{ID: id, Namespace: "agent://bob", Type: "decision", Title: t, Content: c})
+//	hits, total := ix.Search("postgres migration", search.Filter{Namespaces: []string{"agent://bob"}, Subtree: true}, 10)
+//
+// # Tokenizer
+//
+// Tokenize lowercases and splits on anything that is not a Unicode letter
+// or digit. Tokens of one rune, tokens longer than 64 bytes and a short
+// English stopword list are dropped. There is no stemming: "decision" and
+// "decisions" are different terms, which keeps matches predictable and
+// language-neutral. Scripts written without spaces become one token per run.
+//
+// # Scoring
+//
+// Okapi BM25 over one virtual field, with field boosts applied to term
+// frequencies and lengths (a simplified BM25F), k1 = 1.2, b = 0.75:
+//
+//	tf(t,d)  = 2·tf_title + tf_content + 1.5·tf_tags
+//	dl(d)    = 2·len_title + len_content + 1.5·len_tags   (lengths in tokens)
+//	idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+//	score(d) = Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))
+//
+// N, df and avgdl count every document in the index, soft-deleted and
+// hidden ones included, so a filter never changes a document's score.
+// Distinct query terms are OR'ed and summed; a repeated query term counts
+// once. Ties rank newer CreatedAt first, then smaller ID.
+//
+// # Layout
+//
+// Each document version occupies a slot. Catalog strings are interned per
+// field (namespaces, types, tags, … become small ints). Each term has one
+// packed posting list of varint slot deltas with the weighted frequency in
+// half units (a single content occurrence takes a single byte). A replaced
+// or deleted document's slot is marked in a dead bitmap and skipped; once
+// dead slots exceed a quarter of all slots the writer compacts: it
+// renumbers live slots, rewrites postings and drops unused terms and
+// catalog values. Live slots are also kept sorted by (CreatedAt, ID), so
+// List and Around walk from a binary-searched position instead of sorting.
+// Search scores term-at-a-time into a reused per-slot scratch and keeps the
+// top k in a heap; the filter is evaluated once per matching slot, Accept
+// last.
+//
+// # Measured
+//
+// go test -run=XXX -bench=. -benchtime=2s -cpu=1 ./node/search/ on one
+// AMD EPYC core (go1.26), corpus from corpus_test.go (Zipf over 20k
+// pseudo-words plus stopwords and technical words; title 4–8 words,
+// content 40–120, 2–4 tags; 8 namespaces), 200 seeded 1–3-term queries:
+//
+//	           no filter            namespace+type=decision   namespace subtree
+//	10k        p50 49 µs  p95 215 µs   p50 38 µs  p95 160 µs     p50 47 µs  p95 205 µs
+//	100k       p50 385 µs p95 2.3 ms   p50 330 µs p95 1.8 ms     p50 403 µs p95 2.3 ms
+//
+// At 100k memories the index holds 31.3 MiB of heap (HeapAlloc delta after
+// GC; 5.3M postings in 7.9 MiB, 20k terms) plus a 1.5 MiB query scratch
+// once searched. Put costs about 9–13 µs; List(newest first, limit 20)
+// 5 µs unfiltered and 10 µs for namespace+type, but a filter matching only
+// old documents scans (0.45 ms for one session). A compaction at 100k
+// pauses the writer for about 65–95 ms.
+package search

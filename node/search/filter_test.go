@@ -1,0 +1,181 @@
+package search
+
+import (
+	"slices"
+	"testing"
+)
+
+// base is a doc every field test starts from; each case changes one field
+// on the "other" doc, so removing that field's check makes it match too.
+func base(id string) Doc {
+	return Doc{
+		ID: id, Namespace: "agent://bob", Type: "decision", Project: "p", Scope: "team",
+		SubjectType: "repo", SubjectID: "r1", SessionID: "s1", Channel: "cli",
+		Title: "kafka", Tags: []string{"ops", "infra"}, CreatedAt: 100,
+	}
+}
+
+func TestFilterFields(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*Doc)
+		f      Filter
+	}{
+		{"Namespaces", func(d *Doc) { d.Namespace = "agent://alice" }, Filter{Namespaces: []string{"agent://bob"}}},
+		{"Types", func(d *Doc) { d.Type = "fact" }, Filter{Types: []string{"decision"}}},
+		{"Tags", func(d *Doc) { d.Tags = []string{"ops"} }, Filter{Tags: []string{"infra"}}},
+		{"Project", func(d *Doc) { d.Project = "q" }, Filter{Project: "p"}},
+		{"Scope", func(d *Doc) { d.Scope = "org" }, Filter{Scope: "team"}},
+		{"SubjectType", func(d *Doc) { d.SubjectType = "user" }, Filter{SubjectType: "repo"}},
+		{"SubjectID", func(d *Doc) { d.SubjectID = "r2" }, Filter{SubjectID: "r1"}},
+		{"SessionID", func(d *Doc) { d.SessionID = "s2" }, Filter{SessionID: "s1"}},
+		{"Channel", func(d *Doc) { d.Channel = "mcp" }, Filter{Channel: "cli"}},
+		{"Since", func(d *Doc) { d.CreatedAt = 99 }, Filter{Since: 100}},
+		{"Until", func(d *Doc) { d.CreatedAt = 101 }, Filter{Until: 100}},
+		{"Deleted", func(d *Doc) { d.Deleted = true }, Filter{}},
+		{"Hidden", func(d *Doc) { d.Hidden = true }, Filter{}},
+		{"Accept", func(d *Doc) {}, Filter{Accept: func(id string) bool { return id == "want" }}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix := New()
+			ix.Put(base("want"))
+			other := base("other")
+			tc.change(&other)
+			ix.Put(other)
+			hits, total := ix.Search("kafka", tc.f, 10)
+			if total != 1 || !slices.Equal(ids(hits), []string{"want"}) {
+				t.Errorf("Search: %v total %d", ids(hits), total)
+			}
+			if got := metaIDs(ix.List(tc.f, false, 0)); !slices.Equal(got, []string{"want"}) {
+				t.Errorf("List: %v", got)
+			}
+			// The unfiltered-by-this-field query sees both, so the case
+			// really exercises the field.
+			all := Filter{IncludeDeleted: true, IncludeHidden: true}
+			if _, n := ix.Search("kafka", all, 10); n != 2 {
+				t.Errorf("without filter: %d", n)
+			}
+		})
+	}
+}
+
+func TestIncludeDeletedHidden(t *testing.T) {
+	ix := New()
+	d := base("del")
+	d.Deleted = true
+	ix.Put(d)
+	h := base("hid")
+	h.Hidden = true
+	ix.Put(h)
+	ix.Put(base("ok"))
+	for _, tc := range []struct {
+		f    Filter
+		want []string
+	}{
+		{Filter{}, []string{"ok"}},
+		{Filter{IncludeDeleted: true}, []string{"del", "ok"}},
+		{Filter{IncludeHidden: true}, []string{"hid", "ok"}},
+		{Filter{IncludeDeleted: true, IncludeHidden: true}, []string{"del", "hid", "ok"}},
+	} {
+		hits, _ := ix.Search("kafka", tc.f, 10)
+		got := ids(hits)
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: %v want %v", tc.f, got, tc.want)
+		}
+	}
+	if ix.Len() != 3 {
+		t.Errorf("Len %d", ix.Len())
+	}
+}
+
+func TestSubtree(t *testing.T) {
+	ix := New()
+	for i, ns := range []string{"agent://bob", "agent://bob/x", "agent://bob/x/y", "agent://bobby", "agent://alice"} {
+		d := base(ns)
+		d.Namespace = ns
+		d.CreatedAt = int64(i)
+		ix.Put(d)
+	}
+	list := func(f Filter) []string { return metaIDs(ix.List(f, false, 0)) }
+	if got := list(Filter{Namespaces: []string{"agent://bob"}}); !slices.Equal(got, []string{"agent://bob"}) {
+		t.Errorf("exact: %v", got)
+	}
+	want := []string{"agent://bob", "agent://bob/x", "agent://bob/x/y"}
+	if got := list(Filter{Namespaces: []string{"agent://bob"}, Subtree: true}); !slices.Equal(got, want) {
+		t.Errorf("subtree: %v", got)
+	}
+	if got := list(Filter{Namespaces: []string{"agent://bob/x"}, Subtree: true}); !slices.Equal(got, want[1:]) {
+		t.Errorf("subtree x: %v", got)
+	}
+	// A parent that holds no document itself still roots a subtree.
+	if got := list(Filter{Namespaces: []string{"agent://bob/x/"}, Subtree: true}); !slices.Equal(got, want[2:]) {
+		t.Errorf("trailing slash: %v", got)
+	}
+	if got := list(Filter{Namespaces: []string{"agent://nobody"}, Subtree: true}); len(got) != 0 {
+		t.Errorf("unknown: %v", got)
+	}
+}
+
+func TestTagsAllOfAndUnknownValues(t *testing.T) {
+	ix := New()
+	a := base("a")
+	a.Tags = []string{"x", "y", "z"}
+	ix.Put(a)
+	b := base("b")
+	b.Tags = []string{"x"}
+	ix.Put(b)
+	if got := metaIDs(ix.List(Filter{Tags: []string{"x", "z"}}, false, 0)); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("all-of: %v", got)
+	}
+	if got := ix.List(Filter{Tags: []string{"x", "nope"}}, false, 0); len(got) != 0 {
+		t.Errorf("unknown tag: %v", got)
+	}
+	if got := ix.List(Filter{Project: "nope"}, false, 0); len(got) != 0 {
+		t.Errorf("unknown project: %v", got)
+	}
+}
+
+func TestSinceUntilInclusive(t *testing.T) {
+	ix := New()
+	for i := int64(1); i <= 5; i++ {
+		d := base(string(rune('a' + i - 1)))
+		d.CreatedAt = i * 10
+		ix.Put(d)
+	}
+	for _, tc := range []struct {
+		since, until int64
+		want         []string
+	}{
+		{20, 40, []string{"b", "c", "d"}},
+		{20, 0, []string{"b", "c", "d", "e"}},
+		{0, 20, []string{"a", "b"}},
+		{21, 39, []string{"c"}},
+		{41, 39, nil},
+	} {
+		f := Filter{Since: tc.since, Until: tc.until}
+		if got := metaIDs(ix.List(f, false, 0)); !slices.Equal(got, tc.want) {
+			t.Errorf("List %d..%d: %v want %v", tc.since, tc.until, got, tc.want)
+		}
+		hits, _ := ix.Search("kafka", f, 10)
+		got := ids(hits)
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Search %d..%d: %v want %v", tc.since, tc.until, got, tc.want)
+		}
+	}
+}
+
+func TestAcceptSeesOnlyOtherwiseMatching(t *testing.T) {
+	ix := New()
+	ix.Put(base("a"))
+	o := base("b")
+	o.Type = "fact"
+	ix.Put(o)
+	var asked []string
+	f := Filter{Types: []string{"decision"}, Accept: func(id string) bool { asked = append(asked, id); return true }}
+	ix.Search("kafka", f, 10)
+	if !slices.Equal(asked, []string{"a"}) {
+		t.Fatalf("Accept asked about %v", asked)
+	}
+}
