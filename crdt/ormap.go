@@ -218,3 +218,21 @@ func (d Digest) String() string { return hex.EncodeToString(d[:]) }
 func (m *Map) Digest() Digest {
 	return sha256.Sum256(m.Encode())
 }
+
+// AssembleMap builds a Map from parts kept elsewhere (a node's store keeps
+// the context and every record entry under separate keys). The parts are
+// used as given, not copied.
+func AssembleMap(ctx *Context, records map[string]*Record, retracted []string) *Map {
+	m := NewMap()
+	if ctx != nil {
+		m.ctx = *ctx
+	}
+	for id, r := range records {
+		m.records[id] = r
+	}
+	for _, id := range retracted {
+		m.retracted[id] = struct{}{}
+		delete(m.records, id)
+	}
+	return m
+}

@@ -1,0 +1,247 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mnemohq/mnemo/node/store"
+)
+
+const exportFormat = "mnemo-export"
+
+// Export returns every memory (soft-deleted ones included, so an import
+// reproduces them) and session the caller can read.
+func (s *Service) Export(ctx context.Context, c Caller, namespaceArg string) (Export, error) {
+	sf, err := s.readScope(c, namespaceArg)
+	if err != nil {
+		return Export{}, err
+	}
+	sf.IncludeDeleted, sf.IncludeHidden = true, true
+	out := Export{Format: exportFormat, Version: 1, ExportedAt: s.cfg.Now().UTC(), Memories: s.load(metaIDs(s.ix.List(sf, false, 0)))}
+	out.Sessions = s.readableSessions(sf)
+	if out.Sessions == nil {
+		out.Sessions = []Session{}
+	}
+	return out, nil
+}
+
+// engramExport is the shape of `engram export` JSON.
+type engramExport struct {
+	Version  string `json:"version"`
+	Sessions []struct {
+		ID        string  `json:"id"`
+		Project   string  `json:"project"`
+		Directory string  `json:"directory"`
+		StartedAt string  `json:"started_at"`
+		EndedAt   *string `json:"ended_at"`
+		Summary   *string `json:"summary"`
+	} `json:"sessions"`
+	Observations []struct {
+		ID        json.Number `json:"id"`
+		SyncID    string      `json:"sync_id"`
+		SessionID string      `json:"session_id"`
+		Type      string      `json:"type"`
+		Title     string      `json:"title"`
+		Content   string      `json:"content"`
+		ToolName  *string     `json:"tool_name"`
+		Project   *string     `json:"project"`
+		Scope     string      `json:"scope"`
+		TopicKey  *string     `json:"topic_key"`
+		CreatedAt string      `json:"created_at"`
+		UpdatedAt string      `json:"updated_at"`
+		DeletedAt *string     `json:"deleted_at"`
+	} `json:"observations"`
+	Prompts []struct {
+		ID        json.Number `json:"id"`
+		SessionID string      `json:"session_id"`
+		Content   string      `json:"content"`
+		Project   string      `json:"project"`
+		CreatedAt string      `json:"created_at"`
+	} `json:"prompts"`
+}
+
+// parseLooseTime accepts RFC 3339 and SQLite's "2006-01-02 15:04:05" (UTC).
+func parseLooseTime(v string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, invalid("unreadable time %q", v)
+}
+
+func optString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// Import reads a mnemo export or an engram export into the caller's
+// namespace (or namespaceArg): all of it, or nothing if any item is invalid.
+// Items already present (same id) are skipped, so importing twice is harmless.
+func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, data []byte) (ImportResult, error) {
+	var probe struct {
+		Format       string          `json:"format"`
+		Observations json.RawMessage `json:"observations"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return ImportResult{}, invalid("import body is not JSON: %v", err)
+	}
+	ns, err := s.resolveWrite(c, namespaceArg)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	type item struct {
+		req SaveRequest
+		p   saveParams
+	}
+	var items []item
+	var sessions []SessionStart
+	sessionEnds := map[string]SessionEnd{}
+	res := ImportResult{}
+	switch {
+	case probe.Format == exportFormat:
+		res.Format = exportFormat
+		var ex Export
+		dec := json.NewDecoder(bytes.NewReader(data))
+		if err := dec.Decode(&ex); err != nil {
+			return ImportResult{}, invalid("mnemo export: %v", err)
+		}
+		for i, m := range ex.Memories {
+			imp, conf := m.Importance, m.Confidence
+			req := SaveRequest{Type: m.Type, Title: m.Title, Content: m.Content, Summary: m.Summary, Tags: m.Tags,
+				TopicKey: m.TopicKey, Importance: &imp, Confidence: &conf, LinkedFiles: m.LinkedFiles, Scope: m.Scope,
+				SubjectType: m.SubjectType, SubjectID: m.SubjectID, Project: m.Project, SessionID: m.SessionID, Channel: m.Channel}
+			p, err := normaliseSave(&req)
+			if err != nil {
+				return ImportResult{}, fmt.Errorf("memory %d (%s): %w", i, m.ID, err)
+			}
+			if len(m.ID) != 26 {
+				return ImportResult{}, invalid("memory %d: id %q is not a mnemo id", i, m.ID)
+			}
+			p.id, p.author, p.lineage, p.provenance = m.ID, m.Author, m.Lineage, m.Provenance
+			p.createdAt, p.updatedAt, p.deletedAt = m.CreatedAt, m.UpdatedAt, m.DeletedAt
+			items = append(items, item{req, p})
+		}
+		for _, ss := range ex.Sessions {
+			sessions = append(sessions, SessionStart{ID: ss.ID, Project: ss.Project, Directory: ss.Directory})
+			if ss.EndedAt != nil || ss.Summary != "" {
+				sessionEnds[ss.ID] = SessionEnd{ID: ss.ID, Summary: ss.Summary}
+			}
+		}
+	case probe.Observations != nil:
+		res.Format = "engram"
+		var ex engramExport
+		if err := json.Unmarshal(data, &ex); err != nil {
+			return ImportResult{}, invalid("engram export: %v", err)
+		}
+		for i, o := range ex.Observations {
+			created, err := parseLooseTime(o.CreatedAt)
+			if err != nil {
+				return ImportResult{}, fmt.Errorf("observation %d: %w", i, err)
+			}
+			scope := o.Scope
+			if scope == "personal" {
+				scope = "user"
+			}
+			typ := strings.ToLower(strings.TrimSpace(o.Type))
+			if typ == "" || validType(typ) != nil {
+				typ = DefaultType
+			}
+			req := SaveRequest{Type: typ, Title: o.Title, Content: o.Content, Scope: scope,
+				Project: optString(o.Project), SessionID: o.SessionID, TopicKey: optString(o.TopicKey)}
+			if t := optString(o.ToolName); t != "" {
+				req.Tags = []string{"tool:" + t}
+			}
+			p, err := normaliseSave(&req)
+			if err != nil {
+				return ImportResult{}, fmt.Errorf("observation %d: %w", i, err)
+			}
+			key := o.SyncID
+			if key == "" {
+				key = o.ID.String()
+			}
+			p.id = derivedID(created, "engram-observation", key, o.CreatedAt)
+			p.createdAt = created
+			if u, err := parseLooseTime(o.UpdatedAt); err == nil {
+				p.updatedAt = u
+			}
+			if d := optString(o.DeletedAt); d != "" {
+				if t, err := parseLooseTime(d); err == nil {
+					p.deletedAt = &t
+				}
+			}
+			p.provenance = []string{"source:engram:" + key}
+			items = append(items, item{req, p})
+		}
+		for i, pr := range ex.Prompts {
+			created, err := parseLooseTime(pr.CreatedAt)
+			if err != nil {
+				return ImportResult{}, fmt.Errorf("prompt %d: %w", i, err)
+			}
+			req := SaveRequest{Type: "prompt", Content: pr.Content, Project: pr.Project, SessionID: pr.SessionID, Scope: "session"}
+			p, err := normaliseSave(&req)
+			if err != nil {
+				return ImportResult{}, fmt.Errorf("prompt %d: %w", i, err)
+			}
+			p.id = derivedID(created, "engram-prompt", pr.ID.String(), pr.CreatedAt)
+			p.createdAt = created
+			items = append(items, item{req, p})
+		}
+		for _, ss := range ex.Sessions {
+			sessions = append(sessions, SessionStart{ID: ss.ID, Project: ss.Project, Directory: ss.Directory})
+			if ss.EndedAt != nil || ss.Summary != nil {
+				sessionEnds[ss.ID] = SessionEnd{ID: ss.ID, Summary: optString(ss.Summary)}
+			}
+		}
+	default:
+		return ImportResult{}, invalid(`import body is neither a mnemo export ("format":"mnemo-export") nor an engram export (with "observations")`)
+	}
+	err = s.write(func(tx *store.Tx) error {
+		for _, it := range items {
+			cur, err := tx.Record(ns.String(), it.p.id)
+			if err != nil {
+				return err
+			}
+			gone, err := tx.Retracted(ns.String(), it.p.id)
+			if err != nil {
+				return err
+			}
+			if !cur.Empty() || gone {
+				res.Skipped++
+				continue
+			}
+			it.p.noUpsert = true // an import restores items; it never merges them by topic key
+			if _, err := s.saveTx(tx, c, ns, it.req, it.p); err != nil {
+				return err
+			}
+			if it.req.Type == "prompt" && res.Format == "engram" {
+				res.Prompts++
+			} else {
+				res.Memories++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportResult{}, err
+	}
+	for _, ss := range sessions {
+		ss.Namespace = ns.String()
+		if _, err := s.StartSession(ctx, c, ss); err != nil {
+			return res, err
+		}
+		if end, ok := sessionEnds[ss.ID]; ok {
+			if _, err := s.EndSession(ctx, c, end); err != nil {
+				return res, err
+			}
+		}
+		res.Sessions++
+	}
+	return res, nil
+}

@@ -1,0 +1,448 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/search"
+	"github.com/mnemohq/mnemo/node/store"
+)
+
+// Defaults and bounds of the read operations.
+const (
+	DefaultSearchLimit  = 10
+	MaxSearchLimit      = 100
+	DefaultAround       = 5
+	MaxAround           = 50
+	DefaultMaxTokens    = 2000
+	MaxMaxTokens        = 100000
+	DefaultCompactLimit = 50
+	MaxCompactLimit     = 200
+	snippetRunes        = 100
+	contextEntryRunes   = 600
+)
+
+// indexFilter turns a Filter into the index's filter, scoped to what the
+// caller may read.
+func (s *Service) indexFilter(c Caller, f Filter) (search.Filter, error) {
+	sf, err := s.readScope(c, f.Namespace)
+	if err != nil {
+		return sf, err
+	}
+	if f.Type != "" {
+		sf.Types = []string{f.Type}
+	}
+	if f.Scope != "" {
+		if err := oneOf("scope", f.Scope, scopes); err != nil {
+			return sf, err
+		}
+	}
+	if f.Channel != "" {
+		if err := oneOf("channel", f.Channel, channels); err != nil {
+			return sf, err
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
+		return sf, invalid("until (%s) is before since (%s)", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+	}
+	sf.Tags = f.Tags
+	sf.Project, sf.Scope, sf.SubjectType, sf.SubjectID = f.Project, f.Scope, f.SubjectType, f.SubjectID
+	sf.SessionID, sf.Channel = f.SessionID, f.Channel
+	if !f.Since.IsZero() {
+		sf.Since = f.Since.UnixNano()
+	}
+	if !f.Until.IsZero() {
+		sf.Until = f.Until.UnixNano()
+	}
+	return sf, nil
+}
+
+// load reads memories for index metas or hits, skipping any that vanished
+// between the index read and the store read.
+func (s *Service) load(ids []string) []Memory {
+	out := make([]Memory, 0, len(ids))
+	for _, id := range ids {
+		meta, ok := s.ix.Meta(id)
+		if !ok {
+			continue
+		}
+		rec, err := s.st.Record(meta.Namespace, id)
+		if err != nil || rec.Empty() {
+			continue
+		}
+		out = append(out, toMemory(meta.Namespace, id, rec))
+	}
+	return out
+}
+
+// Search ranks memories by BM25 over title, content and tags.
+func (s *Service) Search(ctx context.Context, c Caller, q SearchQuery) (SearchResult, error) {
+	if strings.TrimSpace(q.Query) == "" {
+		return SearchResult{}, invalid("q (the search text) is required")
+	}
+	if len(q.Query) > 1024 {
+		return SearchResult{}, invalid("q is %d bytes (max 1024)", len(q.Query))
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultSearchLimit
+	}
+	if q.Limit < 0 || q.Limit > MaxSearchLimit {
+		return SearchResult{}, invalid("limit must be 1..%d, got %d", MaxSearchLimit, q.Limit)
+	}
+	sf, err := s.indexFilter(c, q.Filter)
+	if err != nil {
+		return SearchResult{}, err
+	}
+	sf.IncludeDeleted = q.IncludeDeleted
+	hits, total := s.ix.Search(q.Query, sf, q.Limit)
+	res := SearchResult{Results: []SearchHit{}, Total: total}
+	for _, h := range hits {
+		ms := s.load([]string{h.ID})
+		if len(ms) == 1 {
+			res.Results = append(res.Results, SearchHit{Memory: ms[0], Score: h.Score})
+		}
+	}
+	return res, nil
+}
+
+func metaIDs(ms []search.Meta) []string {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// Timeline returns the memories just before and after one memory, oldest first.
+func (s *Service) Timeline(ctx context.Context, c Caller, q TimelineQuery) (Timeline, error) {
+	if q.ID == "" {
+		return Timeline{}, invalid("id is required")
+	}
+	for _, v := range []struct {
+		name string
+		n    *int
+	}{{"before", &q.Before}, {"after", &q.After}} {
+		if *v.n == 0 {
+			*v.n = DefaultAround
+		}
+		if *v.n < 0 || *v.n > MaxAround {
+			return Timeline{}, invalid("%s must be 0..%d, got %d", v.name, MaxAround, *v.n)
+		}
+	}
+	center, err := s.Get(ctx, c, q.ID, false)
+	if err != nil {
+		return Timeline{}, err
+	}
+	sf, err := s.indexFilter(c, q.Filter)
+	if err != nil {
+		return Timeline{}, err
+	}
+	_, older, newer, ok := s.ix.Around(q.ID, sf, q.Before, q.After)
+	if !ok {
+		return Timeline{}, fmt.Errorf("%w: memory %q", ErrNotFound, q.ID)
+	}
+	return Timeline{Center: center, Before: s.load(metaIDs(older)), After: s.load(metaIDs(newer))}, nil
+}
+
+// estimateTokens is the budget arithmetic of Context: one token per four
+// bytes, rounded up — close to what tokenizers give for English and code.
+func estimateTokens(s string) int { return (len(s) + 3) / 4 }
+
+// Context formats recent memories and sessions for an agent's prompt, newest
+// first, within MaxTokens.
+func (s *Service) Context(ctx context.Context, c Caller, q ContextQuery) (ContextResult, error) {
+	if q.MaxTokens == 0 {
+		q.MaxTokens = DefaultMaxTokens
+	}
+	if q.MaxTokens < 0 || q.MaxTokens > MaxMaxTokens {
+		return ContextResult{}, invalid("max_tokens must be 1..%d, got %d", MaxMaxTokens, q.MaxTokens)
+	}
+	sf, err := s.indexFilter(c, q.Filter)
+	if err != nil {
+		return ContextResult{}, err
+	}
+	res := ContextResult{MaxTokens: q.MaxTokens, Memories: []Memory{}, Sessions: []Session{}}
+	var b strings.Builder
+	header := "## Memory context\n"
+	b.WriteString(header)
+	used := estimateTokens(header)
+
+	sessions := s.readableSessions(sf)
+	if len(sessions) > 5 {
+		sessions = sessions[:5]
+	}
+	if len(sessions) > 0 {
+		part := "\n### Recent sessions\n"
+		if used+estimateTokens(part) <= q.MaxTokens {
+			b.WriteString(part)
+			used += estimateTokens(part)
+			for _, ss := range sessions {
+				line := fmt.Sprintf("- %s (%s, started %s)", ss.ID, orDash(ss.Project), ss.StartedAt.Format("2006-01-02 15:04"))
+				if ss.Summary != "" {
+					line += ": " + truncateRunes(oneLine(ss.Summary), 200)
+				}
+				line += "\n"
+				if used+estimateTokens(line) > q.MaxTokens {
+					res.Truncated = true
+					break
+				}
+				b.WriteString(line)
+				used += estimateTokens(line)
+				res.Sessions = append(res.Sessions, ss)
+			}
+		}
+	}
+	part := "\n### Memories (newest first)\n"
+	b.WriteString(part)
+	used += estimateTokens(part)
+	metas := s.ix.List(sf, true, 500)
+	for _, m := range s.load(metaIDs(metas)) {
+		entry := fmt.Sprintf("- [%s] %s (%s, id %s", m.Type, m.Title, m.CreatedAt.Format("2006-01-02"), m.ID)
+		if len(m.Tags) > 0 {
+			entry += ", tags " + strings.Join(m.Tags, ",")
+		}
+		entry += "): " + truncateRunes(oneLine(m.Content), contextEntryRunes) + "\n"
+		if used+estimateTokens(entry) > q.MaxTokens {
+			res.Truncated = true
+			break
+		}
+		b.WriteString(entry)
+		used += estimateTokens(entry)
+		res.Memories = append(res.Memories, m)
+	}
+	if len(metas) == 500 && !res.Truncated {
+		res.Truncated = true
+	}
+	res.Text = b.String()
+	res.TokensUsed = used
+	return res, nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// Compact identifies stale memories, or soft-deletes chosen ones and writes
+// their summary, all or nothing.
+func (s *Service) Compact(ctx context.Context, c Caller, req CompactRequest) (CompactResult, error) {
+	if req.CompactIDs == nil {
+		return s.compactIdentify(c, req)
+	}
+	return s.compactExecute(c, req)
+}
+
+func (s *Service) compactFilter(c Caller, req CompactRequest) (search.Filter, error) {
+	if req.Scope != "" {
+		if err := oneOf("scope", req.Scope, scopes); err != nil {
+			return search.Filter{}, err
+		}
+	}
+	return s.indexFilter(c, Filter{Namespace: req.Namespace, Project: req.Project, Scope: req.Scope})
+}
+
+var ageBuckets = []struct {
+	label string
+	days  int // upper bound, exclusive
+}{{"<7d", 7}, {"7-30d", 30}, {"30-90d", 90}, {"90-365d", 365}, {">=365d", 1 << 30}}
+
+func (s *Service) compactIdentify(c Caller, req CompactRequest) (CompactResult, error) {
+	if req.OlderThanDays <= 0 {
+		return CompactResult{}, invalid("older_than_days must be greater than 0 in identify mode, got %d", req.OlderThanDays)
+	}
+	if req.Limit == 0 {
+		req.Limit = DefaultCompactLimit
+	}
+	if req.Limit < 0 || req.Limit > MaxCompactLimit {
+		return CompactResult{}, invalid("limit must be 1..%d, got %d", MaxCompactLimit, req.Limit)
+	}
+	sf, err := s.compactFilter(c, req)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	now := s.cfg.Now()
+	total := len(s.ix.List(sf, false, 0))
+	sf.Until = now.Add(-time.Duration(req.OlderThanDays) * 24 * time.Hour).UnixNano()
+	stale := s.ix.List(sf, false, 0)
+	res := CompactResult{Mode: "identify", Before: total, After: total, Candidates: []CompactCandidate{}}
+	counts := make([]int, len(ageBuckets))
+	for _, m := range stale {
+		age := int(now.Sub(time.Unix(0, m.CreatedAt)).Hours() / 24)
+		for i, b := range ageBuckets {
+			if age < b.days {
+				counts[i]++
+				break
+			}
+		}
+	}
+	for i, b := range ageBuckets {
+		if counts[i] > 0 {
+			res.Histogram = append(res.Histogram, AgeBucket{Label: b.label, Count: counts[i]})
+		}
+	}
+	if len(stale) > req.Limit {
+		stale = stale[:req.Limit]
+	}
+	for _, m := range s.load(metaIDs(stale)) {
+		res.Candidates = append(res.Candidates, CompactCandidate{
+			ID: m.ID, Namespace: m.Namespace, Type: m.Type, Title: m.Title, Project: m.Project, Scope: m.Scope,
+			CreatedAt: m.CreatedAt, AgeDays: int(now.Sub(m.CreatedAt).Hours() / 24),
+			Snippet: truncateRunes(oneLine(m.Content), snippetRunes),
+		})
+	}
+	return res, nil
+}
+
+func (s *Service) compactExecute(c Caller, req CompactRequest) (CompactResult, error) {
+	if len(req.CompactIDs) == 0 {
+		return CompactResult{}, invalid("compact_ids is empty: pass the ids to compact, or omit it to identify candidates")
+	}
+	if len(req.CompactIDs) > MaxCompactLimit {
+		return CompactResult{}, invalid("at most %d compact_ids, got %d", MaxCompactLimit, len(req.CompactIDs))
+	}
+	if strings.TrimSpace(req.SummaryContent) != "" && strings.TrimSpace(req.SummaryTitle) == "" {
+		return CompactResult{}, invalid("summary_content needs a summary_title")
+	}
+	if strings.TrimSpace(req.SummaryTitle) != "" && strings.TrimSpace(req.SummaryContent) == "" {
+		return CompactResult{}, invalid("summary_title needs a summary_content")
+	}
+	sf, err := s.compactFilter(c, req)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	type target struct {
+		ns    namespace.Address
+		id    string
+		scope string
+	}
+	var targets []target
+	var unknown, deleted []string
+	seen := map[string]bool{}
+	for _, id := range req.CompactIDs {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		ns, rec, err := s.locate(c, id, true)
+		if err != nil {
+			unknown = append(unknown, id)
+			continue
+		}
+		if !tm(rec, fDeletedAt).IsZero() {
+			deleted = append(deleted, id)
+			continue
+		}
+		if err := s.auth.CheckWrite(c.Principal, ns); err != nil {
+			return CompactResult{}, err
+		}
+		targets = append(targets, target{ns, id, str(rec, fScope)})
+	}
+	if len(unknown) > 0 {
+		return CompactResult{}, invalid("unknown compact_ids: %s", strings.Join(unknown, ", "))
+	}
+	if len(deleted) > 0 {
+		return CompactResult{}, invalid("already deleted, cannot compact: %s", strings.Join(deleted, ", "))
+	}
+	before := len(s.ix.List(sf, false, 0))
+	res := CompactResult{Mode: "execute", Before: before}
+	err = s.write(func(tx *store.Tx) error {
+		for _, t := range targets {
+			if err := s.softDeleteTx(tx, t.ns, t.id); err != nil {
+				return err
+			}
+		}
+		if strings.TrimSpace(req.SummaryContent) == "" {
+			return nil
+		}
+		scope, home := targets[0].scope, targets[0].ns
+		var prov []string
+		for _, t := range targets {
+			if t.scope != scope {
+				scope = DefaultScope
+			}
+			if t.ns != home {
+				home = c.Principal
+			}
+			prov = append(prov, "source:"+t.id)
+		}
+		if scope == "" {
+			scope = DefaultScope
+		}
+		if req.Namespace != "" {
+			ns, err := s.resolveWrite(c, req.Namespace)
+			if err != nil {
+				return err
+			}
+			home = ns
+		}
+		if err := s.auth.CheckWrite(c.Principal, home); err != nil {
+			return err
+		}
+		sessionID := req.SessionID
+		if sessionID == "" {
+			sessionID = "manual-save"
+		}
+		sum := SaveRequest{Type: "compaction_summary", Title: req.SummaryTitle, Content: req.SummaryContent,
+			Scope: scope, Project: req.Project, SessionID: sessionID}
+		p, err := normaliseSave(&sum)
+		if err != nil {
+			return err
+		}
+		p.provenance = append(prov, "author:"+c.Principal.String())
+		slices.Sort(p.provenance)
+		saved, err := s.saveTx(tx, c, home, sum, p)
+		if err != nil {
+			return err
+		}
+		res.SummaryID = saved.ID
+		return nil
+	})
+	if err != nil {
+		return CompactResult{}, err
+	}
+	res.Compacted = len(targets)
+	res.After = len(s.ix.List(sf, false, 0))
+	return res, nil
+}
+
+// Stats counts what the caller can read.
+func (s *Service) Stats(ctx context.Context, c Caller, namespaceArg string) (Stats, error) {
+	sf, err := s.readScope(c, namespaceArg)
+	if err != nil {
+		return Stats{}, err
+	}
+	sf.IncludeDeleted = true
+	st := Stats{ByType: map[string]int{}, ByNamespace: map[string]int{}, Projects: []string{}}
+	projects := map[string]bool{}
+	for _, m := range s.ix.List(sf, false, 0) {
+		if m.Deleted {
+			st.Deleted++
+			continue
+		}
+		st.Memories++
+		st.ByType[m.Type]++
+		st.ByNamespace[m.Namespace]++
+		if m.Project != "" {
+			projects[m.Project] = true
+		}
+		t := time.Unix(0, m.CreatedAt).UTC()
+		if st.Oldest == nil {
+			st.Oldest = &t
+		}
+		st.Newest = &t
+	}
+	for p := range projects {
+		st.Projects = append(st.Projects, p)
+	}
+	slices.Sort(st.Projects)
+	st.Sessions = len(s.readableSessions(sf))
+	return st, nil
+}

@@ -1,0 +1,651 @@
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/search"
+	"github.com/mnemohq/mnemo/node/store"
+)
+
+// ErrLocked reports a data directory already held by another process; the
+// message names the holder's pid.
+var ErrLocked = store.ErrLocked
+
+// Authorizer decides permissions; every Service method asks it before
+// touching data. Errors wrap acl.ErrDenied.
+type Authorizer interface {
+	CheckRead(principal, ns namespace.Address) error
+	CheckWrite(principal, ns namespace.Address) error
+}
+
+// ownerOnly is the default Authorizer: an agent holds every permission in
+// its own namespaces and nothing elsewhere.
+type ownerOnly struct{}
+
+func (ownerOnly) check(p, ns namespace.Address, perm string) error {
+	if owner, ok := ns.Owner(); ok && owner == p {
+		return nil
+	}
+	return fmt.Errorf("%w: %s lacks %s on %s", acl.ErrDenied, p, perm, ns)
+}
+func (o ownerOnly) CheckRead(p, ns namespace.Address) error  { return o.check(p, ns, "read") }
+func (o ownerOnly) CheckWrite(p, ns namespace.Address) error { return o.check(p, ns, "write") }
+
+// Config configures a Service.
+type Config struct {
+	Dir        string            // data directory; "" keeps everything in memory (tests)
+	Agent      namespace.Address // the owner agent (agent://NAME); required
+	Replica    crdt.ReplicaID    // this node's replica id; 0 derives one from Agent
+	Now        func() time.Time  // wall clock; default time.Now
+	Rand       io.Reader         // id randomness; default crypto/rand
+	Logger     *slog.Logger      // default discards
+	Authorizer Authorizer        // default: owner-only
+	MaxSkew    time.Duration     // clock skew tolerated on incoming deltas; default crdt.DefaultMaxSkew
+	NoSync     bool              // benchmarks only: skip fsync per write
+}
+
+// Service is one node's memory store: Badger for durability, a derived
+// in-memory index for queries. Safe for concurrent use.
+type Service struct {
+	cfg   Config
+	st    *store.Store
+	ix    *search.Index
+	auth  Authorizer
+	log   *slog.Logger
+	clkMu sync.Mutex
+	clock *crdt.Clock
+
+	sessMu   sync.RWMutex
+	sessions map[string]Session // key ns + "\x00" + session id
+
+	listenMu  sync.RWMutex
+	listeners []func(ns string, delta *crdt.Map)
+}
+
+// Open opens the store in cfg.Dir and rebuilds the query index from it.
+func Open(cfg Config) (*Service, error) {
+	if cfg.Agent.IsZero() || cfg.Agent.Kind != namespace.KindAgent || cfg.Agent.Path != "" {
+		return nil, fmt.Errorf("%w: config needs an agent root address, got %q", ErrInvalid, cfg.Agent)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = ownerOnly{}
+	}
+	if cfg.Replica == 0 {
+		sum := sha256.Sum256([]byte(cfg.Agent.String()))
+		for _, b := range sum[:8] {
+			cfg.Replica = cfg.Replica<<8 | crdt.ReplicaID(b)
+		}
+		if cfg.Replica == 0 {
+			cfg.Replica = 1
+		}
+	}
+	st, err := store.Open(cfg.Dir, store.Options{Logger: cfg.Logger, NoSync: cfg.NoSync})
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg: cfg, st: st, ix: search.New(), auth: cfg.Authorizer, log: cfg.Logger,
+		clock: crdt.NewClock(cfg.MaxSkew), sessions: map[string]Session{},
+	}
+	if err := s.rebuild(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// rebuild loads every record into the index and restores the clock.
+func (s *Service) rebuild() error {
+	var maxTS crdt.Timestamp
+	err := s.st.Scan("", func(ns, id string, rec *crdt.Record) error {
+		maxTS = max(maxTS, rec.MaxTimestamp())
+		s.index(ns, id, rec)
+		return nil
+	})
+	s.clock.Restore(maxTS)
+	return err
+}
+
+// Close closes the store.
+func (s *Service) Close() error { return s.st.Close() }
+
+// Owner is the node's owner agent.
+func (s *Service) Owner() namespace.Address { return s.cfg.Agent }
+
+// Store exposes the replicated state to the replication layer.
+func (s *Service) Store() *store.Store { return s.st }
+
+// Replica is this node's replica id.
+func (s *Service) Replica() crdt.ReplicaID { return s.cfg.Replica }
+
+// OnLocalDelta registers fn to be called, after a local write is durable,
+// with the delta of each namespace it changed (for replication).
+func (s *Service) OnLocalDelta(fn func(ns string, delta *crdt.Map)) {
+	s.listenMu.Lock()
+	s.listeners = append(s.listeners, fn)
+	s.listenMu.Unlock()
+}
+
+func (s *Service) now() (time.Time, crdt.Timestamp) {
+	w := s.cfg.Now()
+	s.clkMu.Lock()
+	ts := s.clock.Now(w)
+	s.clkMu.Unlock()
+	return ts.Time(), ts
+}
+
+// ApplyRemote applies a delta received from a peer: its timestamps are
+// checked against the clock's skew bound before any of it applies.
+func (s *Service) ApplyRemote(ns string, delta *crdt.Map) error {
+	s.clkMu.Lock()
+	_, err := s.clock.Observe(delta.MaxTimestamp(), s.cfg.Now())
+	s.clkMu.Unlock()
+	if err != nil {
+		return err
+	}
+	changes, err := s.st.Apply(map[string]*crdt.Map{ns: delta})
+	if err != nil {
+		return err
+	}
+	s.reindex(changes)
+	return nil
+}
+
+// write runs fn in one store transaction, then updates the index and tells
+// the listeners.
+func (s *Service) write(fn func(tx *store.Tx) error) error {
+	var deltas map[string]*crdt.Map
+	changes, err := s.st.Update(s.cfg.Replica, func(tx *store.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		deltas = tx.Deltas()
+		return nil
+	})
+	if err != nil {
+		return mapStoreErr(err)
+	}
+	s.reindex(changes)
+	s.listenMu.RLock()
+	ls := s.listeners
+	s.listenMu.RUnlock()
+	for ns, d := range deltas {
+		for _, l := range ls {
+			l(ns, d)
+		}
+	}
+	return nil
+}
+
+func mapStoreErr(err error) error {
+	switch {
+	case errors.Is(err, crdt.ErrTooLarge):
+		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+	case errors.Is(err, crdt.ErrRetracted):
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	case errors.Is(err, crdt.ErrInvalid):
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return err
+}
+
+func (s *Service) reindex(changes []store.Change) {
+	for _, c := range changes {
+		if c.Record == nil {
+			s.ix.Delete(c.ID)
+			s.sessMu.Lock()
+			delete(s.sessions, c.Namespace+"\x00"+strings.TrimPrefix(c.ID, sessionPrefix))
+			s.sessMu.Unlock()
+			continue
+		}
+		s.index(c.Namespace, c.ID, c.Record)
+	}
+}
+
+func (s *Service) index(ns, id string, rec *crdt.Record) {
+	if rec.Empty() {
+		return
+	}
+	if isSession(rec) {
+		sess := toSession(ns, id, rec)
+		s.sessMu.Lock()
+		s.sessions[ns+"\x00"+sess.ID] = sess
+		s.sessMu.Unlock()
+		return
+	}
+	s.ix.Put(toDoc(toMemory(ns, id, rec)))
+}
+
+// newID returns a 26-character, time-ordered id: 48 bits of milliseconds and
+// 80 random bits in Crockford base32.
+func (s *Service) newID(t time.Time) (string, error) {
+	var b [16]byte
+	ms := uint64(t.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	if _, err := io.ReadFull(s.cfg.Rand, b[6:]); err != nil {
+		return "", fmt.Errorf("memory: id randomness: %w", err)
+	}
+	return encodeID(b), nil
+}
+
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+func encodeID(b [16]byte) string {
+	// 128 bits → 26 base32 digits (the top digit carries 3 bits).
+	var out [26]byte
+	hi := uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 | uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+	lo := uint64(b[8])<<56 | uint64(b[9])<<48 | uint64(b[10])<<40 | uint64(b[11])<<32 | uint64(b[12])<<24 | uint64(b[13])<<16 | uint64(b[14])<<8 | uint64(b[15])
+	for i := 25; i >= 0; i-- {
+		out[i] = crockford[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
+	return string(out[:])
+}
+
+// derivedID is a stable id for imported items, so importing twice is idempotent.
+func derivedID(t time.Time, parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	var b [16]byte
+	ms := uint64(t.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	copy(b[6:], h[:10])
+	return encodeID(b)
+}
+
+func contentHash(content string) string {
+	h := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(h[:16])
+}
+
+// resolveWrite turns a namespace argument into an address the caller may write.
+func (s *Service) resolveWrite(c Caller, arg string) (namespace.Address, error) {
+	ns, err := s.resolve(c, arg)
+	if err != nil {
+		return ns, err
+	}
+	return ns, s.auth.CheckWrite(c.Principal, ns)
+}
+
+func (s *Service) resolve(c Caller, arg string) (namespace.Address, error) {
+	if c.Principal.IsZero() {
+		return namespace.Address{}, fmt.Errorf("%w: no caller principal", ErrInvalid)
+	}
+	ns, err := namespace.Resolve(c.Principal, arg)
+	if err != nil {
+		return ns, fmt.Errorf("%w: namespace: %v", ErrInvalid, err)
+	}
+	return ns, nil
+}
+
+// readScope is the set of namespaces a read covers: the given one (and its
+// sub-namespaces) if the caller may read it, otherwise every namespace the
+// node holds that the caller may read.
+func (s *Service) readScope(c Caller, arg string) (search.Filter, error) {
+	if arg != "" {
+		ns, err := s.resolve(c, arg)
+		if err != nil {
+			return search.Filter{}, err
+		}
+		if err := s.auth.CheckRead(c.Principal, ns); err != nil {
+			return search.Filter{}, err
+		}
+		return search.Filter{Namespaces: []string{ns.String()}, Subtree: true}, nil
+	}
+	if c.Principal.IsZero() {
+		return search.Filter{}, fmt.Errorf("%w: no caller principal", ErrInvalid)
+	}
+	f := search.Filter{Namespaces: []string{}}
+	for _, name := range s.st.Namespaces() {
+		ns, err := namespace.Parse(name)
+		if err != nil {
+			continue
+		}
+		if s.auth.CheckRead(c.Principal, ns) == nil {
+			f.Namespaces = append(f.Namespaces, name)
+		}
+	}
+	if len(f.Namespaces) == 0 {
+		f.Namespaces = []string{"\x00none"} // nothing readable: match nothing
+	}
+	return f, nil
+}
+
+// locate finds a memory by id among the namespaces the caller may read.
+func (s *Service) locate(c Caller, id string, includeDeleted bool) (namespace.Address, *crdt.Record, error) {
+	meta, ok := s.ix.Meta(id)
+	if !ok {
+		return namespace.Address{}, nil, fmt.Errorf("%w: memory %q", ErrNotFound, id)
+	}
+	ns, err := namespace.Parse(meta.Namespace)
+	if err != nil {
+		return ns, nil, err
+	}
+	if err := s.auth.CheckRead(c.Principal, ns); err != nil {
+		// Do not reveal that the id exists elsewhere.
+		return ns, nil, fmt.Errorf("%w: memory %q", ErrNotFound, id)
+	}
+	if meta.Deleted && !includeDeleted {
+		return ns, nil, fmt.Errorf("%w: memory %q is deleted (include_deleted=true shows it)", ErrNotFound, id)
+	}
+	rec, err := s.st.Record(ns.String(), id)
+	if err != nil {
+		return ns, nil, err
+	}
+	if rec.Empty() {
+		return ns, nil, fmt.Errorf("%w: memory %q", ErrNotFound, id)
+	}
+	return ns, rec, nil
+}
+
+// Get returns one memory.
+func (s *Service) Get(ctx context.Context, c Caller, id string, includeDeleted bool) (Memory, error) {
+	ns, rec, err := s.locate(c, id, includeDeleted)
+	if err != nil {
+		return Memory{}, err
+	}
+	return toMemory(ns.String(), id, rec), nil
+}
+
+// Save creates a memory, or updates the live memory of the same namespace
+// with the same topic key.
+func (s *Service) Save(ctx context.Context, c Caller, req SaveRequest) (SaveResult, error) {
+	p, err := normaliseSave(&req)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	ns, err := s.resolveWrite(c, req.Namespace)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	var res SaveResult
+	err = s.write(func(tx *store.Tx) error {
+		var e error
+		res, e = s.saveTx(tx, c, ns, req, p)
+		return e
+	})
+	if err != nil {
+		return SaveResult{}, err
+	}
+	return res, nil
+}
+
+// saveTx writes a save inside a transaction (shared by compaction, sessions
+// and import).
+func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveRequest, p saveParams) (SaveResult, error) {
+	now, ts := s.now()
+	if req.TopicKey != "" && !p.noUpsert {
+		if id, ok := s.ix.ByTopicKey(ns.String(), req.TopicKey); ok {
+			upd := UpdateRequest{Type: &req.Type, Title: &req.Title, Content: &req.Content, Tags: &req.Tags,
+				Importance: req.Importance, Confidence: req.Confidence}
+			if req.Summary != "" {
+				upd.Summary = &req.Summary
+			}
+			if req.LinkedFiles != nil {
+				upd.LinkedFiles = &req.LinkedFiles
+			}
+			for _, f := range []struct {
+				v   string
+				dst **string
+			}{{req.Project, &upd.Project}, {req.SessionID, &upd.SessionID}, {req.Channel, &upd.Channel}} {
+				if f.v != "" {
+					v := f.v
+					*f.dst = &v
+				}
+			}
+			if req.Scope != "" {
+				upd.Scope = &req.Scope
+			}
+			m, err := s.updateTx(tx, c, ns, id, upd)
+			return SaveResult{Memory: m, Upserted: true}, err
+		}
+	}
+	id := p.id
+	if id == "" {
+		var err error
+		if id, err = s.newID(now); err != nil {
+			return SaveResult{}, err
+		}
+	}
+	created := now
+	if !p.createdAt.IsZero() {
+		created = p.createdAt
+	}
+	e, err := tx.Edit(ns.String(), id)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	author := c.Principal.String()
+	if p.author != "" {
+		author = p.author
+	}
+	sets := []struct{ name, value string }{
+		{fType, req.Type}, {fTitle, req.Title}, {fContent, req.Content}, {fSummary, req.Summary},
+		{fTopicKey, req.TopicKey}, {fScope, req.Scope}, {fSubjectType, req.SubjectType},
+		{fSubjectID, req.SubjectID}, {fProject, req.Project}, {fSessionID, req.SessionID},
+		{fChannel, req.Channel}, {fAuthor, author}, {fLineage, p.lineage}, {fHash, contentHash(req.Content)},
+	}
+	for _, f := range sets {
+		if f.value == "" {
+			continue
+		}
+		if err := e.Set(ts, f.name, []byte(f.value)); err != nil {
+			return SaveResult{}, err
+		}
+	}
+	updated := created
+	if !p.updatedAt.IsZero() {
+		updated = p.updatedAt
+	}
+	for _, f := range []struct {
+		name string
+		v    []byte
+	}{{fImportance, encNum(*req.Importance)}, {fConfidence, encNum(*req.Confidence)},
+		{fCreatedAt, encTime(created)}, {fUpdatedAt, encTime(updated)}} {
+		if err := e.Set(ts, f.name, f.v); err != nil {
+			return SaveResult{}, err
+		}
+	}
+	if p.deletedAt != nil {
+		if err := e.Set(ts, fDeletedAt, encTime(*p.deletedAt)); err != nil {
+			return SaveResult{}, err
+		}
+	}
+	for _, t := range req.Tags {
+		if err := e.Add(sTags, t); err != nil {
+			return SaveResult{}, err
+		}
+	}
+	for _, f := range req.LinkedFiles {
+		if err := e.Add(sLinkedFiles, f); err != nil {
+			return SaveResult{}, err
+		}
+	}
+	for _, pv := range p.provenance {
+		if err := e.Add(sProvenance, pv); err != nil {
+			return SaveResult{}, err
+		}
+	}
+	tx.Commit(ns.String(), id, e)
+	rec, _ := tx.Record(ns.String(), id)
+	return SaveResult{Memory: toMemory(ns.String(), id, rec)}, nil
+}
+
+// Update changes the given fields of a live memory.
+func (s *Service) Update(ctx context.Context, c Caller, id string, req UpdateRequest) (Memory, error) {
+	if err := normaliseUpdate(&req); err != nil {
+		return Memory{}, err
+	}
+	ns, _, err := s.locate(c, id, false)
+	if err != nil {
+		return Memory{}, err
+	}
+	if err := s.auth.CheckWrite(c.Principal, ns); err != nil {
+		return Memory{}, err
+	}
+	var m Memory
+	err = s.write(func(tx *store.Tx) error {
+		var e error
+		m, e = s.updateTx(tx, c, ns, id, req)
+		return e
+	})
+	return m, err
+}
+
+func (s *Service) updateTx(tx *store.Tx, c Caller, ns namespace.Address, id string, req UpdateRequest) (Memory, error) {
+	cur, err := tx.Record(ns.String(), id)
+	if err != nil {
+		return Memory{}, err
+	}
+	if cur.Empty() || isSession(cur) {
+		return Memory{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
+	}
+	if !tm(cur, fDeletedAt).IsZero() {
+		return Memory{}, fmt.Errorf("%w: memory %q is deleted", ErrNotFound, id)
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{fSubjectType, req.SubjectType}, {fSubjectID, req.SubjectID}} {
+		if f.v != nil && str(cur, f.name) != "" && *f.v != str(cur, f.name) {
+			return Memory{}, fmt.Errorf("%w: subject_type and subject_id are immutable once set (memory %q)", ErrConflict, id)
+		}
+	}
+	now, ts := s.now()
+	e, err := tx.Edit(ns.String(), id)
+	if err != nil {
+		return Memory{}, err
+	}
+	changed := false
+	set := func(name string, v []byte) error {
+		if f, ok := cur.Field(name); ok && string(f.Value) == string(v) {
+			return nil
+		}
+		changed = true
+		return e.Set(ts, name, v)
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{fType, req.Type}, {fTitle, req.Title}, {fContent, req.Content}, {fSummary, req.Summary},
+		{fTopicKey, req.TopicKey}, {fScope, req.Scope}, {fSubjectType, req.SubjectType},
+		{fSubjectID, req.SubjectID}, {fProject, req.Project}, {fSessionID, req.SessionID}, {fChannel, req.Channel}} {
+		if f.v != nil {
+			if err := set(f.name, []byte(*f.v)); err != nil {
+				return Memory{}, err
+			}
+		}
+	}
+	if req.Content != nil {
+		if err := set(fHash, []byte(contentHash(*req.Content))); err != nil {
+			return Memory{}, err
+		}
+	}
+	if req.Importance != nil {
+		if err := set(fImportance, encNum(*req.Importance)); err != nil {
+			return Memory{}, err
+		}
+	}
+	if req.Confidence != nil {
+		if err := set(fConfidence, encNum(*req.Confidence)); err != nil {
+			return Memory{}, err
+		}
+	}
+	for _, sv := range []struct {
+		name string
+		v    *[]string
+	}{{sTags, req.Tags}, {sLinkedFiles, req.LinkedFiles}} {
+		if sv.v == nil {
+			continue
+		}
+		want := map[string]bool{}
+		for _, x := range *sv.v {
+			want[x] = true
+		}
+		for _, old := range cur.Elements(sv.name) {
+			if !want[old] {
+				e.Remove(sv.name, old)
+				changed = true
+			}
+		}
+		for _, x := range *sv.v {
+			if !cur.HasElement(sv.name, x) {
+				if err := e.Add(sv.name, x); err != nil {
+					return Memory{}, err
+				}
+				changed = true
+			}
+		}
+	}
+	if changed {
+		if err := e.Set(ts, fUpdatedAt, encTime(now)); err != nil {
+			return Memory{}, err
+		}
+		tx.Commit(ns.String(), id, e)
+	}
+	rec, _ := tx.Record(ns.String(), id)
+	return toMemory(ns.String(), id, rec), nil
+}
+
+// Delete soft-deletes a memory (it leaves search, context and timeline; Get
+// shows it with include_deleted). hard=true retracts it: final, its content
+// is dropped everywhere.
+func (s *Service) Delete(ctx context.Context, c Caller, id string, hard bool) error {
+	ns, _, err := s.locate(c, id, hard)
+	if err != nil {
+		return err
+	}
+	if err := s.auth.CheckWrite(c.Principal, ns); err != nil {
+		return err
+	}
+	return s.write(func(tx *store.Tx) error {
+		if hard {
+			return tx.Retract(ns.String(), id)
+		}
+		return s.softDeleteTx(tx, ns, id)
+	})
+}
+
+func (s *Service) softDeleteTx(tx *store.Tx, ns namespace.Address, id string) error {
+	now, ts := s.now()
+	e, err := tx.Edit(ns.String(), id)
+	if err != nil {
+		return err
+	}
+	if err := e.Set(ts, fDeletedAt, encTime(now)); err != nil {
+		return err
+	}
+	if err := e.Set(ts, fUpdatedAt, encTime(now)); err != nil {
+		return err
+	}
+	tx.Commit(ns.String(), id, e)
+	return nil
+}

@@ -1,0 +1,248 @@
+package memory
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on what a caller may write. Over-long content is ErrTooLarge (413);
+// everything else malformed is ErrInvalid (400).
+const (
+	MaxContentBytes = 64 << 10
+	MaxTitleBytes   = 512
+	MaxSummaryBytes = 4 << 10
+	MaxTags         = 32
+	MaxTagBytes     = 64
+	MaxLinkedFiles  = 64
+	MaxPathBytes    = 512
+	MaxKeyBytes     = 256 // topic key, project, subject, session id
+	DefaultType     = "observation"
+	DefaultScope    = "project"
+	defaultImport   = 0.5
+	defaultConfid   = 0.8
+)
+
+var (
+	scopes   = []string{"session", "user", "project", "policy", "global"}
+	channels = []string{"private", "public", "team", "agent"}
+)
+
+// saveParams carries what only internal callers (import, compaction) set.
+type saveParams struct {
+	id         string
+	author     string
+	lineage    string
+	createdAt  time.Time
+	updatedAt  time.Time
+	deletedAt  *time.Time
+	provenance []string
+	noUpsert   bool
+}
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
+}
+
+func validType(t string) error {
+	if len(t) == 0 || len(t) > 32 {
+		return invalid("type must be 1..32 characters of a-z, 0-9, _ or -")
+	}
+	for _, r := range t {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return invalid("type %q: only a-z, 0-9, _ and - are allowed", t)
+		}
+	}
+	return nil
+}
+
+func oneOf(field, v string, allowed []string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return invalid("%s %q: must be one of %s", field, v, strings.Join(allowed, ", "))
+}
+
+func unit(field string, v *float64) error {
+	if v != nil && (*v < 0 || *v > 1 || *v != *v) {
+		return invalid("%s must be between 0 and 1, got %v", field, *v)
+	}
+	return nil
+}
+
+func text(field, v string, limit int) error {
+	if !utf8.ValidString(v) {
+		return invalid("%s is not valid UTF-8", field)
+	}
+	if len(v) > limit {
+		if field == "content" {
+			return fmt.Errorf("%w: content is %d bytes (max %d)", ErrTooLarge, len(v), limit)
+		}
+		return invalid("%s is %d bytes (max %d)", field, len(v), limit)
+	}
+	return nil
+}
+
+// cleanList trims, drops empties and duplicates, and checks limits.
+func cleanList(field string, in []string, maxN, maxLen int) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range in {
+		v = strings.TrimSpace(v)
+		if v == "" || seen[v] {
+			continue
+		}
+		if err := text(field, v, maxLen); err != nil {
+			return nil, err
+		}
+		seen[v] = true
+		out = append(out, v)
+	}
+	if len(out) > maxN {
+		return nil, invalid("at most %d %s, got %d", maxN, field, len(out))
+	}
+	return out, nil
+}
+
+// deriveTitle takes the first line of the content, cut to 80 characters.
+func deriveTitle(content string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(content), "\n")
+	return truncateRunes(strings.TrimSpace(line), 80)
+}
+
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n])) + "…"
+}
+
+// normaliseSave validates a save and fills its defaults.
+func normaliseSave(req *SaveRequest) (saveParams, error) {
+	req.Type = strings.TrimSpace(req.Type)
+	if req.Type == "" {
+		req.Type = DefaultType
+	}
+	if err := validType(req.Type); err != nil {
+		return saveParams{}, err
+	}
+	if strings.TrimSpace(req.Content) == "" {
+		return saveParams{}, invalid("content is required")
+	}
+	req.Title = strings.TrimSpace(req.Title)
+	if req.Title == "" {
+		req.Title = deriveTitle(req.Content)
+	}
+	for _, f := range []struct {
+		name, v string
+		limit   int
+	}{{"content", req.Content, MaxContentBytes}, {"title", req.Title, MaxTitleBytes},
+		{"summary", req.Summary, MaxSummaryBytes}, {"topic_key", req.TopicKey, MaxKeyBytes},
+		{"project", req.Project, MaxKeyBytes}, {"subject_type", req.SubjectType, MaxKeyBytes},
+		{"subject_id", req.SubjectID, MaxKeyBytes}, {"session_id", req.SessionID, MaxKeyBytes}} {
+		if err := text(f.name, f.v, f.limit); err != nil {
+			return saveParams{}, err
+		}
+	}
+	req.TopicKey = strings.TrimSpace(req.TopicKey)
+	if req.Scope == "" {
+		req.Scope = DefaultScope
+	}
+	if err := oneOf("scope", req.Scope, scopes); err != nil {
+		return saveParams{}, err
+	}
+	if req.Channel != "" {
+		if err := oneOf("channel", req.Channel, channels); err != nil {
+			return saveParams{}, err
+		}
+	}
+	if err := unit("importance", req.Importance); err != nil {
+		return saveParams{}, err
+	}
+	if err := unit("confidence", req.Confidence); err != nil {
+		return saveParams{}, err
+	}
+	if req.Importance == nil {
+		v := defaultImport
+		req.Importance = &v
+	}
+	if req.Confidence == nil {
+		v := defaultConfid
+		req.Confidence = &v
+	}
+	var err error
+	if req.Tags, err = cleanList("tags", req.Tags, MaxTags, MaxTagBytes); err != nil {
+		return saveParams{}, err
+	}
+	if req.LinkedFiles, err = cleanList("linked_files", req.LinkedFiles, MaxLinkedFiles, MaxPathBytes); err != nil {
+		return saveParams{}, err
+	}
+	return saveParams{}, nil
+}
+
+// normaliseUpdate validates a partial update.
+func normaliseUpdate(req *UpdateRequest) error {
+	if req.Type != nil {
+		if err := validType(*req.Type); err != nil {
+			return err
+		}
+	}
+	if req.Content != nil && strings.TrimSpace(*req.Content) == "" {
+		return invalid("content cannot be empty")
+	}
+	if req.Title != nil {
+		t := strings.TrimSpace(*req.Title)
+		if t == "" {
+			return invalid("title cannot be empty")
+		}
+		req.Title = &t
+	}
+	for _, f := range []struct {
+		name  string
+		v     *string
+		limit int
+	}{{"content", req.Content, MaxContentBytes}, {"title", req.Title, MaxTitleBytes},
+		{"summary", req.Summary, MaxSummaryBytes}, {"topic_key", req.TopicKey, MaxKeyBytes},
+		{"project", req.Project, MaxKeyBytes}, {"subject_type", req.SubjectType, MaxKeyBytes},
+		{"subject_id", req.SubjectID, MaxKeyBytes}, {"session_id", req.SessionID, MaxKeyBytes}} {
+		if f.v != nil {
+			if err := text(f.name, *f.v, f.limit); err != nil {
+				return err
+			}
+		}
+	}
+	if req.Scope != nil {
+		if err := oneOf("scope", *req.Scope, scopes); err != nil {
+			return err
+		}
+	}
+	if req.Channel != nil && *req.Channel != "" {
+		if err := oneOf("channel", *req.Channel, channels); err != nil {
+			return err
+		}
+	}
+	if err := unit("importance", req.Importance); err != nil {
+		return err
+	}
+	if err := unit("confidence", req.Confidence); err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		name      string
+		v         *[]string
+		maxN, len int
+	}{{"tags", req.Tags, MaxTags, MaxTagBytes}, {"linked_files", req.LinkedFiles, MaxLinkedFiles, MaxPathBytes}} {
+		if l.v != nil {
+			out, err := cleanList(l.name, *l.v, l.maxN, l.len)
+			if err != nil {
+				return err
+			}
+			*l.v = out
+		}
+	}
+	return nil
+}

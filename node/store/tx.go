@@ -1,0 +1,120 @@
+package store
+
+import (
+	"github.com/mnemohq/mnemo/crdt"
+)
+
+// Tx builds one atomic change across namespaces: each Edit is made against
+// the state as left by the edits before it in the same Tx, so dots are
+// allocated in sequence. Nothing is written until the Update closure
+// returns nil.
+type Tx struct {
+	s       *Store
+	replica crdt.ReplicaID
+	lim     crdt.Limits
+	ctxs    map[string]*crdt.Context
+	recs    map[string]map[string]*crdt.Record
+	deltas  map[string]*crdt.Map
+	err     error
+}
+
+// Update runs fn under the write lock and applies everything it built in one
+// synced transaction. If fn returns an error nothing is written.
+func (s *Store) Update(replica crdt.ReplicaID, fn func(tx *Tx) error) ([]Change, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx := &Tx{s: s, replica: replica, lim: s.lim, ctxs: map[string]*crdt.Context{},
+		recs: map[string]map[string]*crdt.Record{}, deltas: map[string]*crdt.Map{}}
+	if err := fn(tx); err != nil {
+		return nil, err
+	}
+	if len(tx.deltas) == 0 {
+		return nil, nil
+	}
+	return s.applyLocked(tx.deltas)
+}
+
+func (tx *Tx) ctx(ns string) *crdt.Context {
+	c, ok := tx.ctxs[ns]
+	if !ok {
+		c = tx.s.Context(ns)
+		tx.ctxs[ns] = c
+	}
+	return c
+}
+
+// Record returns the entry for id as this Tx sees it (nil if none).
+func (tx *Tx) Record(ns, id string) (*crdt.Record, error) {
+	if m, ok := tx.recs[ns]; ok {
+		if r, ok := m[id]; ok {
+			return r, nil
+		}
+	}
+	r, err := tx.s.Record(ns, id)
+	if err != nil {
+		return nil, err
+	}
+	if tx.recs[ns] == nil {
+		tx.recs[ns] = map[string]*crdt.Record{}
+	}
+	tx.recs[ns][id] = r
+	return r, nil
+}
+
+// Retracted reports whether id is retracted, in the store or in this Tx.
+func (tx *Tx) Retracted(ns, id string) (bool, error) {
+	if d, ok := tx.deltas[ns]; ok && d.Retracted(id) {
+		return true, nil
+	}
+	return tx.s.Retracted(ns, id)
+}
+
+// Edit starts an edit of record id in ns. Call Commit with it when done.
+func (tx *Tx) Edit(ns, id string) (*crdt.Edit, error) {
+	gone, err := tx.Retracted(ns, id)
+	if err != nil {
+		return nil, err
+	}
+	if gone {
+		return nil, crdt.ErrRetracted
+	}
+	rec, err := tx.Record(ns, id)
+	if err != nil {
+		return nil, err
+	}
+	return crdt.NewEdit(tx.ctx(ns), rec, tx.replica, id, tx.lim)
+}
+
+// Commit folds an edit's delta into this Tx.
+func (tx *Tx) Commit(ns, id string, e *crdt.Edit) {
+	d := e.Delta()
+	tx.fold(ns, id, d)
+}
+
+// Retract retracts id in ns within this Tx.
+func (tx *Tx) Retract(ns, id string) error {
+	rec, err := tx.Record(ns, id)
+	if err != nil {
+		return err
+	}
+	tx.fold(ns, id, crdt.RetractDelta(rec, id))
+	return nil
+}
+
+func (tx *Tx) fold(ns, id string, d *crdt.Map) {
+	c := tx.ctx(ns)
+	rec := tx.recs[ns][id]
+	if !d.Retracted(id) {
+		tx.recs[ns][id] = crdt.JoinRecord(rec, c, d.Entry(id), d.Context())
+	} else {
+		delete(tx.recs[ns], id)
+	}
+	c.Join(d.Context())
+	if tx.deltas[ns] == nil {
+		tx.deltas[ns] = crdt.NewMap()
+	}
+	tx.deltas[ns].Join(d)
+}
+
+// Deltas is what this Tx built so far, per namespace (for replication).
+func (tx *Tx) Deltas() map[string]*crdt.Map { return tx.deltas }
