@@ -1,0 +1,168 @@
+package acl
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
+)
+
+// KeyLookup returns the node key a principal is bound to: the key of the
+// node that hosts the agent, from membership or local configuration. ok is
+// false for a principal the node does not know. A Policy calls it when it is
+// built and on project reads, so it must be safe for concurrent use if the
+// Policy is used concurrently.
+type KeyLookup func(principal namespace.Address) (key ed25519.PublicKey, ok bool)
+
+// Book holds the signed records of every namespace the node knows, as fed
+// from the namespaces' GSets. It keeps every record whose signature verifies,
+// authorised or not: whether a record counts depends on the others, and is
+// decided by Policy. A Book is not safe for concurrent use; the Policy it
+// builds is an immutable snapshot.
+type Book struct {
+	keyOf KeyLookup
+	recs  map[namespace.Address]map[string]SignedRecord // root namespace -> id -> record
+	n     int
+}
+
+// NewBook returns an empty book that binds principals to keys with keyOf.
+// A nil keyOf knows no principal: no record counts and nobody reads a
+// project by default.
+func NewBook(keyOf KeyLookup) *Book {
+	if keyOf == nil {
+		keyOf = func(namespace.Address) (ed25519.PublicKey, bool) { return nil, false }
+	}
+	return &Book{keyOf: keyOf, recs: make(map[namespace.Address]map[string]SignedRecord)}
+}
+
+// Add decodes raw (a GSet element) and adds the record if its signature
+// verifies. Errors wrap ErrCorrupt or ErrBadSignature, and then nothing is
+// added. Adding a record already present is a no-op.
+func (b *Book) Add(raw []byte) (SignedRecord, error) {
+	r, err := DecodeRecord(raw)
+	if err != nil {
+		return SignedRecord{}, err
+	}
+	return r, b.AddRecord(r)
+}
+
+// AddRecord adds r if its signature verifies; errors wrap ErrBadSignature or
+// ErrInvalid and then nothing is added.
+func (b *Book) AddRecord(r SignedRecord) error {
+	if err := r.VerifySignature(); err != nil {
+		return err
+	}
+	id := r.ID()
+	m := b.recs[r.Namespace]
+	if m == nil {
+		m = make(map[string]SignedRecord)
+		b.recs[r.Namespace] = m
+	}
+	if old, ok := m[id]; ok {
+		// Same body, another valid signature: keep the smaller encoding so
+		// the book does not depend on arrival order.
+		if bytes.Compare(r.Encode(), old.Encode()) < 0 {
+			m[id] = cloneRecord(r)
+		}
+		return nil
+	}
+	m[id] = cloneRecord(r)
+	b.n++
+	return nil
+}
+
+// AddSet adds every element of a namespace's record set. Bad elements are
+// skipped; the error joins one error per bad element (each wrapping
+// ErrCorrupt or ErrBadSignature), nil if all were good.
+func (b *Book) AddSet(s *crdt.GSet) error {
+	var errs []error
+	for _, e := range s.Elements() {
+		if _, err := b.Add([]byte(e)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Len is the number of records held.
+func (b *Book) Len() int { return b.n }
+
+// Records lists the records of ns's root namespace, sorted by id.
+func (b *Book) Records(ns namespace.Address) []SignedRecord {
+	m := b.recs[ns.Root()]
+	out := make([]SignedRecord, 0, len(m))
+	for _, id := range sortedKeys(m) {
+		out = append(out, cloneRecord(m[id]))
+	}
+	return out
+}
+
+// Revocations returns, sorted, the ids of every revocation in the book of any
+// of perms on ns's root from principal: the after list for a new grant of
+// perms, so that it outweighs the revocations its signer has seen.
+func (b *Book) Revocations(ns, principal namespace.Address, perms []Permission) []string {
+	var out []string
+	for id, r := range b.recs[ns.Root()] {
+		if r.Kind == KindRevoke && r.Principal == principal && overlaps(r.Perms, perms) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Policy evaluates the book: which records count, and so who may do what.
+// The result is a pure function of the set of records and the key lookup.
+func (b *Book) Policy() *Policy {
+	p := &Policy{keyOf: b.keyOf, ns: make(map[namespace.Address]*nsState, len(b.recs))}
+	for ns, m := range b.recs {
+		recs := make([]SignedRecord, 0, len(m))
+		for _, id := range sortedKeys(m) {
+			recs = append(recs, m[id])
+		}
+		p.ns[ns] = evaluate(ns, recs, b.keyOf)
+	}
+	return p
+}
+
+func overlaps(a, b []Permission) bool {
+	for _, p := range a {
+		if slices.Contains(b, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func cloneRecord(r SignedRecord) SignedRecord {
+	r.SignerKey = bytes.Clone(r.SignerKey)
+	r.Perms = slices.Clone(r.Perms)
+	r.After = slices.Clone(r.After)
+	r.Sig = bytes.Clone(r.Sig)
+	return r
+}
+
+// errorf wraps sentinel with a message about record r.
+func errorf(sentinel error, r SignedRecord, id, format string, args ...any) error {
+	return fmt.Errorf("%w: %s (%s): %s", sentinel, r, short(id), fmt.Sprintf(format, args...))
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -1,0 +1,163 @@
+package acl
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/mnemohq/mnemo/namespace"
+)
+
+// Policy answers every permission question. It is an immutable snapshot of a
+// Book (rebuild it with Book.Policy after adding records) and is safe for
+// concurrent use if the Book's KeyLookup is.
+type Policy struct {
+	keyOf KeyLookup
+	ns    map[namespace.Address]*nsState
+}
+
+func (p *Policy) lookup(principal namespace.Address) ([]byte, bool) {
+	if p.keyOf == nil {
+		return nil, false
+	}
+	return p.keyOf(principal)
+}
+
+func (p *Policy) state(ns namespace.Address) *nsState {
+	root := ns.Root()
+	if st, ok := p.ns[root]; ok {
+		return st
+	}
+	return defaultState(root)
+}
+
+// Allowed reports whether principal (an agent root) may exercise perm on ns
+// or, through inheritance from its root, on any path below it. It is the one
+// decision every path takes; see the package documentation for the rules.
+// Anything malformed is denied.
+func (p *Policy) Allowed(principal, ns namespace.Address, perm Permission) bool {
+	if !isPrincipal(principal) || ns.IsZero() || !perm.valid() {
+		return false
+	}
+	if p.state(ns).perms[principal].has(perm) {
+		return true
+	}
+	if ns.Kind == namespace.KindProject && perm == Read {
+		_, member := p.lookup(principal)
+		return member
+	}
+	return false
+}
+
+// Check is Allowed as an error: nil, or an error wrapping ErrDenied that
+// names the principal, the permission and the namespace, such as
+// "acl: permission denied: agent://bob lacks read on agent://alice".
+func (p *Policy) Check(principal, ns namespace.Address, perm Permission) error {
+	if p.Allowed(principal, ns, perm) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s lacks %s on %s", ErrDenied, show(principal), perm, show(ns))
+}
+
+func show(a namespace.Address) string {
+	if a.IsZero() {
+		return "(none)"
+	}
+	return a.String()
+}
+
+// Permissions lists what principal may do on ns, in canonical order.
+func (p *Policy) Permissions(principal, ns namespace.Address) []Permission {
+	var out []Permission
+	for _, perm := range AllPermissions() {
+		if p.Allowed(principal, ns, perm) {
+			out = append(out, perm)
+		}
+	}
+	return out
+}
+
+// Readable returns the candidates principal may read, in their order: the
+// filter for search results and replica sets.
+func (p *Policy) Readable(principal namespace.Address, candidates []namespace.Address) []namespace.Address {
+	var out []namespace.Address
+	for _, ns := range candidates {
+		if p.Allowed(principal, ns, Read) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// Root returns the root authority of ns: the owning agent of an agent
+// namespace (source SourceOwner) or the creator of a team or project
+// namespace (SourceCreator). ok is false for a namespace never created.
+func (p *Policy) Root(ns namespace.Address) (principal namespace.Address, src Source, ok bool) {
+	st := p.state(ns)
+	return st.root, st.rootKind, st.hasRoot
+}
+
+// Effective lists the effective permissions on ns's root namespace: the
+// root's (every permission) and those of each effective grant, with who
+// signed them and when, sorted by principal, permission, source, time and
+// record id. Defaults that hold without a record (any cluster principal
+// reading a project) are not listed; admin implies every permission
+// whether or not it is listed.
+func (p *Policy) Effective(ns namespace.Address) []Entry {
+	return slices.Clone(p.state(ns).entries)
+}
+
+// Rejected lists the records of ns's root namespace that are in the book
+// but do not count, sorted by id. Revoked grants are not rejected: they
+// were authorised, and are simply outweighed.
+func (p *Policy) Rejected(ns namespace.Address) []Rejection {
+	st := p.state(ns)
+	out := make([]Rejection, 0, len(st.rejected))
+	for _, id := range sortedKeys(st.rejected) {
+		out = append(out, st.rejected[id])
+	}
+	return out
+}
+
+// Verify reports whether r counts, or would count if added to the book:
+// its signature verifies (else ErrBadSignature), its signer is bound to its
+// key (else ErrWrongKey), and its signer holds the authority it needs (else
+// ErrNotAuthorized): admin for a grant, revoking power for a revocation,
+// and for a creation that the namespace is not yet created (or that r is
+// the creation that won). The node calls it to admit a record before
+// adding it to the namespace's set.
+func (p *Policy) Verify(r SignedRecord) error {
+	if err := r.VerifySignature(); err != nil {
+		return err
+	}
+	id := r.ID()
+	st := p.state(r.Namespace)
+	if st.counted[id] {
+		return nil
+	}
+	if rej, ok := st.rejected[id]; ok {
+		return rej.Err
+	}
+	key, ok := p.lookup(r.Signer)
+	switch {
+	case !ok:
+		return errorf(ErrWrongKey, r, id, "no key is known for %s", r.Signer)
+	case !bytes.Equal(key, r.SignerKey):
+		return errorf(ErrWrongKey, r, id, "%s is bound to node %s, the record to node %s", r.Signer, NodeIDOf(key), NodeIDOf(r.SignerKey))
+	}
+	switch r.Kind {
+	case KindCreate:
+		if st.hasRoot {
+			return errorf(ErrNotAuthorized, r, id, "%s was already created by %s", r.Namespace, st.root)
+		}
+	case KindGrant:
+		if !st.grantors[r.Signer] {
+			return errorf(ErrNotAuthorized, r, id, "%s does not hold admin on %s", r.Signer, r.Namespace)
+		}
+	case KindRevoke:
+		if !st.revokers[r.Signer] {
+			return errorf(ErrNotAuthorized, r, id, "%s does not hold admin on %s", r.Signer, r.Namespace)
+		}
+	}
+	return nil
+}

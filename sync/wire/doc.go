@@ -1,0 +1,20 @@
+// Package wire defines the replication protocol's messages and their frames.
+//
+// A frame is one message: a one-byte header (protocol version in the high
+// nibble, flags in the low), then the msgpack body of a Message, compressed
+// with zstd when that makes it smaller (flag 1). Decoding enforces a frame
+// limit before and after decompression and returns errors matching
+// ErrCorrupt; it never panics. CRDT payloads inside messages are the crdt
+// package's own canonical encodings, decoded by the receiver with its limits.
+//
+// Messages (Kind):
+//   - Deltas: a batch of namespace deltas with a sequence number; the
+//     receiver answers Ack with that number once they are applied (or
+//     rejected), which opens the sender's window for the next batch.
+//   - SyncRequest: "here is my causal context for these namespaces; send what
+//     I lack". Sent on queue overflow, on catch-up and by anti-entropy.
+//   - SyncReply: what the requester lacked (records with dots outside its
+//     context, the sender's context, the retracted ids when they differ),
+//     plus the sender's own context so the requester can answer in kind.
+//   - Ack.
+package wire

@@ -1,0 +1,192 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// ErrCorrupt is the category of every frame decoding failure.
+var ErrCorrupt = errors.New("wire: corrupt frame")
+
+// Version is the protocol version carried in every frame header.
+const Version = 1
+
+// DefaultMaxFrame bounds a frame, compressed or not.
+const DefaultMaxFrame = 16 << 20
+
+// compressMin is the body size from which compression is tried.
+const compressMin = 512
+
+const flagZstd = 1
+
+// Kind names a message type.
+type Kind uint8
+
+// Message kinds.
+const (
+	KindDeltas Kind = iota + 1
+	KindAck
+	KindSyncRequest
+	KindSyncReply
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindDeltas:
+		return "deltas"
+	case KindAck:
+		return "ack"
+	case KindSyncRequest:
+		return "sync-request"
+	case KindSyncReply:
+		return "sync-reply"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// NamespaceDelta is one namespace's delta, in crdt.Map encoding.
+type NamespaceDelta struct {
+	Namespace string `msgpack:"n"`
+	Delta     []byte `msgpack:"d"`
+}
+
+// NamespaceContext is one namespace's causal context (crdt.Context encoding)
+// and a digest of its retracted ids, so the peer can tell whether to send them.
+type NamespaceContext struct {
+	Namespace string `msgpack:"n"`
+	Context   []byte `msgpack:"c"`
+	Retracted uint64 `msgpack:"r"` // number of retracted ids
+	RetSum    []byte `msgpack:"s"` // SHA-256 over the sorted retracted ids
+}
+
+// Message is the union of every protocol message; Kind says which fields
+// are meaningful.
+type Message struct {
+	Kind     Kind               `msgpack:"k"`
+	Seq      uint64             `msgpack:"q,omitempty"` // Deltas, Ack
+	Deltas   []NamespaceDelta   `msgpack:"d,omitempty"` // Deltas, SyncReply
+	Contexts []NamespaceContext `msgpack:"c,omitempty"` // SyncRequest, SyncReply (the sender's)
+	Reply    bool               `msgpack:"r,omitempty"` // SyncRequest: the requester wants our context back too
+}
+
+// Size estimates the encoded size of a message (before compression).
+func (m *Message) Size() int {
+	n := 16
+	for _, d := range m.Deltas {
+		n += len(d.Namespace) + len(d.Delta) + 8
+	}
+	for _, c := range m.Contexts {
+		n += len(c.Namespace) + len(c.Context) + len(c.RetSum) + 16
+	}
+	return n
+}
+
+// Codec encodes and decodes frames. It is safe for concurrent use.
+type Codec struct {
+	maxFrame int
+	encPool  sync.Pool
+	dec      *zstd.Decoder
+}
+
+// NewCodec returns a codec with the given frame limit (0 = DefaultMaxFrame).
+func NewCodec(maxFrame int) *Codec {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrame
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(uint64(maxFrame)))
+	if err != nil {
+		panic(fmt.Sprintf("wire: zstd decoder: %v", err)) // only fails on invalid options
+	}
+	c := &Codec{maxFrame: maxFrame, dec: dec}
+	c.encPool.New = func() any {
+		e, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		return e
+	}
+	return c
+}
+
+// Encode returns the frame for m.
+func (c *Codec) Encode(m *Message) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseCompactInts(true)
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("wire: encode %v: %w", m.Kind, err)
+	}
+	body := buf.Bytes()
+	header := byte(Version << 4)
+	if len(body) >= compressMin {
+		z := c.encPool.Get().(*zstd.Encoder)
+		packed := z.EncodeAll(body, make([]byte, 1, 1+len(body)/2))
+		c.encPool.Put(z)
+		if len(packed)-1 < len(body) {
+			packed[0] = header | flagZstd
+			if len(packed) > c.maxFrame {
+				return nil, fmt.Errorf("wire: frame of %d bytes over the %d limit", len(packed), c.maxFrame)
+			}
+			return packed, nil
+		}
+	}
+	if 1+len(body) > c.maxFrame {
+		return nil, fmt.Errorf("wire: frame of %d bytes over the %d limit", 1+len(body), c.maxFrame)
+	}
+	return append([]byte{header}, body...), nil
+}
+
+// Decode parses a frame. Errors match ErrCorrupt.
+func (c *Codec) Decode(frame []byte) (*Message, error) {
+	if len(frame) < 2 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(frame))
+	}
+	if len(frame) > c.maxFrame {
+		return nil, fmt.Errorf("%w: %d bytes over the %d limit", ErrCorrupt, len(frame), c.maxFrame)
+	}
+	if v := frame[0] >> 4; v != Version {
+		return nil, fmt.Errorf("%w: protocol version %d, want %d", ErrCorrupt, v, Version)
+	}
+	body := frame[1:]
+	switch frame[0] & 0x0f {
+	case 0:
+	case flagZstd:
+		var err error
+		body, err = c.dec.DecodeAll(body, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+		}
+		if len(body) > c.maxFrame {
+			return nil, fmt.Errorf("%w: body of %d bytes over the %d limit", ErrCorrupt, len(body), c.maxFrame)
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown flags %#x", ErrCorrupt, frame[0]&0x0f)
+	}
+	var m Message
+	dec := msgpack.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if m.Kind < KindDeltas || m.Kind > KindSyncReply {
+		return nil, fmt.Errorf("%w: unknown message kind %d", ErrCorrupt, m.Kind)
+	}
+	for _, d := range m.Deltas {
+		if d.Namespace == "" || len(d.Namespace) > 512 {
+			return nil, fmt.Errorf("%w: bad namespace in delta", ErrCorrupt)
+		}
+	}
+	for _, x := range m.Contexts {
+		if x.Namespace == "" || len(x.Namespace) > 512 || (len(x.RetSum) != 0 && len(x.RetSum) != 32) {
+			return nil, fmt.Errorf("%w: bad namespace context", ErrCorrupt)
+		}
+	}
+	return &m, nil
+}
+
+func newEnc(buf *bytes.Buffer) *msgpack.Encoder {
+	e := msgpack.NewEncoder(buf)
+	e.UseCompactInts(true)
+	return e
+}
