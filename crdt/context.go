@@ -157,6 +157,31 @@ func (c *Context) Equal(o *Context) bool {
 	return true
 }
 
+// Intersect returns the dots seen by both c and o.
+func (c *Context) Intersect(o *Context) *Context {
+	n := &Context{}
+	for r, v := range c.vv {
+		if m := min(v, o.vv[r]); m > 0 {
+			if n.vv == nil {
+				n.vv = make(map[ReplicaID]uint64)
+			}
+			n.vv[r] = m
+		}
+	}
+	for d := range c.cloud {
+		if o.Contains(d) {
+			n.Add(d)
+		}
+	}
+	for d := range o.cloud {
+		if c.Contains(d) {
+			n.Add(d)
+		}
+	}
+	n.compact()
+	return n
+}
+
 // IsEmpty reports whether no dot has been seen.
 func (c *Context) IsEmpty() bool { return len(c.vv) == 0 && len(c.cloud) == 0 }
 

@@ -179,9 +179,13 @@ func (m *Map) Retract(id string) *Map {
 
 // RetractDelta is the delta that retracts id, whose current record (possibly
 // nil) is rec: the id joins the retracted set and the context covers the
-// record's dots.
+// record's dots. The empty id names no record (Edit refuses it) and no
+// decoder accepts it, so its retract is the empty delta.
 func RetractDelta(rec *Record, id string) *Map {
 	d := NewMap()
+	if id == "" {
+		return d
+	}
 	d.retracted[id] = struct{}{}
 	for _, dot := range rec.Dots() {
 		d.ctx.Add(dot)
@@ -235,4 +239,38 @@ func AssembleMap(ctx *Context, records map[string]*Record, retracted []string) *
 		delete(m.records, id)
 	}
 	return m
+}
+
+// Missing reports what a replica whose context is have lacks: the record
+// entries holding a dot outside have, and the dots of this map's context
+// outside have that no record holds (removed here; the other side must drop
+// them wherever it holds them).
+func (m *Map) Missing(have *Context) (records map[string]*Record, removed *Context) {
+	records = map[string]*Record{}
+	attached := map[Dot]struct{}{}
+	for id, r := range m.records {
+		for _, d := range r.Dots() {
+			if !have.Contains(d) {
+				attached[d] = struct{}{}
+			}
+		}
+		if r.HasDotOutside(have) {
+			records[id] = r
+		}
+	}
+	return records, RemovedDots(&m.ctx, have, attached)
+}
+
+// RemovedDots is the dots of ctx outside have that are not in attached.
+func RemovedDots(ctx, have *Context, attached map[Dot]struct{}) *Context {
+	removed := NewContext()
+	for _, rg := range have.Missing(ctx) {
+		for c := rg.From; c <= rg.To; c++ {
+			d := Dot{rg.Replica, c}
+			if _, ok := attached[d]; !ok && ctx.Contains(d) && !have.Contains(d) {
+				removed.Add(d)
+			}
+		}
+	}
+	return removed
 }

@@ -347,3 +347,13 @@ func (e *Edit) coverElement(set, elem string) {
 
 // Delta returns the delta built so far. The edit must not be used afterwards.
 func (e *Edit) Delta() *Map { return e.delta }
+
+// HasDotOutside reports whether any dot of r is missing from c.
+func (r *Record) HasDotOutside(c *Context) bool {
+	for _, d := range r.Dots() {
+		if !c.Contains(d) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,610 @@
+package replica
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// PeerID names a peer node (its acl.NodeID).
+type PeerID string
+
+// Peer is a member of the cluster as the engine sees it.
+type Peer struct {
+	ID         PeerID
+	Replica    crdt.ReplicaID
+	Principals []namespace.Address // agents hosted on that node
+}
+
+// Policy answers the permission questions the engine asks. Implementations
+// must be safe to call from the goroutine that drives the engine.
+type Policy interface {
+	// ShouldHold reports whether this node keeps a replica of ns.
+	ShouldHold(ns string) bool
+	// PeerMayRead reports whether peer should receive ns.
+	PeerMayRead(peer Peer, ns string) bool
+	// ReplicaMayWrite reports whether writes made by replica may apply in ns.
+	ReplicaMayWrite(replica crdt.ReplicaID, ns string) bool
+}
+
+// State is the node's replicated state as the engine reads it. Calls come
+// from the goroutine driving the engine; they may block on disk.
+type State interface {
+	// Namespaces lists the namespaces held.
+	Namespaces() []string
+	// Context returns a copy of the causal context of ns.
+	Context(ns string) *crdt.Context
+	// Missing calls fn for each record entry of ns holding a dot outside
+	// have, and returns the dots of ns's context outside have that no record
+	// holds.
+	Missing(ns string, have *crdt.Context, fn func(id string, rec *crdt.Record) error) (removed *crdt.Context, err error)
+	// Retracted lists the retracted ids of ns, sorted.
+	Retracted(ns string) ([]string, error)
+}
+
+// Config tunes an engine. Zero fields take the defaults noted.
+type Config struct {
+	Self    PeerID
+	Replica crdt.ReplicaID
+	// QueueMaxDeltas bounds the deltas waiting for one peer (counted before
+	// joining). Default 10000.
+	QueueMaxDeltas int
+	// QueueMaxBytes bounds their encoded size (an over-estimate: sizes are
+	// summed before joining). Default 8 MiB.
+	QueueMaxBytes int
+	// Window is the number of unacknowledged batches per peer. Default 4.
+	Window int
+	// BatchMaxBytes bounds one message's payload. Default 256 KiB.
+	BatchMaxBytes int
+	// AckTimeout: a batch unacknowledged this long is presumed lost and the
+	// pair falls back to digest sync. Default 10s.
+	AckTimeout time.Duration
+	// AntiEntropyInterval between digest syncs with a random peer. Default 10s.
+	AntiEntropyInterval time.Duration
+	// Limits for decoding peers' deltas. Default crdt.DefaultLimits.
+	Limits crdt.Limits
+	// Seed for the engine's random choices (anti-entropy peer).
+	Seed uint64
+}
+
+func (c *Config) withDefaults() {
+	if c.QueueMaxDeltas <= 0 {
+		c.QueueMaxDeltas = 10000
+	}
+	if c.QueueMaxBytes <= 0 {
+		c.QueueMaxBytes = 8 << 20
+	}
+	if c.Window <= 0 {
+		c.Window = 4
+	}
+	if c.BatchMaxBytes <= 0 {
+		c.BatchMaxBytes = 256 << 10
+	}
+	if c.AckTimeout <= 0 {
+		c.AckTimeout = 10 * time.Second
+	}
+	if c.AntiEntropyInterval <= 0 {
+		c.AntiEntropyInterval = 10 * time.Second
+	}
+	if c.Limits == (crdt.Limits{}) {
+		c.Limits = crdt.DefaultLimits()
+	}
+}
+
+// Envelope is a message for one peer.
+type Envelope struct {
+	To  PeerID
+	Msg *wire.Message
+}
+
+// Apply is a delta from a peer that passed every check; the node persists
+// it (after checking its clock skew) before feeding the engine again.
+type Apply struct {
+	From      PeerID
+	Namespace string
+	Delta     *crdt.Map
+}
+
+// Rejection is a namespace delta refused on arrival.
+type Rejection struct {
+	From      PeerID
+	Namespace string
+	Err       error
+}
+
+// Ready is what the engine produced since the last call.
+type Ready struct {
+	Messages []Envelope
+	Apply    []Apply
+	Rejected []Rejection
+}
+
+// Errors reported in Rejections.
+var (
+	ErrNotHeld     = errors.New("replica: namespace not held here")
+	ErrNotAllowed  = errors.New("replica: author may not write the namespace")
+	ErrUnknownPeer = errors.New("replica: message from an unknown peer")
+)
+
+// PeerStats are one peer's counters, for status and metrics.
+type PeerStats struct {
+	Peer          PeerID    `json:"peer"`
+	QueueDeltas   int       `json:"queue_depth"`
+	QueueBytes    int       `json:"queue_bytes"`
+	InFlight      int       `json:"in_flight"`
+	DeltasSent    uint64    `json:"deltas_sent"`
+	DeltasRecv    uint64    `json:"deltas_received"`
+	Rejected      uint64    `json:"rejected"`
+	Fallbacks     uint64    `json:"fallbacks"`
+	SyncsSent     uint64    `json:"syncs_sent"`
+	BytesSent     uint64    `json:"bytes_sent"`
+	LastSync      time.Time `json:"last_sync,omitzero"`
+	MaxQueueDepth int       `json:"max_queue_depth"`
+}
+
+type queued struct {
+	ns    string
+	delta *crdt.Map
+}
+
+type inflight struct {
+	sentAt time.Time
+	nss    []string
+}
+
+type peerState struct {
+	Peer
+	queue    []queued
+	index    map[string]int // ns → position in queue
+	qDeltas  int
+	qBytes   int
+	inflight map[uint64]inflight
+	nextSeq  uint64
+	needSync map[string]bool
+	stats    PeerStats
+}
+
+// Engine is the replication state machine of one node. It is not safe for
+// concurrent use: one goroutine drives it.
+type Engine struct {
+	cfg    Config
+	st     State
+	pol    Policy
+	codec  *wire.Codec
+	rng    *rand.Rand
+	peers  map[PeerID]*peerState
+	now    time.Time
+	nextAE time.Time
+	ready  Ready
+}
+
+// New returns an engine over st and pol.
+func New(cfg Config, st State, pol Policy) *Engine {
+	cfg.withDefaults()
+	return &Engine{
+		cfg: cfg, st: st, pol: pol, codec: wire.NewCodec(0),
+		rng:   rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Replica))),
+		peers: map[PeerID]*peerState{},
+	}
+}
+
+// Ready returns and clears the outputs produced so far.
+func (e *Engine) Ready() Ready {
+	r := e.ready
+	e.ready = Ready{}
+	return r
+}
+
+// SetPeers replaces the membership. New peers get a digest sync of every
+// namespace they should hold; departed peers' queues are dropped.
+func (e *Engine) SetPeers(peers []Peer) {
+	seen := map[PeerID]bool{}
+	for _, p := range peers {
+		if p.ID == e.cfg.Self {
+			continue
+		}
+		seen[p.ID] = true
+		ps, ok := e.peers[p.ID]
+		if !ok {
+			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}}
+			ps.stats.Peer = p.ID
+			e.peers[p.ID] = ps
+			ps.Peer = p
+			for _, ns := range e.st.Namespaces() {
+				if e.pol.PeerMayRead(p, ns) {
+					ps.needSync[ns] = true
+				}
+			}
+			continue
+		}
+		ps.Peer = p
+	}
+	for id := range e.peers {
+		if !seen[id] {
+			delete(e.peers, id)
+		}
+	}
+	e.flushAll()
+}
+
+// Peers lists the current peers, sorted.
+func (e *Engine) Peers() []Peer {
+	out := make([]Peer, 0, len(e.peers))
+	for _, p := range e.peers {
+		out = append(out, p.Peer)
+	}
+	slices.SortFunc(out, func(a, b Peer) int { return cmpStr(string(a.ID), string(b.ID)) })
+	return out
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Stats returns every peer's counters, sorted by peer.
+func (e *Engine) Stats() []PeerStats {
+	out := make([]PeerStats, 0, len(e.peers))
+	for _, p := range e.peers {
+		s := p.stats
+		s.QueueDeltas, s.QueueBytes, s.InFlight = p.qDeltas, p.qBytes, len(p.inflight)
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b PeerStats) int { return cmpStr(string(a.Peer), string(b.Peer)) })
+	return out
+}
+
+// LocalDelta queues a delta made on this node for every peer that should
+// hold ns, and sends what the windows allow.
+func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
+	size := len(d.Encode())
+	for _, id := range e.sortedPeers() {
+		p := e.peers[id]
+		if !e.pol.PeerMayRead(p.Peer, ns) {
+			continue
+		}
+		e.enqueue(p, ns, d, size)
+	}
+	e.flushAll()
+}
+
+func (e *Engine) enqueue(p *peerState, ns string, d *crdt.Map, size int) {
+	if p.needSync[ns] {
+		return // a digest sync is pending for ns: it will carry this too
+	}
+	if p.qDeltas+1 > e.cfg.QueueMaxDeltas || p.qBytes+size > e.cfg.QueueMaxBytes {
+		e.overflow(p)
+		p.needSync[ns] = true
+		return
+	}
+	if i, ok := p.index[ns]; ok {
+		p.queue[i].delta.Join(d)
+	} else {
+		p.index[ns] = len(p.queue)
+		p.queue = append(p.queue, queued{ns: ns, delta: d.Clone()})
+	}
+	p.qDeltas++
+	p.qBytes += size
+	p.stats.MaxQueueDepth = max(p.stats.MaxQueueDepth, p.qDeltas)
+}
+
+// overflow drops the queue and schedules digest sync of what it held.
+func (e *Engine) overflow(p *peerState) {
+	for _, q := range p.queue {
+		p.needSync[q.ns] = true
+	}
+	p.queue, p.index, p.qDeltas, p.qBytes = nil, map[string]int{}, 0, 0
+	p.stats.Fallbacks++
+}
+
+func (e *Engine) sortedPeers() []PeerID {
+	ids := make([]PeerID, 0, len(e.peers))
+	for id := range e.peers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (e *Engine) flushAll() {
+	for _, id := range e.sortedPeers() {
+		e.flush(e.peers[id])
+	}
+}
+
+// flush sends queued deltas and pending sync requests while the window allows.
+func (e *Engine) flush(p *peerState) {
+	if len(p.needSync) > 0 {
+		e.requestSync(p)
+	}
+	for len(p.queue) > 0 && len(p.inflight) < e.cfg.Window {
+		msg := &wire.Message{Kind: wire.KindDeltas}
+		var nss []string
+		size := 0
+		for len(p.queue) > 0 {
+			q := p.queue[0]
+			enc := q.delta.Encode()
+			if len(msg.Deltas) > 0 && size+len(enc) > e.cfg.BatchMaxBytes {
+				break
+			}
+			msg.Deltas = append(msg.Deltas, wire.NamespaceDelta{Namespace: q.ns, Delta: enc})
+			nss = append(nss, q.ns)
+			size += len(enc)
+			p.queue = p.queue[1:]
+			delete(p.index, q.ns)
+		}
+		for i := range p.queue {
+			p.index[p.queue[i].ns] = i
+		}
+		if len(p.queue) == 0 {
+			p.qDeltas, p.qBytes = 0, 0
+		} else {
+			p.qBytes = max(0, p.qBytes-size)
+			p.qDeltas = max(len(p.queue), p.qDeltas-len(nss))
+		}
+		p.nextSeq++
+		msg.Seq = p.nextSeq
+		p.inflight[msg.Seq] = inflight{sentAt: e.now, nss: nss}
+		p.stats.DeltasSent += uint64(len(nss))
+		p.stats.BytesSent += uint64(size)
+		e.send(p.ID, msg)
+	}
+}
+
+func (e *Engine) send(to PeerID, m *wire.Message) {
+	e.ready.Messages = append(e.ready.Messages, Envelope{To: to, Msg: m})
+}
+
+// RequestSync asks peer for a digest sync of ns now (catch-up). An empty ns
+// means every namespace the pair shares.
+func (e *Engine) RequestSync(peer PeerID, ns string) error {
+	p, ok := e.peers[peer]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownPeer, peer)
+	}
+	if ns == "" {
+		for _, n := range e.st.Namespaces() {
+			if e.pol.PeerMayRead(p.Peer, n) {
+				p.needSync[n] = true
+			}
+		}
+	} else {
+		p.needSync[ns] = true
+	}
+	e.flush(p)
+	return nil
+}
+
+func (e *Engine) requestSync(p *peerState) {
+	nss := make([]string, 0, len(p.needSync))
+	for ns := range p.needSync {
+		nss = append(nss, ns)
+	}
+	slices.Sort(nss)
+	p.needSync = map[string]bool{}
+	msg := &wire.Message{Kind: wire.KindSyncRequest, Reply: true}
+	for _, ns := range nss {
+		if !e.pol.PeerMayRead(p.Peer, ns) || !e.pol.ShouldHold(ns) {
+			continue
+		}
+		nc, err := e.namespaceContext(ns)
+		if err != nil {
+			p.needSync[ns] = true // try again next tick
+			continue
+		}
+		msg.Contexts = append(msg.Contexts, nc)
+	}
+	if len(msg.Contexts) == 0 {
+		return
+	}
+	p.stats.SyncsSent++
+	p.stats.LastSync = e.now
+	e.send(p.ID, msg)
+}
+
+func (e *Engine) namespaceContext(ns string) (wire.NamespaceContext, error) {
+	ret, err := e.st.Retracted(ns)
+	if err != nil {
+		return wire.NamespaceContext{}, err
+	}
+	sum := retractedSum(ret)
+	return wire.NamespaceContext{Namespace: ns, Context: e.st.Context(ns).Encode(), Retracted: uint64(len(ret)), RetSum: sum[:]}, nil
+}
+
+func retractedSum(ids []string) [32]byte {
+	h := sha256.New()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// Tick advances the engine's time: ack timeouts fall back to digest sync,
+// and anti-entropy picks a random peer.
+func (e *Engine) Tick(now time.Time) {
+	e.now = now
+	for _, id := range e.sortedPeers() {
+		p := e.peers[id]
+		for seq, f := range p.inflight {
+			if now.Sub(f.sentAt) >= e.cfg.AckTimeout {
+				delete(p.inflight, seq)
+				for _, ns := range f.nss {
+					p.needSync[ns] = true
+				}
+				p.stats.Fallbacks++
+			}
+		}
+	}
+	if e.nextAE.IsZero() {
+		e.nextAE = now.Add(e.cfg.AntiEntropyInterval)
+	}
+	if !now.Before(e.nextAE) && len(e.peers) > 0 {
+		e.nextAE = now.Add(e.cfg.AntiEntropyInterval)
+		ids := e.sortedPeers()
+		p := e.peers[ids[e.rng.IntN(len(ids))]]
+		for _, ns := range e.st.Namespaces() {
+			if e.pol.PeerMayRead(p.Peer, ns) {
+				p.needSync[ns] = true
+			}
+		}
+	}
+	e.flushAll()
+}
+
+// Step handles one message from a peer. It returns an error only for a
+// message that is unusable as a whole (unknown peer); per-namespace
+// rejections are reported in Ready.Rejected and counted.
+func (e *Engine) Step(from PeerID, m *wire.Message) error {
+	p, ok := e.peers[from]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownPeer, from)
+	}
+	switch m.Kind {
+	case wire.KindAck:
+		delete(p.inflight, m.Seq)
+	case wire.KindDeltas:
+		for _, nd := range m.Deltas {
+			e.receiveDelta(p, nd)
+		}
+		e.send(from, &wire.Message{Kind: wire.KindAck, Seq: m.Seq})
+	case wire.KindSyncRequest:
+		e.answerSync(p, m)
+	case wire.KindSyncReply:
+		for _, nd := range m.Deltas {
+			e.receiveDelta(p, nd)
+		}
+		if len(m.Contexts) > 0 {
+			// The responder's contexts: answer with what it lacks.
+			e.answerSync(p, &wire.Message{Kind: wire.KindSyncRequest, Contexts: m.Contexts})
+		}
+	}
+	e.flush(p)
+	return nil
+}
+
+func (e *Engine) reject(p *peerState, ns string, err error) {
+	p.stats.Rejected++
+	e.ready.Rejected = append(e.ready.Rejected, Rejection{From: p.ID, Namespace: ns, Err: err})
+}
+
+// receiveDelta checks a namespace delta and, if it passes, hands it out to apply.
+func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta) {
+	if !e.pol.ShouldHold(nd.Namespace) {
+		e.reject(p, nd.Namespace, ErrNotHeld)
+		return
+	}
+	d, err := crdt.DecodeMap(nd.Delta, e.cfg.Limits)
+	if err != nil {
+		e.reject(p, nd.Namespace, err)
+		return
+	}
+	var bad error
+	d.Records(func(id string, r *crdt.Record) bool {
+		for _, dot := range r.Dots() {
+			if !e.pol.ReplicaMayWrite(dot.Replica, nd.Namespace) {
+				bad = fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAllowed, id, dot.Replica)
+				return false
+			}
+		}
+		return true
+	})
+	if bad == nil && len(d.RetractedIDs()) > 0 && !e.pol.ReplicaMayWrite(p.Replica, nd.Namespace) {
+		bad = fmt.Errorf("%w: retracts from %s, which may not write", ErrNotAllowed, p.ID)
+	}
+	if bad != nil {
+		e.reject(p, nd.Namespace, bad)
+		return
+	}
+	p.stats.DeltasRecv++
+	e.ready.Apply = append(e.ready.Apply, Apply{From: p.ID, Namespace: nd.Namespace, Delta: d})
+}
+
+// answerSync replies with what the requester lacks, in batches.
+func (e *Engine) answerSync(p *peerState, m *wire.Message) {
+	var own []wire.NamespaceContext
+	for _, nc := range m.Contexts {
+		ns := nc.Namespace
+		if !e.pol.ShouldHold(ns) || !e.pol.PeerMayRead(p.Peer, ns) {
+			continue // never send a namespace to a peer that may not read it
+		}
+		have, err := crdt.DecodeContext(nc.Context, e.cfg.Limits)
+		if err != nil {
+			e.reject(p, ns, err)
+			continue
+		}
+		ret, err := e.st.Retracted(ns)
+		if err != nil {
+			continue
+		}
+		sum := retractedSum(ret)
+		sendRetracted := uint64(len(ret)) != nc.Retracted || !bytes.Equal(sum[:], nc.RetSum)
+		if len(ret) == 0 {
+			sendRetracted = false
+		}
+		if m.Reply {
+			nctx, err := e.namespaceContext(ns)
+			if err == nil {
+				own = append(own, nctx)
+			}
+		}
+		// Records stream out in batches. A batch's context claims the dots
+		// both sides have seen (so a dot the requester holds in a sent record
+		// and this side removed is dropped there) plus the batch's own dots;
+		// the last batch also claims the dots removed here that the requester
+		// never saw. No batch claims a dot of a record still to come, so a
+		// lost batch is found missing again by the next sync.
+		shared := e.st.Context(ns).Intersect(have)
+		batch := map[string]*crdt.Record{}
+		size := 0
+		emit := func(last bool, removed *crdt.Context) {
+			ctx := shared.Clone()
+			var rids []string
+			if last {
+				if removed != nil {
+					ctx.Join(removed)
+				}
+				if sendRetracted {
+					rids = ret
+				}
+			}
+			d := crdt.AssembleMap(ctx, batch, rids)
+			msg := &wire.Message{Kind: wire.KindSyncReply, Deltas: []wire.NamespaceDelta{{Namespace: ns, Delta: d.Encode()}}}
+			p.stats.BytesSent += uint64(msg.Size())
+			e.send(p.ID, msg)
+			batch, size = map[string]*crdt.Record{}, 0
+		}
+		removed, err := e.st.Missing(ns, have, func(id string, rec *crdt.Record) error {
+			batch[id] = rec
+			size += len(crdt.EncodeRecord(rec)) + len(id)
+			if size >= e.cfg.BatchMaxBytes {
+				emit(false, nil)
+			}
+			return nil
+		})
+		if err != nil {
+			continue
+		}
+		if len(batch) > 0 || (removed != nil && !removed.IsEmpty()) || sendRetracted {
+			emit(true, removed)
+		}
+	}
+	if len(own) > 0 {
+		e.send(p.ID, &wire.Message{Kind: wire.KindSyncReply, Contexts: own})
+	}
+}

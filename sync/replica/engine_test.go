@@ -1,0 +1,265 @@
+package replica
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// openPolicy lets every replica hold and write every namespace, except the
+// replicas listed in readOnly (they may read but not write).
+type openPolicy struct{ readOnly map[crdt.ReplicaID]bool }
+
+func (openPolicy) ShouldHold(string) bool                            { return true }
+func (openPolicy) PeerMayRead(Peer, string) bool                     { return true }
+func (p openPolicy) ReplicaMayWrite(r crdt.ReplicaID, _ string) bool { return !p.readOnly[r] }
+
+// cluster is a tiny in-process harness: engines over MemStates and a
+// message pump with optional loss.
+type cluster struct {
+	t     *testing.T
+	codec *wire.Codec
+	nodes []*node
+	now   time.Time
+	rng   *rand.Rand
+	loss  float64
+	bytes int
+	msgs  int
+}
+
+type node struct {
+	id    PeerID
+	rep   crdt.ReplicaID
+	st    *MemState
+	eng   *Engine
+	clock *crdt.Clock
+	inbox []envelopeFrom
+	stall bool
+}
+
+type envelopeFrom struct {
+	from  PeerID
+	frame []byte
+}
+
+func newCluster(t *testing.T, n int, cfg Config, pol Policy, seed uint64) *cluster {
+	c := &cluster{t: t, codec: wire.NewCodec(0), now: time.Unix(1_800_000_000, 0), rng: rand.New(rand.NewPCG(seed, 1))}
+	var peers []Peer
+	for i := range n {
+		nd := &node{id: PeerID(fmt.Sprintf("n%d", i)), rep: crdt.ReplicaID(i + 1), st: NewMemState(), clock: crdt.NewClock(0)}
+		cc := cfg
+		cc.Self, cc.Replica, cc.Seed = nd.id, nd.rep, seed
+		nd.eng = New(cc, nd.st, pol)
+		c.nodes = append(c.nodes, nd)
+		peers = append(peers, Peer{ID: nd.id, Replica: nd.rep})
+	}
+	for _, nd := range c.nodes {
+		nd.eng.SetPeers(peers)
+	}
+	return c
+}
+
+func (c *cluster) byID(id PeerID) *node {
+	for _, n := range c.nodes {
+		if n.id == id {
+			return n
+		}
+	}
+	c.t.Fatalf("no node %s", id)
+	return nil
+}
+
+// write makes a local edit on node i and hands its delta to the engine.
+func (c *cluster) write(i int, ns, id, field, value string) {
+	nd := c.nodes[i]
+	m := nd.st.Map(ns)
+	nd.clock.Observe(m.MaxTimestamp(), c.now)
+	d, err := m.Set(nd.rep, nd.clock.Now(c.now), id, field, []byte(value))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	// every edit also touches updated_at, as the node does
+	d2, err := m.Set(nd.rep, nd.clock.Now(c.now), id, "ua", []byte(value))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	d.Join(d2)
+	nd.eng.LocalDelta(ns, d)
+}
+
+// pump moves messages until the network is quiet (or rounds run out).
+func (c *cluster) pump(rounds int) {
+	for r := 0; r < rounds; r++ {
+		moved := false
+		for _, nd := range c.nodes {
+			rd := nd.eng.Ready()
+			for _, a := range rd.Apply {
+				nd.clock.Observe(a.Delta.MaxTimestamp(), c.now)
+				nd.st.Apply(a)
+			}
+			for _, rj := range rd.Rejected {
+				c.t.Logf("%s rejected from %s: %v", nd.id, rj.From, rj.Err)
+			}
+			for _, env := range rd.Messages {
+				f, err := c.codec.Encode(env.Msg)
+				if err != nil {
+					c.t.Fatal(err)
+				}
+				c.msgs++
+				c.bytes += len(f)
+				if c.loss > 0 && c.rng.Float64() < c.loss {
+					continue
+				}
+				to := c.byID(env.To)
+				to.inbox = append(to.inbox, envelopeFrom{nd.id, f})
+				moved = true
+			}
+		}
+		for _, nd := range c.nodes {
+			if nd.stall {
+				continue
+			}
+			in := nd.inbox
+			nd.inbox = nil
+			for _, m := range in {
+				msg, err := c.codec.Decode(m.frame)
+				if err != nil {
+					c.t.Fatal(err)
+				}
+				if err := nd.eng.Step(m.from, msg); err != nil {
+					c.t.Fatal(err)
+				}
+				moved = true
+			}
+		}
+		if !moved {
+			return
+		}
+	}
+}
+
+func (c *cluster) tick(d time.Duration) {
+	c.now = c.now.Add(d)
+	for _, nd := range c.nodes {
+		nd.eng.Tick(c.now)
+	}
+}
+
+func (c *cluster) converged(ns string) bool {
+	want := c.nodes[0].st.Map(ns).Digest()
+	for _, nd := range c.nodes[1:] {
+		if nd.st.Map(ns).Digest() != want {
+			return false
+		}
+	}
+	return true
+}
+
+func TestLiveDeltasConverge(t *testing.T) {
+	c := newCluster(t, 3, Config{}, openPolicy{}, 1)
+	c.pump(10)
+	for i := range 30 {
+		c.write(i%3, "team://a", fmt.Sprintf("m%d", i%7), "title", fmt.Sprintf("v%d", i))
+	}
+	c.pump(20)
+	if !c.converged("team://a") {
+		t.Fatal("not converged after lossless delivery")
+	}
+	if n := c.nodes[0].st.Map("team://a").Len(); n != 7 {
+		t.Fatalf("want 7 memories, got %d", n)
+	}
+}
+
+func TestLossRepairedByAntiEntropy(t *testing.T) {
+	c := newCluster(t, 4, Config{AntiEntropyInterval: time.Second}, openPolicy{}, 2)
+	c.loss = 0.3
+	for i := range 60 {
+		c.write(i%4, "team://a", fmt.Sprintf("m%d", i%11), "title", fmt.Sprintf("v%d", i))
+		c.pump(3)
+	}
+	c.loss = 0
+	for round := 0; round < 40 && !c.converged("team://a"); round++ {
+		c.tick(time.Second)
+		c.pump(20)
+	}
+	if !c.converged("team://a") {
+		t.Fatal("anti-entropy did not repair losses")
+	}
+}
+
+func TestStalledPeerFallsBackToSync(t *testing.T) {
+	c := newCluster(t, 2, Config{QueueMaxDeltas: 5, Window: 1}, openPolicy{}, 3)
+	c.pump(10)
+	c.nodes[1].stall = true
+	for i := range 50 {
+		c.write(0, "team://a", fmt.Sprintf("m%d", i), "title", "x")
+		c.pump(2)
+	}
+	st := c.nodes[0].eng.Stats()[0]
+	if st.Fallbacks == 0 {
+		t.Fatalf("no fallback recorded: %+v", st)
+	}
+	if st.MaxQueueDepth > 5 {
+		t.Fatalf("queue exceeded its bound: %d", st.MaxQueueDepth)
+	}
+	c.nodes[1].stall = false
+	for round := 0; round < 10 && !c.converged("team://a"); round++ {
+		c.tick(11 * time.Second) // ack timeout → digest sync
+		c.pump(20)
+	}
+	if !c.converged("team://a") {
+		t.Fatal("stalled peer did not catch up by state sync")
+	}
+}
+
+func TestReadOnlyAuthorRejected(t *testing.T) {
+	c := newCluster(t, 2, Config{}, openPolicy{readOnly: map[crdt.ReplicaID]bool{2: true}}, 4)
+	c.pump(10)
+	c.write(1, "team://a", "m1", "title", "forged")
+	c.pump(10)
+	if _, ok := c.nodes[0].st.Map("team://a").Get("m1"); ok {
+		t.Fatal("write by a replica without write permission was applied")
+	}
+	if c.nodes[0].eng.Stats()[0].Rejected == 0 {
+		t.Fatal("rejection not counted")
+	}
+}
+
+func TestRemovedDotsReachRecordsNotResent(t *testing.T) {
+	// n1 misses a tag removal made on n0 while n1 is cut off; digest sync must
+	// still drop the tag on n1.
+	c := newCluster(t, 2, Config{}, openPolicy{}, 5)
+	c.pump(10)
+	n0 := c.nodes[0]
+	m := n0.st.Map("team://a")
+	n0.clock.Observe(m.MaxTimestamp(), c.now)
+	d1, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m1", "title", []byte("t"))
+	d2, _ := m.Add(n0.rep, "m1", "tags", "auth")
+	n0.eng.LocalDelta("team://a", d1)
+	n0.eng.LocalDelta("team://a", d2)
+	c.pump(10)
+	c.loss = 1 // cut off
+	e, _ := m.Edit(n0.rep, "m1", crdt.DefaultLimits())
+	e.Remove("tags", "auth")
+	_ = e.Set(n0.clock.Now(c.now), "ua", []byte("x"))
+	d3 := e.Delta()
+	m.Join(d3)
+	n0.eng.LocalDelta("team://a", d3)
+	c.pump(5)
+	c.loss = 0
+	if err := c.nodes[1].eng.RequestSync(n0.id, "team://a"); err != nil {
+		t.Fatal(err)
+	}
+	c.pump(20)
+	r, _ := c.nodes[1].st.Map("team://a").Get("m1")
+	if r.HasElement("tags", "auth") {
+		t.Fatal("removed tag survived digest sync")
+	}
+	if !c.converged("team://a") {
+		t.Fatal("not converged")
+	}
+}
