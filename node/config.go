@@ -1,0 +1,107 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"time"
+
+	"github.com/mnemohq/mnemo/namespace"
+)
+
+// DefaultHTTPAddr is where a node listens unless told otherwise.
+const DefaultHTTPAddr = "127.0.0.1:7070"
+
+// Config configures a Node. Zero values mean the documented default.
+type Config struct {
+	// Dir is the data directory, created (mode 0700) if missing. Required;
+	// DefaultDir gives $MNEMO_DATA or ~/.mnemo.
+	Dir string
+	// HTTPAddr is the listen address, host:port. Default DefaultHTTPAddr;
+	// port 0 picks a free port (see Node.Addr).
+	HTTPAddr string
+	// Agent is the owner agent, "NAME" or "agent://NAME". Default
+	// DefaultAgentName().
+	Agent string
+	// Logger receives lifecycle events and failed requests. Default discards.
+	Logger *slog.Logger
+	// MaxBodyBytes caps an API request body, in bytes. Default 2 MiB.
+	MaxBodyBytes int64
+	// MaxImportBytes caps an import body, in bytes. Default 64 MiB.
+	MaxImportBytes int64
+	// FallbackPort, when HTTPAddr's port is in use, listens on a free port
+	// of the same host instead of failing. Default false.
+	FallbackPort bool
+	// ShutdownTimeout bounds how long Serve waits for running requests after
+	// its context is done. Default 5s.
+	ShutdownTimeout time.Duration
+	// Now is the wall clock handed to the memory Service. Default time.Now.
+	Now func() time.Time
+}
+
+// validate fills defaults and checks the rest; it returns the owner address.
+func (c *Config) validate() (namespace.Address, error) {
+	if c.Dir == "" {
+		return namespace.Address{}, errors.New("node: Config.Dir is required")
+	}
+	dir, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return namespace.Address{}, fmt.Errorf("node: data directory %q: %w", c.Dir, err)
+	}
+	c.Dir = dir
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = DefaultHTTPAddr
+	}
+	if c.Agent == "" {
+		c.Agent = DefaultAgentName()
+	}
+	owner, err := namespace.ParsePrincipal(c.Agent)
+	if err != nil {
+		return namespace.Address{}, fmt.Errorf("node: agent %q: %w", c.Agent, err)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MaxBodyBytes < 0 || c.MaxImportBytes < 0 {
+		return namespace.Address{}, errors.New("node: body limits must not be negative")
+	}
+	if c.ShutdownTimeout < 0 {
+		return namespace.Address{}, errors.New("node: ShutdownTimeout must not be negative")
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 5 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return owner, nil
+}
+
+// DefaultDir is $MNEMO_DATA, or ~/.mnemo.
+func DefaultDir() (string, error) {
+	if d := os.Getenv("MNEMO_DATA"); d != "" {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("node: no data directory: set MNEMO_DATA or --data (%w)", err)
+	}
+	return filepath.Join(home, ".mnemo"), nil
+}
+
+// DefaultAgentName derives an agent name from the user and host names
+// ("alice-laptop"); "agent" when nothing usable remains.
+func DefaultAgentName() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	if s := namespace.SanitizeName(name + "-" + host); s != "" {
+		return s
+	}
+	return "agent"
+}

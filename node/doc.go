@@ -1,0 +1,39 @@
+// Package node runs the mnemo sidecar: one agent's memory Service behind a
+// local HTTP JSON API (package httpapi), with the files other processes use
+// to find and talk to it.
+//
+// Use:
+//
+//	n, err := node.Open(node.Config{Dir: dir, Agent: "alice"})
+//	if err != nil { … }           // e.g. the directory is held by another process
+//	fmt.Println(n.Addr())         // http://127.0.0.1:7070
+//	err = n.Serve(ctx)            // blocks until ctx is done, then shuts down
+//
+// The data directory holds
+//
+//	token      the owner's bearer token: 32 random bytes, base64url, mode 0600,
+//	           written on first start and never rotated by the node
+//	node.json  {"pid","http","agent"} of the running node, mode 0600, written
+//	           once the listener is bound and removed on clean shutdown; a
+//	           crash leaves it behind, so readers must treat it as a hint
+//	           (the next start overwrites it)
+//
+// plus whatever package memory keeps there (Badger and its lock file).
+//
+// Decisions:
+//
+//   - Open takes the memory Service first, so its directory lock is held
+//     before the node touches token or node.json: a second process on the
+//     same directory fails with memory's error (naming the holder's pid) and
+//     changes nothing.
+//   - The listener is bound in Open, not Serve, so Addr is known (port 0
+//     picks a free port) before anything is printed or written. Connections
+//     that arrive before Serve wait in the kernel's backlog.
+//   - HTTPAddr defaults to 127.0.0.1:7070. Any address that is not loopback
+//     is allowed but logged as a warning: the token is then the only guard.
+//     With FallbackPort (the in-process MCP mode), a busy port falls back to
+//     a free port on the same host rather than failing.
+//   - Serve shuts down with http.Server.Shutdown (bounded by
+//     ShutdownTimeout; requests still running after it are cancelled), then
+//     removes node.json, then closes the Service, which releases the lock.
+package node

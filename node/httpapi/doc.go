@@ -1,0 +1,47 @@
+// Package httpapi serves a node's memory Service as a local HTTP JSON API.
+//
+// New returns an http.Handler; the node mounts it on its loopback listener.
+// Every route under /v1 needs "Authorization: Bearer <token>" (compared in
+// constant time; 401 "unauthorized" otherwise). GET /healthz answers
+// {"status":"ok"} without a token.
+//
+// Routes (JSON bodies and answers, snake_case field names):
+//
+//	POST   /v1/memories                 save; 201 created, 200 when a topic_key upserted ("upserted")
+//	GET    /v1/memories/{id}            ?include_deleted=true
+//	PATCH  /v1/memories/{id}            change the given fields
+//	DELETE /v1/memories/{id}            soft delete; ?hard=true retracts; 204
+//	GET    /v1/search                   ?q= &limit= &include_deleted= + filters → {"results":[{"memory","score"}],"total"}
+//	GET    /v1/timeline                 ?id= &before= &after= + filters
+//	GET    /v1/context                  ?max_tokens= + filters
+//	POST   /v1/compact                  identify (older_than_days) or execute (compact_ids)
+//	GET    /v1/stats                    ?namespace=
+//	GET    /v1/export                   ?namespace=
+//	POST   /v1/import                   ?namespace=; body: a mnemo or engram export
+//	POST   /v1/sessions                 start (idempotent by id); 201
+//	POST   /v1/sessions/{id}/end        optional body {"summary"}
+//	POST   /v1/sessions/{id}/summary    saves a summary memory
+//	POST   /v1/prompts                  saves a prompt memory
+//	POST   /v1/progress                 upserts the progress note of a project
+//
+// Filters (query parameters): namespace, type, tags (comma separated, all
+// of), project, scope, subject_type, subject_id, session_id, channel, since,
+// until (RFC 3339).
+//
+// Decisions a client should know:
+//
+//   - Errors are {"error":{"code","message"}} with codes invalid_request
+//     (400), unauthorized (401), permission_denied (403), not_found (404),
+//     method_not_allowed (405), conflict (409), too_large (413),
+//     unavailable (503, the request was cancelled or timed out) and internal
+//     (500; the cause is logged, the message is generic).
+//   - Strict input: an unknown query parameter, a parameter given twice, a
+//     value that does not parse (limit=abc, since=yesterday), malformed JSON,
+//     an unknown JSON field or trailing data after the JSON value are all 400
+//     and the message names the culprit. A typo should fail loudly rather than
+//     be silently ignored as a filter.
+//   - Bodies are capped (Config.MaxBodyBytes, default 2 MiB; imports
+//     Config.MaxImportBytes, default 64 MiB); more is 413.
+//   - Who asks is decided in one place, callerFor: today every authenticated
+//     request acts as the node's owner agent.
+package httpapi

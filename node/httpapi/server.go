@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/mnemohq/mnemo/node/memory"
+)
+
+// Default body limits.
+const (
+	DefaultMaxBodyBytes   = 2 << 20  // 2 MiB
+	DefaultMaxImportBytes = 64 << 20 // 64 MiB
+)
+
+// Config configures the API handler.
+type Config struct {
+	// Service answers every /v1 request. Required.
+	Service *memory.Service
+	// Token is the owner's bearer token. Required, at least 16 bytes.
+	Token string
+	// Logger receives failed requests (5xx). Default discards.
+	Logger *slog.Logger
+	// MaxBodyBytes caps a request body, in bytes. Default 2 MiB.
+	MaxBodyBytes int64
+	// MaxImportBytes caps the body of POST /v1/import, in bytes. Default 64 MiB.
+	MaxImportBytes int64
+}
+
+func (c *Config) validate() error {
+	if c.Service == nil {
+		return errors.New("httpapi: Config.Service is required")
+	}
+	if len(c.Token) < 16 {
+		return errors.New("httpapi: Config.Token is required (at least 16 bytes)")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MaxBodyBytes < 0 || c.MaxImportBytes < 0 {
+		return errors.New("httpapi: body limits must not be negative")
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxImportBytes == 0 {
+		c.MaxImportBytes = DefaultMaxImportBytes
+	}
+	return nil
+}
+
+// api holds what every handler needs. Handlers return an error instead of
+// writing one, so the status mapping lives in writeError alone.
+type api struct {
+	svc       *memory.Service
+	tokenHash [sha256.Size]byte
+	log       *slog.Logger
+	maxBody   int64
+	maxImport int64
+	mux       *http.ServeMux
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// New returns the API handler.
+func New(cfg Config) (http.Handler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	a := &api{
+		svc:       cfg.Service,
+		tokenHash: sha256.Sum256([]byte(cfg.Token)),
+		log:       cfg.Logger,
+		maxBody:   cfg.MaxBodyBytes,
+		maxImport: cfg.MaxImportBytes,
+		mux:       http.NewServeMux(),
+	}
+	routes := []struct {
+		method, path string
+		h            handlerFunc
+	}{
+		{"POST", "/v1/memories", a.save},
+		{"GET", "/v1/memories/{id}", a.get},
+		{"PATCH", "/v1/memories/{id}", a.update},
+		{"DELETE", "/v1/memories/{id}", a.delete},
+		{"GET", "/v1/search", a.search},
+		{"GET", "/v1/timeline", a.timeline},
+		{"GET", "/v1/context", a.context},
+		{"POST", "/v1/compact", a.compact},
+		{"GET", "/v1/stats", a.stats},
+		{"GET", "/v1/export", a.export},
+		{"POST", "/v1/import", a.importData},
+		{"POST", "/v1/sessions", a.startSession},
+		{"POST", "/v1/sessions/{id}/end", a.endSession},
+		{"POST", "/v1/sessions/{id}/summary", a.sessionSummary},
+		{"POST", "/v1/prompts", a.prompt},
+		{"POST", "/v1/progress", a.progress},
+	}
+	allowed := map[string][]string{}
+	for _, rt := range routes {
+		a.mux.Handle(rt.method+" "+rt.path, a.authed(rt.h))
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	// A pattern without a method catches the methods no route claims, so
+	// 405 answers in the same JSON shape as every other error.
+	for path, methods := range allowed {
+		a.mux.Handle(path, a.authed(methodNotAllowed(methods)))
+	}
+	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	a.mux.Handle("/healthz", a.wrap(methodNotAllowed([]string{"GET"})))
+	a.mux.Handle("/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		if isV1(r.URL.Path) && !a.authorized(r) {
+			return errUnauthorized
+		}
+		return &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}
+	}))
+	return a, nil
+}
+
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	a.mux.ServeHTTP(w, r)
+}
+
+func isV1(path string) bool { return path == "/v1" || strings.HasPrefix(path, "/v1/") }
+
+func methodNotAllowed(methods []string) handlerFunc {
+	ms := append([]string(nil), methods...)
+	if contains(ms, "GET") {
+		ms = append(ms, "HEAD")
+	}
+	sort.Strings(ms)
+	allow := strings.Join(ms, ", ")
+	return func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Allow", allow)
+		return &apiError{http.StatusMethodNotAllowed, "method_not_allowed",
+			fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow)}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// wrap turns a handlerFunc into an http.Handler that writes its error.
+func (a *api) wrap(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			a.writeError(w, r, err)
+		}
+	})
+}
+
+// authed is wrap behind the bearer-token check.
+func (a *api) authed(h handlerFunc) http.Handler {
+	return a.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		if !a.authorized(r) {
+			return errUnauthorized
+		}
+		return h(w, r)
+	})
+}
+
+var errUnauthorized = &apiError{http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token (Authorization: Bearer <token from the node's data directory>)"}
+
+// authorized compares the bearer token in constant time. Hashing first makes
+// the comparison independent of the presented token's length too.
+func (a *api) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(got[:], a.tokenHash[:]) == 1
+}
+
+// callerFor decides who a request acts for. Today every authenticated
+// request is the node's owner agent; principal-bound tokens and the
+// X-Mnemo-Session header will be resolved here, and only here.
+func (a *api) callerFor(r *http.Request) (memory.Caller, error) {
+	return memory.Caller{Principal: a.svc.Owner()}, nil
+}
+
+// limitBody caps r.Body at n bytes; reading past it fails with
+// *http.MaxBytesError, which writeError maps to 413.
+func limitBody(w http.ResponseWriter, r *http.Request, n int64) {
+	r.Body = http.MaxBytesReader(w, r.Body, n)
+}
+
+// readAll reads a capped body.
+func readAll(w http.ResponseWriter, r *http.Request, n int64) ([]byte, error) {
+	limitBody(w, r, n)
+	return io.ReadAll(r.Body)
+}

@@ -1,0 +1,208 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/mnemohq/mnemo/node/httpapi"
+	"github.com/mnemohq/mnemo/node/memory"
+)
+
+// Node is a running sidecar: a memory Service, its HTTP API on a bound
+// listener, and the token and node.json files of its data directory.
+type Node struct {
+	cfg     Config
+	svc     *memory.Service
+	token   string
+	ln      net.Listener
+	srv     *http.Server
+	url     string
+	log     *slog.Logger
+	baseCtx context.Context // request contexts; cancelled once shutdown gives up waiting
+	cancel  context.CancelFunc
+
+	serving   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the data directory (taking its lock), makes sure a token
+// exists, binds the HTTP listener and writes node.json. If the directory is
+// held by another process the error is memory's, naming that process.
+func Open(cfg Config) (*Node, error) {
+	owner, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("node: data directory: %w", err)
+	}
+	svc, err := memory.Open(memory.Config{Dir: cfg.Dir, Agent: owner, Now: cfg.Now, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
+	}
+	n := &Node{cfg: cfg, svc: svc, log: cfg.Logger}
+	if err := n.start(); err != nil {
+		if n.ln != nil {
+			n.ln.Close()
+		}
+		return nil, errors.Join(err, svc.Close())
+	}
+	return n, nil
+}
+
+// start does everything after the lock is held.
+func (n *Node) start() error {
+	tok, created, err := loadOrCreateToken(n.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	if created {
+		n.log.Info("wrote a new owner token", "file", filepath.Join(n.cfg.Dir, TokenFile))
+	}
+	n.token = tok
+	h, err := httpapi.New(httpapi.Config{
+		Service:        n.svc,
+		Token:          tok,
+		Logger:         n.log,
+		MaxBodyBytes:   n.cfg.MaxBodyBytes,
+		MaxImportBytes: n.cfg.MaxImportBytes,
+	})
+	if err != nil {
+		return err
+	}
+	n.ln, err = n.listen()
+	if err != nil {
+		return err
+	}
+	n.url = "http://" + dialable(n.cfg.HTTPAddr, n.ln.Addr().(*net.TCPAddr))
+	if !n.ln.Addr().(*net.TCPAddr).IP.IsLoopback() {
+		n.log.Warn("the HTTP API listens beyond loopback; the bearer token is its only protection",
+			"addr", n.ln.Addr().String())
+	}
+	n.baseCtx, n.cancel = context.WithCancel(context.Background())
+	n.srv = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10e9,
+		IdleTimeout:       120e9,
+		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
+		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
+	}
+	info := Info{PID: os.Getpid(), HTTP: n.url, Agent: n.svc.Owner().String()}
+	if err := writeInfo(n.cfg.Dir, info); err != nil {
+		n.cancel()
+		return fmt.Errorf("node: write %s: %w", InfoFile, err)
+	}
+	return nil
+}
+
+func (n *Node) listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err == nil || !n.cfg.FallbackPort || !errors.Is(err, syscall.EADDRINUSE) {
+		if err != nil {
+			return nil, fmt.Errorf("node: listen on %s: %w", n.cfg.HTTPAddr, err)
+		}
+		return ln, nil
+	}
+	host, _, _ := net.SplitHostPort(n.cfg.HTTPAddr)
+	ln, err2 := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err2 != nil {
+		return nil, fmt.Errorf("node: listen on %s: %w (fallback to a free port: %v)", n.cfg.HTTPAddr, err, err2)
+	}
+	n.log.Info("HTTP port busy; using a free port", "wanted", n.cfg.HTTPAddr, "addr", ln.Addr().String())
+	return ln, nil
+}
+
+// dialable is the address a local client should dial: an unspecified
+// listen host becomes loopback, ::1 only when "::" was asked for (Go
+// listens dual-stack on [::] for "0.0.0.0" and "" too).
+func dialable(want string, a *net.TCPAddr) string {
+	ip := a.IP
+	if ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+		if host, _, _ := net.SplitHostPort(want); host != "" {
+			if h := net.ParseIP(host); h != nil && h.To4() == nil {
+				ip = net.IPv6loopback
+			}
+		}
+	}
+	return net.JoinHostPort(ip.String(), fmt.Sprint(a.Port))
+}
+
+// Addr is the base URL of the HTTP API, with the real port, e.g.
+// "http://127.0.0.1:7070". For an unspecified listen host it names loopback.
+func (n *Node) Addr() string { return n.url }
+
+// Service is the node's memory Service, for in-process use (MCP).
+func (n *Node) Service() *memory.Service { return n.svc }
+
+// Token is the owner's bearer token.
+func (n *Node) Token() string { return n.token }
+
+// Dir is the absolute data directory.
+func (n *Node) Dir() string { return n.cfg.Dir }
+
+// Serve answers HTTP requests until ctx is done, then shuts down: it stops
+// accepting, waits up to ShutdownTimeout for running requests, cancels the
+// rest, and closes the Node. It returns nil after a clean shutdown. Serve
+// may be called once.
+func (n *Node) Serve(ctx context.Context) error {
+	if !n.serving.CompareAndSwap(false, true) {
+		return errors.New("node: Serve called twice")
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- n.srv.Serve(n.ln) }()
+	n.log.Info("serving", "http", n.url, "agent", n.svc.Owner().String(), "data", n.cfg.Dir)
+	select {
+	case err := <-errc:
+		// Serve failed on its own (or Close was called concurrently).
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		return errors.Join(err, n.Close())
+	case <-ctx.Done():
+	}
+	n.log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
+	defer cancel()
+	var err error
+	if serr := n.srv.Shutdown(sctx); serr != nil {
+		n.log.Warn("requests still running at the shutdown deadline; cancelling them", "err", serr)
+		n.cancel()
+		n.srv.Close()
+	}
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+		err = serr
+	}
+	return errors.Join(err, n.Close())
+}
+
+// Close stops the HTTP server at once, removes node.json and closes the
+// Service (releasing the directory lock). It is safe to call more than once
+// and after Serve returned; later calls return the first call's result.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.cancel()
+		_ = n.srv.Close()
+		_ = n.ln.Close() // Serve may never have taken ownership of it
+		var errs []error
+		if err := os.Remove(filepath.Join(n.cfg.Dir, InfoFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("node: remove %s: %w", InfoFile, err))
+		}
+		if err := n.svc.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("node: close memory: %w", err))
+		}
+		n.closeErr = errors.Join(errs...)
+		n.log.Info("closed")
+	})
+	return n.closeErr
+}
