@@ -16,6 +16,7 @@ go vet ./...
 echo "== go test -race"
 go test -race -count=1 ./...
 
+bash scripts/test-mcp-ts.sh
 echo "== fuzz"
 FUZZTIME=${FUZZTIME:-8s} bash scripts/fuzz.sh
 echo "all checks passed"

@@ -1,0 +1,65 @@
+// Package mcptools offers a node's memory to agents as MCP tools.
+//
+// NewServer registers the tools on an *mcp.Server over a Backend, the
+// narrow view of memory.Service the tools need with the caller bound in:
+// ServiceBackend for a Service in this process, ClientBackend for a node
+// reached over its HTTP API. Serve it on stdio (`mnemo mcp`) with
+// server.Run, or over streamable HTTP with HTTPHandler, mounted by the node
+// at /mcp behind its token check.
+//
+// # Tools
+//
+// mem_save, mem_update, mem_delete, mem_search, mem_context, mem_timeline,
+// mem_get_observation, mem_suggest_topic_key, mem_save_prompt,
+// mem_session_start, mem_session_end, mem_session_summary, mem_stats,
+// mem_compact and mem_progress. Input schemas are generated from the
+// argument structs in tools.go; descriptions are written for the model.
+// Every result carries a short text for the model and the same data as
+// structured content (the memory package's JSON types). Bad arguments,
+// unknown ids and refused permissions come back as tool errors (IsError)
+// whose text says what to change; they never end the session.
+//
+// # Differences from engram's tools
+//
+// Tool and argument names follow engram where the meaning is the same, so
+// prompts and skills written for engram keep working. Where they differ:
+//
+//   - Ids are strings (ULIDs), not numbers.
+//   - Arguments are checked against the schema: an argument the tool does not
+//     know is an error naming it, not silently ignored.
+//   - mem_save requires content only: the title is derived from the content
+//     when omitted, and type defaults to "observation" (engram: "manual").
+//   - scope takes session, user, project, policy or global; engram's
+//     "personal" is accepted and read as user.
+//   - mem_context budgets in max_tokens (estimated as bytes/4), not
+//     max_bytes; engram's compact flag is not offered.
+//   - mem_search has no all_projects, match_mode or response_format; it
+//     adds tags, subject, channel, session_id, include_deleted and namespace.
+//     since and until take YYYY-MM-DD or RFC 3339; a bare until date
+//     includes that whole day.
+//   - mem_stats counts per namespace rather than per project.
+//   - mem_delete's hard_delete is a retract: final on every node.
+//   - mem_compact's compact_ids is an array of id strings, or a string
+//     holding one (engram's form); an empty list is an error, not a no-op.
+//     Identify mode rejects a summary, since nothing would be written.
+//   - Not offered: mem_capture_passive, mem_merge_projects, mem_judge,
+//     mem_compare, mem_pin and other engram-only tools.
+//
+// # Namespaces
+//
+// Tools that read or write a place take namespace: omitted means the
+// caller's own agent namespace for writes and everything readable for
+// reads; a relative path ("subagent/task-1") is resolved under the caller's
+// agent by the service; a full address names another namespace. Tools that
+// address one memory or session by id (mem_get_observation, mem_update,
+// mem_delete, mem_session_end) take no namespace: ids are global, and the
+// service checks the caller may read or write that memory's namespace.
+// mem_suggest_topic_key touches no data and takes none either.
+//
+// # HTTP
+//
+// HTTPHandler builds one MCP session per client (stateful streamable
+// HTTP); the backend is chosen from the request that initializes the
+// session, so each session acts as the principal that opened it. Idle
+// sessions are closed after SessionIdleTimeout.
+package mcptools

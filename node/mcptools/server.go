@@ -1,0 +1,76 @@
+package mcptools
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configures NewServer. The zero value is ready to use.
+type Options struct {
+	// Version is reported to clients at initialize; default "dev".
+	Version string
+	// Logger receives the SDK's protocol-level diagnostics; default discards.
+	Logger *slog.Logger
+	// SchemaCache, when set, is shared by servers built for many sessions so
+	// the tool schemas are reflected once; default nil (reflect per server).
+	SchemaCache *mcp.SchemaCache
+}
+
+// Instructions is what the server tells a client at initialize: the
+// workflow the tools are built for.
+const Instructions = `mnemo is your persistent memory. It survives restarts and context compaction, and can be shared on purpose with other agents.
+
+Workflow:
+- At the start of a task call mem_context (recent memories and sessions) and mem_search with keywords of the task: do not redo work or re-decide what is already settled.
+- Save as you go with mem_save, right after each decision, bug fix, discovery, convention or user preference; do not wait to be asked. Short searchable title; content saying what, why, where (files) and what you learned.
+- For a topic that evolves (an architecture choice, a config), reuse one topic_key (mem_suggest_topic_key proposes one): saving again with it updates that memory in place.
+- Search results are snippets: call mem_get_observation with an id for the full content, mem_timeline for what happened around it.
+- Correct with mem_update; remove with mem_delete.
+- Track a long task with mem_progress (one progress note per project and namespace, replaced on each call). Before you finish, save a mem_session_summary.
+
+Sub-agents: every read and write takes an optional namespace. Omit it to use your own (agent://you). A relative path such as "subagent/task-123" scopes a sub-agent under your namespace; a full address (agent://x/..., team://t, project://p) names another namespace you were granted. Reads of a namespace include its sub-namespaces, so the parent sees what its sub-agents saved.
+
+Compaction, in two phases: (1) mem_compact with older_than_days (and optionally project, scope, namespace) lists stale candidates and changes nothing; (2) read them, write a summary of what is still worth knowing, then call mem_compact with compact_ids (the ids to retire) plus summary_title and summary_content. Phase 2 is all or nothing: the ids are soft-deleted and the summary is saved together.
+
+Ids are strings. Errors say what to change; fix the arguments and call again.`
+
+// NewServer returns an MCP server offering every mnemo tool on b.
+// Connect it to a transport with Run (stdio) or serve it with HTTPHandler.
+func NewServer(b Backend, opts Options) *mcp.Server {
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "mnemo", Title: "mnemo memory", Version: version}, &mcp.ServerOptions{
+		Instructions: Instructions,
+		Logger:       opts.Logger,
+		SchemaCache:  opts.SchemaCache,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	registerTools(s, b)
+	return s
+}
+
+// SessionIdleTimeout closes an HTTP MCP session that made no request for
+// this long, so abandoned sessions do not pile up in the node.
+const SessionIdleTimeout = 30 * time.Minute
+
+// HTTPHandler serves MCP over streamable HTTP (mount it at /mcp, behind the
+// node's token check). getBackend is asked, on every request, for the
+// backend of the authenticated caller; the one returned for the request
+// that initializes a session serves that whole session. Returning nil
+// refuses the request with 400. Requests arriving on a loopback listener
+// must carry a loopback Host header (the SDK's DNS rebinding guard).
+func HTTPHandler(getBackend func(*http.Request) Backend) http.Handler {
+	cache := mcp.NewSchemaCache()
+	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		b := getBackend(r)
+		if b == nil {
+			return nil
+		}
+		return NewServer(b, Options{SchemaCache: cache})
+	}, &mcp.StreamableHTTPOptions{SessionTimeout: SessionIdleTimeout})
+}
