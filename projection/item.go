@@ -1,0 +1,34 @@
+package projection
+
+import "time"
+
+// Item is what a filter sees of a memory and what a view holds. It mirrors
+// the fields of the node's memory.Memory that projections use; the node
+// converts in both directions (this package may not import node/...).
+type Item struct {
+	ID          string
+	Type        string
+	Title       string
+	Content     string
+	Summary     string
+	Tags        []string
+	Importance  float64 // 0..1
+	Confidence  float64 // 0..1
+	LinkedFiles []string
+	Scope       string
+	SubjectType string
+	SubjectID   string
+	Project     string
+	SessionID   string
+	Channel     string
+	Author      string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	DeletedAt   *time.Time // non-nil: soft-deleted (archived, compacted)
+	TopicKey    string
+	Lineage     string
+	ContentHash string
+}
+
+// Deleted reports whether the item is soft-deleted.
+func (it Item) Deleted() bool { return it.DeletedAt != nil }
