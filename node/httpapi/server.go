@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
@@ -113,6 +114,19 @@ func New(cfg Config) (http.Handler, error) {
 	for path, methods := range allowed {
 		a.mux.Handle(path, a.authed(methodNotAllowed(methods)))
 	}
+	// MCP over streamable HTTP: the caller is fixed by the request that
+	// opens the MCP session, through the same callerFor as every route.
+	mcpHandler := mcptools.HTTPHandler(func(r *http.Request) mcptools.Backend {
+		c, err := a.callerFor(r)
+		if err != nil {
+			return nil
+		}
+		return mcptools.ServiceBackend(a.svc, c)
+	})
+	a.mux.Handle("/mcp", a.authed(func(w http.ResponseWriter, r *http.Request) error {
+		mcpHandler.ServeHTTP(w, r)
+		return nil
+	}))
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
