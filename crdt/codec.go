@@ -861,12 +861,14 @@ func DecodeGSet(b []byte, lim Limits) (*GSet, error) {
 	}
 	s := NewGSet()
 	prev := ""
-	for range n {
-		e, err := r.str("element", r.lim.MaxValue)
-		if err != nil {
+	for i := range n {
+		// GSet.Add takes any string, the empty one included; it sorts first.
+		var e string
+		if i == 0 && r.remaining() > 0 && r.b[r.off] == 0xa0 {
+			r.off++
+		} else if e, err = r.str("element", r.lim.MaxValue); err != nil {
 			return nil, err
-		}
-		if e <= prev {
+		} else if e <= prev {
 			return nil, corrupt("elements not strictly increasing")
 		}
 		prev = e

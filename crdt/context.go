@@ -82,20 +82,33 @@ func (c *Context) absorb(r ReplicaID) {
 	}
 }
 
-// Join adds every dot of o.
+// Join adds every dot of o. It costs O(|o|), plus one pass over c's cloud
+// when o raises a vector entry while c has a cloud: only a raised entry can
+// cover cloud dots or be continued by them (Add keeps the rest in order).
 func (c *Context) Join(o *Context) {
+	var raised []ReplicaID
 	for r, n := range o.vv {
 		if n > c.vv[r] {
 			if c.vv == nil {
 				c.vv = make(map[ReplicaID]uint64)
 			}
 			c.vv[r] = n
+			raised = append(raised, r)
+		}
+	}
+	if len(raised) > 0 && len(c.cloud) > 0 {
+		for d := range c.cloud {
+			if d.Counter <= c.vv[d.Replica] {
+				delete(c.cloud, d)
+			}
+		}
+		for _, r := range raised {
+			c.absorb(r)
 		}
 	}
 	for d := range o.cloud {
 		c.Add(d)
 	}
-	c.compact()
 }
 
 // compact drops cloud dots covered by the vector and absorbs those that

@@ -101,9 +101,11 @@ func (c *Clock) Observe(remote Timestamp, wall time.Time) (Timestamp, error) {
 // changes nothing; callers validating a whole delta check its largest
 // timestamp before applying any of it.
 func (c *Clock) Check(remote Timestamp, wall time.Time) error {
-	ahead := time.Duration(remote.WallMillis()-wall.UnixMilli()) * time.Millisecond
-	if ahead > c.maxSkew {
-		return fmt.Errorf("%w: %v ahead (max %v)", ErrClockSkew, ahead, c.maxSkew)
+	// Compared in milliseconds: a Duration (ns) overflows for a remote
+	// timestamp some 292 years ahead, which must be rejected too.
+	ahead := remote.WallMillis() - wall.UnixMilli()
+	if ahead > c.maxSkew.Milliseconds() {
+		return fmt.Errorf("%w: %d ms ahead (max %v)", ErrClockSkew, ahead, c.maxSkew)
 	}
 	return nil
 }

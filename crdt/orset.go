@@ -17,10 +17,15 @@ type ORSet struct {
 // NewORSet returns an empty set.
 func NewORSet() *ORSet { return &ORSet{elems: make(map[string]DotSet)} }
 
-// Add inserts e by replica r and returns the delta (joined into s).
+// Add inserts e by replica r and returns the delta (joined into s). The
+// element must be 1..DefaultLimits().MaxString bytes, what DecodeORSet
+// accepts, so every state this builds can be stored and loaded again.
 func (s *ORSet) Add(r ReplicaID, e string) (*ORSet, error) {
 	if r == 0 {
 		return nil, fmt.Errorf("%w: zero replica id", ErrInvalid)
+	}
+	if err := (Limits{}).checkID(e); err != nil {
+		return nil, err
 	}
 	d := NewORSet()
 	for _, old := range s.elems[e] {
@@ -29,7 +34,11 @@ func (s *ORSet) Add(r ReplicaID, e string) (*ORSet, error) {
 	dot := Dot{r, s.ctx.Max(r) + 1}
 	d.ctx.Add(dot)
 	d.elems[e] = DotSet{dot}
-	s.Join(d)
+	// Joining d into s only replaces e's dots (d covers exactly those) and
+	// adds the new dot; done directly, a local add costs O(1), not a Join's
+	// scan of every element.
+	s.elems[e] = DotSet{dot}
+	s.ctx.Add(dot)
 	return d, nil
 }
 
@@ -40,7 +49,7 @@ func (s *ORSet) Remove(e string) *ORSet {
 	for _, old := range s.elems[e] {
 		d.ctx.Add(old)
 	}
-	s.Join(d)
+	delete(s.elems, e) // what s.Join(d) does, without scanning every element
 	return d
 }
 
@@ -65,8 +74,8 @@ func (s *ORSet) Context() *Context { return &s.ctx }
 // join costs O(|s| + |o|).
 func (s *ORSet) Join(o *ORSet) {
 	for e, ds := range s.elems {
-		if _, ok := o.elems[e]; ok {
-			continue
+		if _, ok := o.elems[e]; ok || !anyContained(ds, &o.ctx) {
+			continue // visited below, or untouched by o
 		}
 		kept := joinDots(ds, &s.ctx, nil, &o.ctx)
 		if len(kept) == 0 {
@@ -84,6 +93,15 @@ func (s *ORSet) Join(o *ORSet) {
 		}
 	}
 	s.ctx.Join(&o.ctx)
+}
+
+func anyContained(ds DotSet, c *Context) bool {
+	for _, d := range ds {
+		if c.Contains(d) {
+			return true
+		}
+	}
+	return false
 }
 
 // Clone returns an independent copy.

@@ -298,6 +298,47 @@ func (s *Store) State(ns string) (*crdt.Map, error) {
 	return crdt.AssembleMap(s.Context(ns), recs, retracted), nil
 }
 
+// RetractedIDs lists the retracted ids of ns, sorted.
+func (s *Store) RetractedIDs(ns string) ([]string, error) {
+	var out []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("x/" + ns + "\x00")})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			_, id := splitNSID(it.Item().Key())
+			out = append(out, id)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Missing calls fn for each record entry of ns holding a dot outside have
+// (from one snapshot, in id order) and returns the dots of ns's context
+// outside have that no record holds: what a replica whose context is have
+// lacks. It scans the namespace.
+func (s *Store) Missing(ns string, have *crdt.Context, fn func(id string, rec *crdt.Record) error) (*crdt.Context, error) {
+	ctx := s.Context(ns)
+	attached := map[crdt.Dot]struct{}{}
+	err := s.Scan(ns, func(_, id string, rec *crdt.Record) error {
+		outside := false
+		for _, d := range rec.Dots() {
+			if !have.Contains(d) {
+				attached[d] = struct{}{}
+				outside = true
+			}
+		}
+		if outside {
+			return fn(id, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return crdt.RemovedDots(ctx, have, attached), nil
+}
+
 // Apply joins deltas (namespace → delta) into the stored state in one
 // transaction, synced before it returns. It returns every entry touched.
 func (s *Store) Apply(deltas map[string]*crdt.Map) ([]Change, error) {

@@ -35,6 +35,14 @@ type Policy interface {
 	ReplicaMayWrite(replica crdt.ReplicaID, ns string) bool
 }
 
+// DeltaPolicy is an optional capability of a Policy: a delta may carry the
+// records that establish its own authority (signed grants travel inside the
+// namespace they govern), so the checks of one delta may use a policy that
+// already counts them. The returned Policy is used for that delta only.
+type DeltaPolicy interface {
+	ForDelta(ns string, d *crdt.Map) Policy
+}
+
 // State is the node's replicated state as the engine reads it. Calls come
 // from the goroutine driving the engine; they may block on disk.
 type State interface {
@@ -514,17 +522,21 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta) {
 		e.reject(p, nd.Namespace, err)
 		return
 	}
+	pol := e.pol
+	if dp, ok := pol.(DeltaPolicy); ok {
+		pol = dp.ForDelta(nd.Namespace, d)
+	}
 	var bad error
 	d.Records(func(id string, r *crdt.Record) bool {
 		for _, dot := range r.Dots() {
-			if !e.pol.ReplicaMayWrite(dot.Replica, nd.Namespace) {
+			if !pol.ReplicaMayWrite(dot.Replica, nd.Namespace) {
 				bad = fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAllowed, id, dot.Replica)
 				return false
 			}
 		}
 		return true
 	})
-	if bad == nil && len(d.RetractedIDs()) > 0 && !e.pol.ReplicaMayWrite(p.Replica, nd.Namespace) {
+	if bad == nil && len(d.RetractedIDs()) > 0 && !pol.ReplicaMayWrite(p.Replica, nd.Namespace) {
 		bad = fmt.Errorf("%w: retracts from %s, which may not write", ErrNotAllowed, p.ID)
 	}
 	if bad != nil {

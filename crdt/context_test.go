@@ -1,0 +1,158 @@
+package crdt
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestContextGapsFillAndCompact(t *testing.T) {
+	const r, q = ReplicaID(7), ReplicaID(9)
+	c := NewContext()
+	for _, n := range []uint64{3, 5, 4, 2} {
+		c.Add(Dot{r, n})
+	}
+	c.Add(Dot{q, 1})
+	if v, cl := c.Size(); v != 1 || cl != 4 {
+		t.Fatalf("before the gap fills: %d vector entries, %d cloud dots", v, cl)
+	}
+	if c.Contains(Dot{r, 1}) || !c.Contains(Dot{r, 4}) || c.Max(r) != 5 {
+		t.Fatal("Contains or Max wrong with a gap")
+	}
+	c.Add(Dot{r, 1})
+	if v, cl := c.Size(); v != 2 || cl != 0 {
+		t.Fatalf("after the gap filled: %d vector entries, %d cloud dots; want 2, 0", v, cl)
+	}
+	if got := c.Vector(); got[r] != 5 || got[q] != 1 {
+		t.Fatalf("vector %v", got)
+	}
+
+	// Join fills gaps too: the other side's vector covers this cloud.
+	a, b := NewContext(), NewContext()
+	a.Add(Dot{r, 4})
+	a.Add(Dot{r, 6})
+	for n := range uint64(3) {
+		b.Add(Dot{r, n + 1})
+	}
+	a.Join(b)
+	if v, cl := a.Size(); v != 1 || cl != 1 || a.Vector()[r] != 4 || !a.Contains(Dot{r, 6}) {
+		t.Fatalf("after join: vector %v, %d cloud dots", a.Vector(), cl)
+	}
+	if !a.CoversVector(map[ReplicaID]uint64{r: 4}) || a.CoversVector(map[ReplicaID]uint64{r: 5}) {
+		t.Fatal("CoversVector")
+	}
+}
+
+func TestContextMissing(t *testing.T) {
+	const r, q = ReplicaID(1), ReplicaID(2)
+	have, other := NewContext(), NewContext()
+	for n := range uint64(3) {
+		have.Add(Dot{r, n + 1})
+	}
+	for n := range uint64(6) {
+		other.Add(Dot{r, n + 1})
+	}
+	other.Add(Dot{q, 4})
+	have.Add(Dot{q, 9})
+	got := have.Missing(other)
+	want := []DotRange{{r, 4, 6}, {q, 4, 4}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("Missing = %v, want %v", got, want)
+	}
+	if len(other.Missing(other)) != 0 {
+		t.Fatal("a context misses nothing of itself")
+	}
+}
+
+// TestContextRandom compares Context with a plain set of dots: Contains,
+// Join, Missing, Equal, the normal form and the codec.
+func TestContextRandom(t *testing.T) {
+	forSeeds(t, func(t *testing.T, rng *rand.Rand) {
+		reps := []ReplicaID{1, randomReplica(rng), randomReplica(rng)}
+		build := func() (*Context, map[Dot]bool) {
+			c, ref := NewContext(), map[Dot]bool{}
+			for range rng.IntN(40) {
+				d := Dot{pick(rng, reps), 1 + uint64(rng.IntN(25))}
+				c.Add(d)
+				ref[d] = true
+			}
+			return c, ref
+		}
+		agree := func(what string, c *Context, ref map[Dot]bool) {
+			t.Helper()
+			if err := checkContext(c); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			for _, r := range reps {
+				var maxN uint64
+				for n := uint64(1); n <= 26; n++ {
+					d := Dot{r, n}
+					if c.Contains(d) != ref[d] {
+						t.Fatalf("%s: Contains(%v) = %v", what, d, !ref[d])
+					}
+					if ref[d] {
+						maxN = n
+					}
+				}
+				if c.Max(r) != maxN {
+					t.Fatalf("%s: Max(%v) = %d, want %d", what, r, c.Max(r), maxN)
+				}
+			}
+		}
+		a, ra := build()
+		b, rb := build()
+		agree("a", a, ra)
+
+		back, err := DecodeContext(a.Encode(), Limits{})
+		if err != nil || !back.Equal(a) || !a.Equal(back) {
+			t.Fatalf("codec: %v", err)
+		}
+
+		// Every dot b has and a lacks lies in a range Missing returns, and
+		// every range lies within b.
+		miss := a.Missing(b)
+		for d := range rb {
+			in := false
+			for _, m := range miss {
+				in = in || m.Contains(d)
+			}
+			if !ra[d] && !in {
+				t.Fatalf("Missing %v omits %v", miss, d)
+			}
+		}
+		for _, m := range miss {
+			for n := m.From; n <= m.To; n++ {
+				if !rb[Dot{m.Replica, n}] {
+					t.Fatalf("Missing range %v holds %d, which b lacks", m, n)
+				}
+			}
+		}
+
+		ab := a.Clone()
+		ab.Join(b)
+		ba := b.Clone()
+		ba.Join(a)
+		for d := range rb {
+			ra[d] = true
+		}
+		agree("a ⊔ b", ab, ra)
+		if !ab.Equal(ba) || string(ab.Encode()) != string(ba.Encode()) {
+			t.Fatal("context join not commutative")
+		}
+		if len(ab.Missing(a)) != 0 {
+			t.Fatalf("a ⊔ b misses %v of a", ab.Missing(a))
+		}
+	})
+}
+
+func TestContextDecodeRejects(t *testing.T) {
+	c := NewContext()
+	c.Add(Dot{5, 1})
+	c.Add(Dot{5, 3})
+	good := c.Encode()
+	for _, b := range [][]byte{nil, good[:len(good)-1], append(good[:len(good):len(good)], 0)} {
+		if _, err := DecodeContext(b, Limits{}); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("DecodeContext(%x) = %v", b, err)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package crdt
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+)
+
+// Structural invariants the package relies on but cannot afford to check on
+// every call. The property tests check them after every join.
+
+// checkContext reports a context that is not in its normal form: a zero
+// vector entry, or a cloud dot the vector covers or that continues the
+// vector. Equal dot sets must have equal representations, or digests differ.
+func checkContext(c *Context) error {
+	for r, n := range c.vv {
+		if r == 0 || n == 0 {
+			return fmt.Errorf("vector entry %v=%d", r, n)
+		}
+	}
+	for d := range c.cloud {
+		if d.Counter <= c.vv[d.Replica]+1 {
+			return fmt.Errorf("cloud dot %v not beyond vector %d+1", d, c.vv[d.Replica])
+		}
+	}
+	return nil
+}
+
+// checkMap verifies that every stored dot is in the context and held once,
+// that no retracted id keeps an entry, that no element has an empty dot set
+// and that the canonical encoding round-trips.
+func checkMap(m *Map) error {
+	if err := checkContext(&m.ctx); err != nil {
+		return err
+	}
+	seen := make(map[Dot]string)
+	for id, r := range m.records {
+		if r == nil {
+			return fmt.Errorf("nil entry %q", id)
+		}
+		if m.Retracted(id) {
+			return fmt.Errorf("retracted id %q has an entry", id)
+		}
+		for name, s := range r.sets {
+			if len(s) == 0 {
+				return fmt.Errorf("%s: empty set %q kept", id, name)
+			}
+			for e, ds := range s {
+				if len(ds) == 0 || !slices.IsSortedFunc(ds, compareDots) {
+					return fmt.Errorf("%s: %s/%s bad dot set %v", id, name, e, ds)
+				}
+			}
+		}
+		for _, d := range r.Dots() {
+			if !m.ctx.Contains(d) {
+				return fmt.Errorf("%s: stored dot %v not in context", id, d)
+			}
+			if prev, dup := seen[d]; dup {
+				return fmt.Errorf("dot %v held by %s and %s", d, prev, id)
+			}
+			seen[d] = id
+		}
+	}
+	b := m.Encode()
+	back, err := DecodeMap(b, Limits{})
+	if err != nil {
+		return fmt.Errorf("decode own encoding: %v", err)
+	}
+	if !bytes.Equal(back.Encode(), b) {
+		return fmt.Errorf("encoding does not round-trip")
+	}
+	return nil
+}
+
+// checkORSet is checkMap for an ORSet.
+func checkORSet(s *ORSet) error {
+	if err := checkContext(&s.ctx); err != nil {
+		return err
+	}
+	for e, ds := range s.elems {
+		if len(ds) == 0 || !slices.IsSortedFunc(ds, compareDots) {
+			return fmt.Errorf("%s: bad dot set %v", e, ds)
+		}
+		for _, d := range ds {
+			if !s.ctx.Contains(d) {
+				return fmt.Errorf("%s: dot %v not in context", e, d)
+			}
+		}
+	}
+	b := s.Encode()
+	back, err := DecodeORSet(b, Limits{})
+	if err != nil {
+		return fmt.Errorf("decode own encoding: %v", err)
+	}
+	if !bytes.Equal(back.Encode(), b) {
+		return fmt.Errorf("encoding does not round-trip")
+	}
+	return nil
+}

@@ -1,0 +1,473 @@
+package cluster
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/sync/gossip"
+	"github.com/mnemohq/mnemo/sync/quicnet"
+	"github.com/mnemohq/mnemo/sync/replica"
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// Config configures a node's replication. Zero fields take the defaults noted.
+type Config struct {
+	Service    *memory.Service
+	Identity   acl.Identity
+	Agents     func() []namespace.Address // the node's local principals, advertised in gossip
+	GossipAddr string                     // memberlist bind address; default 127.0.0.1:0
+	QUICAddr   string                     // QUIC listen address; default 127.0.0.1:0
+	Join       []string                   // gossip addresses of members to join
+	ClusterKey []byte                     // 16, 24 or 32 bytes; encrypts gossip (required)
+	Engine     replica.Config             // queue bounds and timings (Self/Replica are filled in)
+	Tick       time.Duration              // engine tick; default 500ms
+	LocalQueue int                        // local deltas waiting for the loop; default 4096
+	SendQueue  int                        // frames waiting per peer; default 256
+	Logger     *slog.Logger
+	Now        func() time.Time
+	// Gossip timing overrides (tests); zero keeps the gossip package defaults.
+	GossipProbeInterval, GossipPushPull time.Duration
+}
+
+// Member is one cluster member as `GET /v1/members` shows it.
+type Member struct {
+	NodeID string   `json:"node_id"`
+	Agents []string `json:"agents"`
+	Addr   string   `json:"addr"`
+	State  string   `json:"state"`
+	Self   bool     `json:"self,omitempty"`
+}
+
+// Status is the replication state as `GET /v1/status` shows it.
+type Status struct {
+	NodeID        string              `json:"node_id"`
+	Replica       string              `json:"replica"`
+	QUIC          string              `json:"quic"`
+	Gossip        string              `json:"gossip"`
+	Peers         []replica.PeerStats `json:"peers"`
+	Applied       uint64              `json:"applied"`
+	Rejected      uint64              `json:"rejected"`
+	DroppedFrames uint64              `json:"dropped_frames"`
+	LocalOverflow uint64              `json:"local_overflows"`
+}
+
+type localDelta struct {
+	ns string
+	d  *crdt.Map
+}
+
+type inbound struct {
+	from  ed25519.PublicKey
+	frame []byte
+}
+
+// Cluster is a running replication loop.
+type Cluster struct {
+	cfg   Config
+	svc   *memory.Service
+	log   *slog.Logger
+	codec *wire.Codec
+	eng   *replica.Engine
+	tr    *quicnet.Transport
+	gs    *gossip.Gossip
+	self  replica.PeerID
+
+	local    chan localDelta
+	inbox    chan inbound
+	members  chan []gossip.Member
+	requests chan func()
+	overflow sync.Map // ns → true: local deltas dropped, digest sync needed
+
+	// loop-owned
+	peers    map[replica.PeerID]peerInfo
+	everSeen map[crdt.ReplicaID][]namespace.Address // authors of dots relayed after their node left
+
+	mu      sync.Mutex // guards senders
+	senders map[replica.PeerID]*sender
+
+	applied, rejected, dropped, localOver atomic.Uint64
+
+	knownMu sync.RWMutex
+	known   map[string]bool // public keys of live members
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type peerInfo struct {
+	member gossip.Member
+	peer   replica.Peer
+}
+
+type sender struct {
+	ch   chan []byte
+	addr string
+	key  ed25519.PublicKey
+}
+
+// Start joins the cluster and starts the loop.
+func Start(cfg Config) (*Cluster, error) {
+	if cfg.Service == nil || cfg.Identity.Private == nil {
+		return nil, errors.New("cluster: a service and an identity are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 500 * time.Millisecond
+	}
+	if cfg.LocalQueue <= 0 {
+		cfg.LocalQueue = 4096
+	}
+	if cfg.SendQueue <= 0 {
+		cfg.SendQueue = 256
+	}
+	if cfg.GossipAddr == "" {
+		cfg.GossipAddr = "127.0.0.1:0"
+	}
+	if cfg.QUICAddr == "" {
+		cfg.QUICAddr = "127.0.0.1:0"
+	}
+	if cfg.Agents == nil {
+		owner := cfg.Service.Owner()
+		cfg.Agents = func() []namespace.Address { return []namespace.Address{owner} }
+	}
+	c := &Cluster{
+		cfg: cfg, svc: cfg.Service, log: cfg.Logger.With("component", "cluster"), codec: wire.NewCodec(0),
+		self:     replica.PeerID(cfg.Identity.NodeID()),
+		local:    make(chan localDelta, cfg.LocalQueue),
+		inbox:    make(chan inbound),
+		members:  make(chan []gossip.Member, 1),
+		requests: make(chan func()),
+		peers:    map[replica.PeerID]peerInfo{},
+		everSeen: map[crdt.ReplicaID][]namespace.Address{},
+		senders:  map[replica.PeerID]*sender{},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	ecfg := cfg.Engine
+	ecfg.Self, ecfg.Replica = c.self, cfg.Identity.ReplicaID()
+	c.eng = replica.New(ecfg, storeState{c.svc}, &policy{c: c})
+
+	var err error
+	c.tr, err = quicnet.Listen(quicnet.Config{
+		ListenAddr: cfg.QUICAddr, Identity: cfg.Identity, Logger: c.log,
+		Allowed: c.knownKey,
+		Handler: func(from ed25519.PublicKey, frame []byte) {
+			select {
+			case c.inbox <- inbound{from, frame}:
+			case <-c.ctx.Done():
+			}
+		},
+	})
+	if err != nil {
+		c.cancel()
+		return nil, fmt.Errorf("cluster: quic: %w", err)
+	}
+	c.gs, err = gossip.Start(gossip.Config{
+		BindAddr: cfg.GossipAddr, Join: cfg.Join, SecretKey: cfg.ClusterKey, Logger: c.log,
+		Meta:          c.meta(),
+		ProbeInterval: cfg.GossipProbeInterval, PushPullInterval: cfg.GossipPushPull,
+		OnChange: func(ms []gossip.Member) {
+			select { // keep only the newest membership
+			case <-c.members:
+			default:
+			}
+			c.members <- ms
+		},
+	})
+	if err != nil {
+		c.tr.Close()
+		c.cancel()
+		return nil, fmt.Errorf("cluster: gossip: %w", err)
+	}
+	c.knownMu.Lock()
+	c.known = map[string]bool{}
+	c.knownMu.Unlock()
+	c.svc.OnLocalDelta(c.onLocalDelta)
+	c.wg.Add(1)
+	go c.loop()
+	// membership as it is now (OnChange may have fired before the loop ran)
+	select {
+	case <-c.members:
+	default:
+	}
+	c.members <- c.gs.Members()
+	return c, nil
+}
+
+func (c *Cluster) meta() gossip.Meta {
+	var agents []string
+	for _, a := range c.cfg.Agents() {
+		agents = append(agents, a.String())
+	}
+	return gossip.Meta{NodeID: c.cfg.Identity.NodeID(), PublicKey: c.cfg.Identity.Public,
+		QUICAddr: c.tr.Addr().String(), Agents: agents}
+}
+
+// RefreshAgents re-advertises the node's principals (after a token or rule
+// adds one).
+func (c *Cluster) RefreshAgents() error { return c.gs.UpdateMeta(c.meta()) }
+
+func (c *Cluster) onLocalDelta(ns string, d *crdt.Map) {
+	if !memory.Replicated(ns) {
+		return
+	}
+	select {
+	case c.local <- localDelta{ns, d}:
+	default:
+		// The loop is behind: never block the writer; sync this namespace instead.
+		c.overflow.Store(ns, true)
+		c.localOver.Add(1)
+	}
+}
+
+// GossipAddr is the address other nodes join.
+func (c *Cluster) GossipAddr() string { return c.gs.LocalAddr() }
+
+// QUICAddr is the QUIC listen address.
+func (c *Cluster) QUICAddr() string { return c.tr.Addr().String() }
+
+// Close leaves the cluster and stops the loop.
+func (c *Cluster) Close() error {
+	_ = c.gs.Leave(time.Second)
+	c.cancel()
+	c.wg.Wait()
+	err := errors.Join(c.gs.Shutdown(), c.tr.Close())
+	return err
+}
+
+// do runs fn on the loop goroutine and waits.
+func (c *Cluster) do(fn func()) error {
+	done := make(chan struct{})
+	select {
+	case c.requests <- func() { fn(); close(done) }:
+	case <-c.ctx.Done():
+		return errors.New("cluster: stopped")
+	}
+	select {
+	case <-done:
+		return nil
+	case <-c.ctx.Done():
+		return errors.New("cluster: stopped")
+	}
+}
+
+// Status reports the replication counters.
+func (c *Cluster) Status() Status {
+	st := Status{NodeID: string(c.self), Replica: c.cfg.Identity.ReplicaID().String(),
+		QUIC: c.QUICAddr(), Gossip: c.GossipAddr(), Peers: []replica.PeerStats{}}
+	_ = c.do(func() { st.Peers = c.eng.Stats() })
+	st.Applied, st.Rejected, st.DroppedFrames, st.LocalOverflow = c.applied.Load(), c.rejected.Load(), c.dropped.Load(), c.localOver.Load()
+	return st
+}
+
+// Members lists the cluster as gossip sees it.
+func (c *Cluster) Members() []Member {
+	var out []Member
+	for _, m := range c.gs.Members() {
+		out = append(out, Member{NodeID: string(m.NodeID), Agents: m.Agents, Addr: m.QUICAddr, State: m.State,
+			Self: replica.PeerID(m.NodeID) == c.self})
+	}
+	return out
+}
+
+// Sync asks peer (a node id; "" = every peer) for a digest sync of every
+// shared namespace now.
+func (c *Cluster) Sync(peer string) error {
+	var err error
+	derr := c.do(func() {
+		if peer != "" {
+			err = c.eng.RequestSync(replica.PeerID(peer), "")
+			return
+		}
+		for _, p := range c.eng.Peers() {
+			_ = c.eng.RequestSync(p.ID, "")
+		}
+	})
+	return errors.Join(derr, err)
+}
+
+func (c *Cluster) loop() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			c.stopSenders()
+			return
+		case ld := <-c.local:
+			c.eng.LocalDelta(ld.ns, ld.d)
+		case in := <-c.inbox:
+			c.receive(in)
+		case ms := <-c.members:
+			c.setMembers(ms)
+		case fn := <-c.requests:
+			fn()
+		case <-t.C:
+			c.overflow.Range(func(k, _ any) bool {
+				c.overflow.Delete(k)
+				for _, p := range c.eng.Peers() {
+					_ = c.eng.RequestSync(p.ID, k.(string))
+				}
+				return true
+			})
+			c.eng.Tick(c.cfg.Now())
+		}
+		c.act(c.eng.Ready())
+	}
+}
+
+func (c *Cluster) receive(in inbound) {
+	from := replica.PeerID(acl.NodeIDOf(in.from))
+	m, err := c.codec.Decode(in.frame)
+	if err != nil {
+		c.rejected.Add(1)
+		c.log.Warn("undecodable frame", "peer", from, "err", err)
+		return
+	}
+	if err := c.eng.Step(from, m); err != nil {
+		c.log.Debug("frame from a peer not (yet) in membership", "peer", from, "err", err)
+	}
+}
+
+func (c *Cluster) act(r replica.Ready) {
+	for _, a := range r.Apply {
+		if err := c.svc.ApplyRemote(a.Namespace, a.Delta); err != nil {
+			c.rejected.Add(1)
+			c.log.Warn("delta not applied", "peer", a.From, "namespace", a.Namespace, "err", err)
+			continue
+		}
+		c.applied.Add(1)
+	}
+	for _, rj := range r.Rejected {
+		c.rejected.Add(1)
+		c.log.Warn("delta rejected", "peer", rj.From, "namespace", rj.Namespace, "err", rj.Err)
+	}
+	for _, env := range r.Messages {
+		frame, err := c.codec.Encode(env.Msg)
+		if err != nil {
+			c.log.Error("encode frame", "peer", env.To, "err", err)
+			continue
+		}
+		c.mu.Lock()
+		s := c.senders[env.To]
+		c.mu.Unlock()
+		if s == nil {
+			c.dropped.Add(1)
+			continue
+		}
+		select {
+		case s.ch <- frame:
+		default:
+			c.dropped.Add(1) // the engine's ack timeout turns this into a digest sync
+		}
+	}
+}
+
+func (c *Cluster) setMembers(ms []gossip.Member) {
+	var peers []replica.Peer
+	next := map[replica.PeerID]peerInfo{}
+	known := map[string]bool{}
+	for _, m := range ms {
+		id := replica.PeerID(m.NodeID)
+		if id == c.self || m.State != gossip.StateAlive {
+			if id != c.self && len(m.PublicKey) == ed25519.PublicKeySize {
+				var ps []namespace.Address
+				for _, a := range m.Agents {
+					if addr, err := namespace.ParsePrincipal(a); err == nil {
+						ps = append(ps, addr)
+					}
+				}
+				c.everSeen[acl.ReplicaIDOf(m.PublicKey)] = ps
+			}
+			continue
+		}
+		p := replica.Peer{ID: id, Replica: acl.ReplicaIDOf(m.PublicKey)}
+		for _, a := range m.Agents {
+			if addr, err := namespace.ParsePrincipal(a); err == nil {
+				p.Principals = append(p.Principals, addr)
+			}
+		}
+		c.everSeen[p.Replica] = p.Principals
+		peers = append(peers, p)
+		next[id] = peerInfo{member: m, peer: p}
+		known[string(m.PublicKey)] = true
+	}
+	c.peers = next
+	c.knownMu.Lock()
+	c.known = known
+	c.knownMu.Unlock()
+	c.mu.Lock()
+	for id, s := range c.senders {
+		if pi, ok := next[id]; !ok || pi.member.QUICAddr != s.addr {
+			close(s.ch)
+			delete(c.senders, id)
+		}
+	}
+	for id, pi := range next {
+		if _, ok := c.senders[id]; !ok {
+			s := &sender{ch: make(chan []byte, c.cfg.SendQueue), addr: pi.member.QUICAddr, key: pi.member.PublicKey}
+			c.senders[id] = s
+			c.wg.Add(1)
+			go c.send(id, s)
+		}
+	}
+	c.mu.Unlock()
+	slices.SortFunc(peers, func(a, b replica.Peer) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	})
+	c.eng.SetPeers(peers)
+}
+
+func (c *Cluster) send(id replica.PeerID, s *sender) {
+	defer c.wg.Done()
+	for frame := range s.ch {
+		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		err := c.tr.Send(ctx, s.addr, s.key, frame)
+		cancel()
+		if err != nil {
+			c.dropped.Add(1)
+			if c.ctx.Err() == nil {
+				c.log.Debug("send failed", "peer", id, "err", err)
+			}
+		}
+	}
+}
+
+func (c *Cluster) stopSenders() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, s := range c.senders {
+		close(s.ch)
+		delete(c.senders, id)
+	}
+}
+
+// knownKey reports whether pub belongs to a live member (QUIC inbound check).
+func (c *Cluster) knownKey(pub ed25519.PublicKey) bool {
+	c.knownMu.RLock()
+	defer c.knownMu.RUnlock()
+	return c.known[string(pub)]
+}

@@ -1,0 +1,123 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memory"
+)
+
+// sharedOK lets every agent read and write team and project namespaces and
+// keeps agent namespaces to their owner: enough policy to test transport.
+type sharedOK struct{}
+
+func (sharedOK) check(p, ns namespace.Address) error {
+	if ns.Kind != namespace.KindAgent {
+		return nil
+	}
+	if o, _ := ns.Owner(); o == p {
+		return nil
+	}
+	return fmt.Errorf("%w: %s on %s", acl.ErrDenied, p, ns)
+}
+func (s sharedOK) CheckRead(p, ns namespace.Address) error  { return s.check(p, ns) }
+func (s sharedOK) CheckWrite(p, ns namespace.Address) error { return s.check(p, ns) }
+
+type testNode struct {
+	svc *memory.Service
+	cl  *Cluster
+	me  memory.Caller
+}
+
+func startNodes(t *testing.T, n int, auth memory.Authorizer) []*testNode {
+	t.Helper()
+	key := make([]byte, 32)
+	rand.Read(key)
+	var nodes []*testNode
+	var join []string
+	for i := range n {
+		id, err := acl.GenerateIdentity(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agent := namespace.MustParse(fmt.Sprintf("agent://n%d", i))
+		svc, err := memory.Open(memory.Config{Agent: agent, Replica: id.ReplicaID(), Authorizer: auth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := Start(Config{Service: svc, Identity: id, ClusterKey: key, Join: join, Tick: 50 * time.Millisecond,
+			GossipProbeInterval: 100 * time.Millisecond, GossipPushPull: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		join = []string{cl.GossipAddr()}
+		nd := &testNode{svc: svc, cl: cl, me: memory.Caller{Principal: agent}}
+		nodes = append(nodes, nd)
+		t.Cleanup(func() { cl.Close(); svc.Close() })
+	}
+	return nodes
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+func TestTeamMemoryReplicates(t *testing.T) {
+	nodes := startNodes(t, 3, sharedOK{})
+	ctx := context.Background()
+	eventually(t, 10*time.Second, "membership", func() bool {
+		return len(nodes[0].cl.Members()) == 3 && len(nodes[2].cl.Members()) == 3
+	})
+	r, err := nodes[0].svc.Save(ctx, nodes[0].me, memory.SaveRequest{Namespace: "team://core", Content: "replicated badger tuning note"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	private, err := nodes[0].svc.Save(ctx, nodes[0].me, memory.SaveRequest{Content: "private badger note"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range nodes[1:] {
+		eventually(t, 10*time.Second, "team memory on a peer", func() bool {
+			res, err := nd.svc.Search(ctx, nd.me, memory.SearchQuery{Query: "badger", Filter: memory.Filter{Namespace: "team://core"}})
+			return err == nil && res.Total == 1 && res.Results[0].Memory.ID == r.ID
+		})
+	}
+	// concurrent edits on two nodes merge
+	title1, title2 := "title from n1", "content edit"
+	if _, err := nodes[1].svc.Update(ctx, nodes[1].me, r.ID, memory.UpdateRequest{Title: &title1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[2].svc.Update(ctx, nodes[2].me, r.ID, memory.UpdateRequest{Content: &title2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range nodes {
+		eventually(t, 10*time.Second, "merged edits", func() bool {
+			m, err := nd.svc.Get(ctx, nd.me, r.ID, false)
+			return err == nil && m.Title == title1 && m.Content == title2
+		})
+	}
+	// the private memory never left its node
+	for _, nd := range nodes[1:] {
+		if _, err := nd.svc.Store().Record("agent://n0", private.ID); err != nil {
+			t.Fatal(err)
+		}
+		if rec, _ := nd.svc.Store().Record("agent://n0", private.ID); rec != nil {
+			t.Fatal("a private memory was replicated")
+		}
+	}
+}
