@@ -291,5 +291,5 @@ type ImportResult struct {
 	Memories int    `json:"memories"`
 	Sessions int    `json:"sessions"`
 	Prompts  int    `json:"prompts"`
-	Skipped  int    `json:"skipped"` // already present (same id or same content in the same namespace)
+	Skipped  int    `json:"skipped"` // already present: same memory or session id in the target namespace, or retracted there
 }

@@ -101,8 +101,7 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 		p   saveParams
 	}
 	var items []item
-	var sessions []SessionStart
-	sessionEnds := map[string]SessionEnd{}
+	var sessions []importedSession
 	res := ImportResult{}
 	switch {
 	case probe.Format == exportFormat:
@@ -128,11 +127,13 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 			p.createdAt, p.updatedAt, p.deletedAt = m.CreatedAt, m.UpdatedAt, m.DeletedAt
 			items = append(items, item{req, p})
 		}
-		for _, ss := range ex.Sessions {
-			sessions = append(sessions, SessionStart{ID: ss.ID, Project: ss.Project, Directory: ss.Directory})
-			if ss.EndedAt != nil || ss.Summary != "" {
-				sessionEnds[ss.ID] = SessionEnd{ID: ss.ID, Summary: ss.Summary}
+		for i, ss := range ex.Sessions {
+			is := importedSession{start: SessionStart{ID: ss.ID, Project: ss.Project, Directory: ss.Directory},
+				started: ss.StartedAt, ended: ss.EndedAt, summary: ss.Summary}
+			if err := is.check(); err != nil {
+				return ImportResult{}, fmt.Errorf("session %d: %w", i, err)
 			}
+			sessions = append(sessions, is)
 		}
 	case probe.Observations != nil:
 		res.Format = "engram"
@@ -193,11 +194,23 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 			p.createdAt = created
 			items = append(items, item{req, p})
 		}
-		for _, ss := range ex.Sessions {
-			sessions = append(sessions, SessionStart{ID: ss.ID, Project: ss.Project, Directory: ss.Directory})
-			if ss.EndedAt != nil || ss.Summary != nil {
-				sessionEnds[ss.ID] = SessionEnd{ID: ss.ID, Summary: optString(ss.Summary)}
+		for i, ss := range ex.Sessions {
+			is := importedSession{start: SessionStart{ID: ss.ID, Project: ss.Project, Directory: ss.Directory},
+				summary: optString(ss.Summary)}
+			// Times engram wrote are kept; an unreadable one falls back to
+			// the import time, as a missing one does.
+			if t, err := parseLooseTime(ss.StartedAt); err == nil {
+				is.started = t
 			}
+			if ss.EndedAt != nil {
+				if t, err := parseLooseTime(*ss.EndedAt); err == nil {
+					is.ended = &t
+				}
+			}
+			if err := is.check(); err != nil {
+				return ImportResult{}, fmt.Errorf("session %d: %w", i, err)
+			}
+			sessions = append(sessions, is)
 		}
 	default:
 		return ImportResult{}, invalid(`import body is neither a mnemo export ("format":"mnemo-export") nor an engram export (with "observations")`)
@@ -226,22 +239,56 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 				res.Memories++
 			}
 		}
+		// Sessions go in the same transaction, so a failed import leaves
+		// nothing behind and a repeated one skips them like memories.
+		for _, is := range sessions {
+			id := sessionPrefix + is.start.ID
+			cur, err := tx.Record(ns.String(), id)
+			if err != nil {
+				return err
+			}
+			gone, err := tx.Retracted(ns.String(), id)
+			if err != nil {
+				return err
+			}
+			if !cur.Empty() || gone {
+				res.Skipped++
+				continue
+			}
+			if is.ended == nil && is.summary != "" {
+				now := s.cfg.Now().UTC()
+				is.ended = &now // a summary marks the session as over
+			}
+			if _, err := s.createSessionTx(tx, c, ns, is.start, is.started, is.ended, is.summary); err != nil {
+				return err
+			}
+			res.Sessions++
+		}
 		return nil
 	})
 	if err != nil {
 		return ImportResult{}, err
 	}
-	for _, ss := range sessions {
-		ss.Namespace = ns.String()
-		if _, err := s.StartSession(ctx, c, ss); err != nil {
-			return res, err
-		}
-		if end, ok := sessionEnds[ss.ID]; ok {
-			if _, err := s.EndSession(ctx, c, end); err != nil {
-				return res, err
-			}
-		}
-		res.Sessions++
-	}
 	return res, nil
+}
+
+// importedSession is a session read from an export, restored with its times.
+type importedSession struct {
+	start   SessionStart
+	started time.Time  // zero: the import time
+	ended   *time.Time // nil: still open
+	summary string
+}
+
+// check applies the rules StartSession and EndSession apply.
+func (is importedSession) check() error {
+	if err := checkSessionID(is.start.ID); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, v string }{{"project", is.start.Project}, {"directory", is.start.Directory}} {
+		if err := text(f.name, f.v, MaxPathBytes); err != nil {
+			return err
+		}
+	}
+	return text("summary", is.summary, MaxContentBytes)
 }

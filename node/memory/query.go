@@ -167,56 +167,51 @@ func (s *Service) Context(ctx context.Context, c Caller, q ContextQuery) (Contex
 	}
 	res := ContextResult{MaxTokens: q.MaxTokens, Memories: []Memory{}, Sessions: []Session{}}
 	var b strings.Builder
-	header := "## Memory context\n"
-	b.WriteString(header)
-	used := estimateTokens(header)
-
+	used := 0
+	// add writes part if it fits in the budget. Every part, headings
+	// included, is checked: a small max_tokens must never be exceeded.
+	add := func(part string) bool {
+		if used+estimateTokens(part) > q.MaxTokens {
+			return false
+		}
+		b.WriteString(part)
+		used += estimateTokens(part)
+		return true
+	}
 	sessions := s.readableSessions(sf)
 	if len(sessions) > 5 {
 		sessions = sessions[:5]
 	}
-	if len(sessions) > 0 {
-		part := "\n### Recent sessions\n"
-		if used+estimateTokens(part) <= q.MaxTokens {
-			b.WriteString(part)
-			used += estimateTokens(part)
-			for _, ss := range sessions {
-				line := fmt.Sprintf("- %s (%s, started %s)", ss.ID, orDash(ss.Project), ss.StartedAt.Format("2006-01-02 15:04"))
-				if ss.Summary != "" {
-					line += ": " + truncateRunes(oneLine(ss.Summary), 200)
-				}
-				line += "\n"
-				if used+estimateTokens(line) > q.MaxTokens {
-					res.Truncated = true
-					break
-				}
-				b.WriteString(line)
-				used += estimateTokens(line)
-				res.Sessions = append(res.Sessions, ss)
-			}
-		}
-	}
-	part := "\n### Memories (newest first)\n"
-	b.WriteString(part)
-	used += estimateTokens(part)
 	metas := s.ix.List(sf, true, 500)
-	for _, m := range s.load(metaIDs(metas)) {
-		entry := fmt.Sprintf("- [%s] %s (%s, id %s", m.Type, m.Title, m.CreatedAt.Format("2006-01-02"), m.ID)
-		if len(m.Tags) > 0 {
-			entry += ", tags " + strings.Join(m.Tags, ",")
+	memories := s.load(metaIDs(metas))
+	if add("## Memory context\n") && len(sessions) > 0 && add("\n### Recent sessions\n") {
+		for _, ss := range sessions {
+			line := fmt.Sprintf("- %s (%s, started %s)", ss.ID, orDash(ss.Project), ss.StartedAt.Format("2006-01-02 15:04"))
+			if ss.Summary != "" {
+				line += ": " + truncateRunes(oneLine(ss.Summary), 200)
+			}
+			if !add(line + "\n") {
+				break
+			}
+			res.Sessions = append(res.Sessions, ss)
 		}
-		entry += "): " + truncateRunes(oneLine(m.Content), contextEntryRunes) + "\n"
-		if used+estimateTokens(entry) > q.MaxTokens {
-			res.Truncated = true
-			break
+	}
+	if used > 0 && add("\n### Memories (newest first)\n") {
+		for _, m := range memories {
+			entry := fmt.Sprintf("- [%s] %s (%s, id %s", m.Type, m.Title, m.CreatedAt.Format("2006-01-02"), m.ID)
+			if len(m.Tags) > 0 {
+				entry += ", tags " + strings.Join(m.Tags, ",")
+			}
+			entry += "): " + truncateRunes(oneLine(m.Content), contextEntryRunes) + "\n"
+			if !add(entry) {
+				break
+			}
+			res.Memories = append(res.Memories, m)
 		}
-		b.WriteString(entry)
-		used += estimateTokens(entry)
-		res.Memories = append(res.Memories, m)
 	}
-	if len(metas) == 500 && !res.Truncated {
-		res.Truncated = true
-	}
+	// Truncated reports eligible content left out, not a heading that did
+	// not fit when there was nothing to put under it.
+	res.Truncated = len(res.Sessions) < len(sessions) || len(res.Memories) < len(memories) || len(metas) == 500
 	res.Text = b.String()
 	res.TokensUsed = used
 	return res, nil

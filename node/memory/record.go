@@ -11,7 +11,7 @@ import (
 // Field and set names inside a crdt.Record. Short names keep deltas small;
 // they are part of the stored and replicated format, so never rename one.
 const (
-	fKind        = "k" // "" memory, "session"
+	fKind        = "k" // "" memory, "session", "acl"
 	fType        = "ty"
 	fTitle       = "ti"
 	fContent     = "co"
@@ -36,9 +36,12 @@ const (
 	sTags        = "tg"
 	sLinkedFiles = "lf"
 	sProvenance  = "pv"
+	fACL         = "ar" // acl records: the acl.SignedRecord encoding
 
 	kindSession   = "session"
 	sessionPrefix = "s:"
+	kindACL       = "acl"
+	aclPrefix     = "acl:" // + acl.SignedRecord.ID(); see access.go
 )
 
 func str(r *crdt.Record, name string) string {
@@ -105,6 +108,8 @@ func toMemory(ns, id string, r *crdt.Record) Memory {
 }
 
 func isSession(r *crdt.Record) bool { return str(r, fKind) == kindSession }
+
+func isACL(r *crdt.Record) bool { return str(r, fKind) == kindACL }
 
 // toSession reads a session out of its record.
 func toSession(ns, id string, r *crdt.Record) Session {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/search"
@@ -81,29 +82,46 @@ func (s *Service) StartSession(ctx context.Context, c Caller, req SessionStart) 
 			out = toSession(ns.String(), id, cur)
 			return nil
 		}
-		now, ts := s.now()
-		e, err := tx.Edit(ns.String(), id)
-		if err != nil {
-			return err
-		}
-		for _, f := range []struct {
-			name string
-			v    []byte
-		}{{fKind, []byte(kindSession)}, {fCreatedAt, encTime(now)}, {fProject, []byte(req.Project)},
-			{fDirectory, []byte(req.Directory)}, {fAuthor, []byte(c.Principal.String())}} {
-			if len(f.v) == 0 {
-				continue
-			}
-			if err := e.Set(ts, f.name, f.v); err != nil {
-				return err
-			}
-		}
-		tx.Commit(ns.String(), id, e)
-		rec, _ := tx.Record(ns.String(), id)
-		out = toSession(ns.String(), id, rec)
-		return nil
+		out, err = s.createSessionTx(tx, c, ns, req, time.Time{}, nil, "")
+		return err
 	})
 	return out, err
+}
+
+// createSessionTx writes a new session record. A zero started means now;
+// ended and summary are set only by an import restoring a closed session.
+func (s *Service) createSessionTx(tx *store.Tx, c Caller, ns namespace.Address, req SessionStart, started time.Time, ended *time.Time, summary string) (Session, error) {
+	id := sessionPrefix + req.ID
+	now, ts := s.now()
+	if started.IsZero() {
+		started = now
+	}
+	e, err := tx.Edit(ns.String(), id)
+	if err != nil {
+		return Session{}, err
+	}
+	fields := []struct {
+		name string
+		v    []byte
+	}{{fKind, []byte(kindSession)}, {fCreatedAt, encTime(started)}, {fProject, []byte(req.Project)},
+		{fDirectory, []byte(req.Directory)}, {fAuthor, []byte(c.Principal.String())}, {fSummary, []byte(summary)}}
+	if ended != nil {
+		fields = append(fields, struct {
+			name string
+			v    []byte
+		}{fEndedAt, encTime(*ended)})
+	}
+	for _, f := range fields {
+		if len(f.v) == 0 {
+			continue
+		}
+		if err := e.Set(ts, f.name, f.v); err != nil {
+			return Session{}, err
+		}
+	}
+	tx.Commit(ns.String(), id, e)
+	rec, _ := tx.Record(ns.String(), id)
+	return toSession(ns.String(), id, rec), nil
 }
 
 // findSession locates a session the caller may write, by id.
