@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -96,11 +97,7 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 	if err != nil {
 		return ImportResult{}, err
 	}
-	type item struct {
-		req SaveRequest
-		p   saveParams
-	}
-	var items []item
+	var items []importItem
 	var sessions []importedSession
 	res := ImportResult{}
 	switch {
@@ -125,7 +122,7 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 			}
 			p.id, p.author, p.lineage, p.provenance = m.ID, m.Author, m.Lineage, m.Provenance
 			p.createdAt, p.updatedAt, p.deletedAt = m.CreatedAt, m.UpdatedAt, m.DeletedAt
-			items = append(items, item{req, p})
+			items = append(items, importItem{req, p})
 		}
 		for i, ss := range ex.Sessions {
 			is := importedSession{start: SessionStart{ID: ss.ID, Project: ss.Project, Directory: ss.Directory},
@@ -178,7 +175,7 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 				}
 			}
 			p.provenance = []string{"source:engram:" + key}
-			items = append(items, item{req, p})
+			items = append(items, importItem{req, p})
 		}
 		for i, pr := range ex.Prompts {
 			created, err := parseLooseTime(pr.CreatedAt)
@@ -192,7 +189,7 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 			}
 			p.id = derivedID(created, "engram-prompt", pr.ID.String(), pr.CreatedAt)
 			p.createdAt = created
-			items = append(items, item{req, p})
+			items = append(items, importItem{req, p})
 		}
 		for i, ss := range ex.Sessions {
 			is := importedSession{start: SessionStart{ID: ss.ID, Project: ss.Project, Directory: ss.Directory},
@@ -215,7 +212,37 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 	default:
 		return ImportResult{}, invalid(`import body is neither a mnemo export ("format":"mnemo-export") nor an engram export (with "observations")`)
 	}
-	err = s.write(func(tx *store.Tx) error {
+	// Everything was validated above; the writes go in transactions of at
+	// most importChunk items (Badger bounds a transaction's size). Only an
+	// I/O failure can stop an import midway, and running it again completes
+	// it: items already present are skipped.
+	for start := 0; start == 0 || start < len(items); start += importChunk {
+		chunk := items[start:min(start+importChunk, len(items))]
+		last := start+importChunk >= len(items)
+		if err := s.importChunk(c, ns, chunk, sessionsIf(last, sessions), &res); err != nil {
+			return ImportResult{}, err
+		}
+	}
+	return res, nil
+}
+
+const importChunk = 250
+
+// importItem is one memory of an import, validated.
+type importItem struct {
+	req SaveRequest
+	p   saveParams
+}
+
+func sessionsIf(yes bool, ss []importedSession) []importedSession {
+	if yes {
+		return ss
+	}
+	return nil
+}
+
+func (s *Service) importChunk(c Caller, ns namespace.Address, items []importItem, sessions []importedSession, res *ImportResult) error {
+	return s.write(func(tx *store.Tx) error {
 		for _, it := range items {
 			cur, err := tx.Record(ns.String(), it.p.id)
 			if err != nil {
@@ -266,10 +293,6 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 		}
 		return nil
 	})
-	if err != nil {
-		return ImportResult{}, err
-	}
-	return res, nil
 }
 
 // importedSession is a session read from an export, restored with its times.

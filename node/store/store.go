@@ -81,10 +81,17 @@ func Open(dir string, opt Options) (*Store, error) {
 	if cache <= 0 {
 		cache = 8 << 20
 	}
+	// Values over 1 KiB go to the value log on disk; in memory there is no
+	// value log, so every value stays in the LSM tree (Badger caps the
+	// threshold at 15% of the memtable).
+	threshold := int64(1 << 10)
+	if dir == "" {
+		threshold = min(mem*15/100, 1<<20)
+	}
 	bo = bo.WithMemTableSize(mem).WithNumMemtables(2).
 		WithNumLevelZeroTables(2).WithNumLevelZeroTablesStall(4).
 		WithBlockCacheSize(cache).WithIndexCacheSize(4 << 20).
-		WithValueLogFileSize(64 << 20).WithValueThreshold(1 << 10).
+		WithValueLogFileSize(64 << 20).WithValueThreshold(threshold).
 		WithNumCompactors(2).WithMetricsEnabled(false).
 		WithLogger(badgerLogger{opt.Logger})
 	db, err := badger.Open(bo)

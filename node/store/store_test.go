@@ -1,0 +1,168 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mnemohq/mnemo/crdt"
+)
+
+func ts(n int) crdt.Timestamp {
+	return crdt.MakeTimestamp(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()+int64(n), 0)
+}
+
+// edit writes fields of one record through a Tx.
+func edit(t *testing.T, s *Store, ns, id string, at int, kv ...string) []Change {
+	t.Helper()
+	ch, err := s.Update(7, func(tx *Tx) error {
+		e, err := tx.Edit(ns, id)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < len(kv); i += 2 {
+			if err := e.Set(ts(at), kv[i], []byte(kv[i+1])); err != nil {
+				return err
+			}
+		}
+		tx.Commit(ns, id, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func TestApplyPersistsAndReopens(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(t, s, "team://a", "m1", 1, "ti", "hello", "co", "world")
+	edit(t, s, "team://a", "m1", 2, "ti", "hello again")
+	want, err := s.State("team://a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	got, err := s2.State("team://a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest() != want.Digest() {
+		t.Fatal("state changed across reopen")
+	}
+	r, _ := got.Get("m1")
+	if f, _ := r.Field("ti"); string(f.Value) != "hello again" {
+		t.Fatalf("title %q", f.Value)
+	}
+}
+
+func TestUpdateIsAllOrNothing(t *testing.T) {
+	s, err := Open("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	boom := errors.New("boom")
+	_, err = s.Update(7, func(tx *Tx) error {
+		e, _ := tx.Edit("team://a", "m1")
+		_ = e.Set(ts(1), "ti", []byte("x"))
+		tx.Commit("team://a", "m1", e)
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if rec, _ := s.Record("team://a", "m1"); rec != nil {
+		t.Fatal("a failed Update wrote")
+	}
+	if len(s.Namespaces()) != 0 {
+		t.Fatal("a failed Update created a namespace")
+	}
+}
+
+func TestRetractIsFinal(t *testing.T) {
+	s, err := Open("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	edit(t, s, "team://a", "m1", 1, "ti", "x")
+	stale, _ := s.Record("team://a", "m1")
+	if _, err := s.Update(7, func(tx *Tx) error { return tx.Retract("team://a", "m1") }); err != nil {
+		t.Fatal(err)
+	}
+	// a late delta for the retracted id (as from a peer) is absorbed, not applied
+	e, _ := crdt.NewEdit(crdt.NewContext(), stale, 9, "m1", crdt.DefaultLimits())
+	_ = e.Set(ts(5), "ti", []byte("resurrected"))
+	if _, err := s.Apply(map[string]*crdt.Map{"team://a": e.Delta()}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := s.Record("team://a", "m1"); rec != nil {
+		t.Fatal("retracted record came back")
+	}
+	if ids, _ := s.RetractedIDs("team://a"); len(ids) != 1 {
+		t.Fatalf("retracted ids %v", ids)
+	}
+	if _, err := s.Update(7, func(tx *Tx) error { _, err := tx.Edit("team://a", "m1"); return err }); !errors.Is(err, crdt.ErrRetracted) {
+		t.Fatalf("edit of a retracted id: %v", err)
+	}
+}
+
+func TestMissingSendsOnlyWhatThePeerLacks(t *testing.T) {
+	s, err := Open("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, id := range []string{"a", "b", "c"} {
+		edit(t, s, "team://x", id, i+1, "ti", id)
+	}
+	have := s.Context("team://x")
+	edit(t, s, "team://x", "b", 10, "ti", "b2")
+	var got []string
+	if _, err := s.Missing("team://x", have, func(id string, _ *crdt.Record) error { got = append(got, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "b" {
+		t.Fatalf("missing %v, want [b]", got)
+	}
+}
+
+func TestSecondOpenNamesTheHolder(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = Open(dir, Options{})
+	if !errors.Is(err, ErrLocked) || !bytes.Contains([]byte(err.Error()), []byte("process")) {
+		t.Fatalf("second open: %v", err)
+	}
+}
+
+func TestInMemoryTakesLargeValues(t *testing.T) {
+	s, err := Open("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	big := string(bytes.Repeat([]byte("x"), 64<<10))
+	edit(t, s, "team://a", "m1", 1, "co", big)
+	rec, _ := s.Record("team://a", "m1")
+	if f, _ := rec.Field("co"); len(f.Value) != len(big) {
+		t.Fatal("large value lost in memory mode")
+	}
+}
