@@ -264,7 +264,7 @@ func (s *Service) compactIdentify(c Caller, req CompactRequest) (CompactResult, 
 		return CompactResult{}, err
 	}
 	now := s.cfg.Now()
-	total := len(s.ix.List(sf, false, 0))
+	total := s.ix.Count(sf)
 	sf.Until = now.Add(-time.Duration(req.OlderThanDays) * 24 * time.Hour).UnixNano()
 	stale := s.ix.List(sf, false, 0)
 	res := CompactResult{Mode: "identify", Before: total, After: total, Candidates: []CompactCandidate{}}
@@ -346,7 +346,7 @@ func (s *Service) compactExecute(c Caller, req CompactRequest) (CompactResult, e
 	if len(deleted) > 0 {
 		return CompactResult{}, invalid("already deleted, cannot compact: %s", strings.Join(deleted, ", "))
 	}
-	before := len(s.ix.List(sf, false, 0))
+	before := s.ix.Count(sf)
 	res := CompactResult{Mode: "execute", Before: before}
 	err = s.write(func(tx *store.Tx) error {
 		for _, t := range targets {
@@ -404,7 +404,7 @@ func (s *Service) compactExecute(c Caller, req CompactRequest) (CompactResult, e
 		return CompactResult{}, err
 	}
 	res.Compacted = len(targets)
-	res.After = len(s.ix.List(sf, false, 0))
+	res.After = s.ix.Count(sf)
 	return res, nil
 }
 

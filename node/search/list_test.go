@@ -108,3 +108,20 @@ func TestByTopicKey(t *testing.T) {
 		t.Fatal("retopicked doc found under old key")
 	}
 }
+
+func TestCountAgreesWithList(t *testing.T) {
+	ix := New()
+	for i := range 50 {
+		d := Doc{ID: fmt.Sprintf("d%02d", i), Namespace: "agent://a", Type: []string{"decision", "pattern"}[i%2],
+			Title: "t", Content: "c", CreatedAt: int64(i + 1), Deleted: i%7 == 0}
+		ix.Put(d)
+	}
+	for _, f := range []Filter{{}, {Types: []string{"decision"}}, {IncludeDeleted: true}, {Since: 10, Until: 20}, {Namespaces: []string{"agent://b"}}} {
+		if got, want := ix.Count(f), len(ix.List(f, false, 0)); got != want {
+			t.Fatalf("Count(%+v) = %d, List has %d", f, got, want)
+		}
+	}
+	if ix.Count(Filter{}) != 42 {
+		t.Fatalf("live non-deleted count %d, want 42", ix.Count(Filter{}))
+	}
+}

@@ -259,3 +259,21 @@ func (ix *Index) Around(id string, f Filter, before, after int) (center Meta, ol
 	}
 	return center, older, newer, true
 }
+
+// Count is the number of documents matching f, without building them.
+func (ix *Index) Count(f Filter) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	m, ok := ix.compile(&f)
+	if !ok {
+		return 0
+	}
+	lo, hi := ix.span(f.Since, f.Until)
+	n := 0
+	for i := lo; i < hi; i++ {
+		if m.match(&ix.slots[ix.order[i]]) {
+			n++
+		}
+	}
+	return n
+}
