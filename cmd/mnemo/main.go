@@ -44,6 +44,11 @@ Memories (talk to a running node):
   export     everything readable, JSON mnemo export > file.json
   import     a mnemo or engram export  mnemo import file.json
 
+Cluster (talk to a running node):
+  members    cluster members as gossip sees them
+  status     replication per peer: queues, deltas, fallbacks
+  sync       digest sync now           mnemo sync --peer NODE
+
 Other:
   version    print the version
   help       help on a command         mnemo help search
@@ -79,6 +84,9 @@ func commands() map[string]command {
 		"export":   {runExport, "write everything readable as JSON"},
 		"import":   {runImport, "read a mnemo or engram export"},
 		"version":  {runVersion, "print the version"},
+		"members":  {runMembers, "list cluster members"},
+		"status":   {runStatus, "replication status per peer"},
+		"sync":     {runSync, "ask peers for a digest sync now"},
 	}
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	Now        func() time.Time
 	// Gossip timing overrides (tests); zero keeps the gossip package defaults.
 	GossipProbeInterval, GossipPushPull time.Duration
+	// Cut, when set, is consulted for every frame to or from a peer; true
+	// drops it. Tests use it to partition the QUIC layer.
+	Cut func(peer string) bool
 }
 
 // Member is one cluster member as `GET /v1/members` shows it.
@@ -335,6 +338,9 @@ func (c *Cluster) loop() {
 
 func (c *Cluster) receive(in inbound) {
 	from := replica.PeerID(acl.NodeIDOf(in.from))
+	if c.cfg.Cut != nil && c.cfg.Cut(string(from)) {
+		return
+	}
 	m, err := c.codec.Decode(in.frame)
 	if err != nil {
 		c.rejected.Add(1)
@@ -360,6 +366,10 @@ func (c *Cluster) act(r replica.Ready) {
 		c.log.Warn("delta rejected", "peer", rj.From, "namespace", rj.Namespace, "err", rj.Err)
 	}
 	for _, env := range r.Messages {
+		if c.cfg.Cut != nil && c.cfg.Cut(string(env.To)) {
+			c.dropped.Add(1)
+			continue
+		}
 		frame, err := c.codec.Encode(env.Msg)
 		if err != nil {
 			c.log.Error("encode frame", "peer", env.To, "err", err)

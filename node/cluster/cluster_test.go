@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +37,11 @@ type testNode struct {
 
 func startNodes(t *testing.T, n int, auth memory.Authorizer) []*testNode {
 	t.Helper()
+	return startNodesWith(t, n, auth, nil)
+}
+
+func startNodesWith(t *testing.T, n int, auth memory.Authorizer, tweak func(i int, id acl.Identity, cfg *Config)) []*testNode {
+	t.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)
 	var nodes []*testNode
@@ -50,8 +56,12 @@ func startNodes(t *testing.T, n int, auth memory.Authorizer) []*testNode {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := Start(Config{Service: svc, Identity: id, ClusterKey: key, Join: join, Tick: 50 * time.Millisecond,
-			GossipProbeInterval: 100 * time.Millisecond, GossipPushPull: 500 * time.Millisecond})
+		cfg := Config{Service: svc, Identity: id, ClusterKey: key, Join: join, Tick: 50 * time.Millisecond,
+			GossipProbeInterval: 100 * time.Millisecond, GossipPushPull: 500 * time.Millisecond}
+		if tweak != nil {
+			tweak(i, id, &cfg)
+		}
+		cl, err := Start(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,5 +129,73 @@ func TestTeamMemoryReplicates(t *testing.T) {
 		if rec, _ := nd.svc.Store().Record("agent://n0", private.ID); rec != nil {
 			t.Fatal("a private memory was replicated")
 		}
+	}
+}
+
+// partition cuts QUIC traffic between two groups of nodes.
+type partition struct {
+	mu    sync.Mutex
+	group map[string]int // node id → side
+	on    bool
+}
+
+func (p *partition) cut(self string) func(string) bool {
+	return func(peer string) bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.on && p.group[self] != p.group[peer]
+	}
+}
+
+func TestPartitionHealConverges(t *testing.T) {
+	part := &partition{group: map[string]int{}}
+	nodes := startNodesWith(t, 4, sharedOK{}, func(i int, id acl.Identity, cfg *Config) {
+		part.group[string(id.NodeID())] = i / 2
+		cfg.Cut = part.cut(string(id.NodeID()))
+		cfg.Engine.AntiEntropyInterval = 300 * time.Millisecond
+		cfg.Engine.AckTimeout = time.Second
+	})
+	ctx := context.Background()
+	eventually(t, 10*time.Second, "membership", func() bool {
+		for _, nd := range nodes {
+			if len(nd.cl.Members()) != 4 {
+				return false
+			}
+		}
+		return true
+	})
+	part.mu.Lock()
+	part.on = true
+	part.mu.Unlock()
+	var ids []string
+	for i, nd := range nodes {
+		for j := range 5 {
+			r, err := nd.svc.Save(ctx, nd.me, memory.SaveRequest{Namespace: "team://core", Content: fmt.Sprintf("side %d note %d %d", i/2, i, j)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, r.ID)
+		}
+	}
+	// while partitioned, a side sees only its own writes
+	res, _ := nodes[0].svc.Search(ctx, nodes[0].me, memory.SearchQuery{Query: "note", Limit: 100, Filter: memory.Filter{Namespace: "team://core"}})
+	if res.Total >= 20 {
+		t.Fatalf("the partition leaked: node 0 sees %d", res.Total)
+	}
+	part.mu.Lock()
+	part.on = false
+	part.mu.Unlock()
+	for _, nd := range nodes {
+		eventually(t, 20*time.Second, "convergence after heal", func() bool {
+			res, err := nd.svc.Search(ctx, nd.me, memory.SearchQuery{Query: "note", Limit: 100, Filter: memory.Filter{Namespace: "team://core"}})
+			return err == nil && res.Total == len(ids)
+		})
+	}
+	want, _ := nodes[0].svc.Store().State("team://core")
+	for _, nd := range nodes[1:] {
+		eventually(t, 10*time.Second, "equal digests", func() bool {
+			got, _ := nd.svc.Store().State("team://core")
+			return got.Digest() == want.Digest()
+		})
 	}
 }
