@@ -57,25 +57,42 @@ func (w *writer) replicaTable(set map[ReplicaID]struct{}) {
 	}
 }
 
-// context writes the vector and the cloud minus the dots in skip (the store's
-// own dots, which the decoder adds back).
-func (w *writer) context(c *Context, skip map[Dot]struct{}) {
-	rs := make([]ReplicaID, 0, len(c.vv))
-	for r := range c.vv {
-		rs = append(rs, r)
+// context writes every replica's intervals as flattened triples
+// (replica index, first counter, length - 1), ordered by replica and counter.
+// An interval made only of the store's own dots is left out: the decoder
+// adds store dots back, which restores it exactly (a single-op delta then
+// pays for its new dot once).
+func (w *writer) context(c *Context, store map[Dot]struct{}) {
+	type triple struct {
+		r  ReplicaID
+		sp span
 	}
-	slices.Sort(rs)
-	w.array(2 * len(rs))
-	for _, r := range rs {
-		w.uint(uint64(w.idx[r]))
-		w.uint(c.vv[r])
+	var out []triple
+	for _, r := range sortedReplicas(c.spans) {
+		for _, sp := range c.spans[r] {
+			if !allStored(r, sp, store) {
+				out = append(out, triple{r, sp})
+			}
+		}
 	}
-	cloud := c.sortedCloud()
-	cloud = slices.DeleteFunc(cloud, func(d Dot) bool { _, ok := skip[d]; return ok })
-	w.array(2 * len(cloud))
-	for _, d := range cloud {
-		w.dot(d)
+	w.array(3 * len(out))
+	for _, t := range out {
+		w.uint(uint64(w.idx[t.r]))
+		w.uint(t.sp.lo)
+		w.uint(t.sp.hi - t.sp.lo)
 	}
+}
+
+func allStored(r ReplicaID, sp span, store map[Dot]struct{}) bool {
+	if uint64(len(store)) < sp.hi-sp.lo+1 {
+		return false
+	}
+	for c := sp.lo; c <= sp.hi; c++ {
+		if _, ok := store[Dot{r, c}]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *writer) dotSet(ds DotSet) {
@@ -141,7 +158,7 @@ func recordReplicas(r *Record, into map[ReplicaID]struct{}, dots map[Dot]struct{
 }
 
 // Encode returns the canonical encoding of the map:
-// [version, replicas, base, vector, cloud, records, retracted].
+// [version, replicas, base, intervals, records, retracted].
 func (m *Map) Encode() []byte {
 	w := newWriter()
 	reps := make(map[ReplicaID]struct{})
@@ -151,7 +168,7 @@ func (m *Map) Encode() []byte {
 		recordReplicas(r, reps, storeDots, &w.base, &first)
 	}
 	m.ctx.replicas(reps)
-	w.array(7)
+	w.array(6)
 	w.uint(encodingVersion)
 	w.replicaTable(reps)
 	w.uint(uint64(w.base))
@@ -189,12 +206,12 @@ func EncodeRecord(r *Record) []byte {
 }
 
 // Encode returns the canonical encoding of the context:
-// [version, replicas, vector, cloud].
+// [version, replicas, intervals].
 func (c *Context) Encode() []byte {
 	w := newWriter()
 	reps := make(map[ReplicaID]struct{})
 	c.replicas(reps)
-	w.array(4)
+	w.array(3)
 	w.uint(encodingVersion)
 	w.replicaTable(reps)
 	w.context(c, nil)
@@ -202,7 +219,7 @@ func (c *Context) Encode() []byte {
 }
 
 // Encode returns the canonical encoding of the set:
-// [version, replicas, vector, cloud, elements].
+// [version, replicas, intervals, elements].
 func (s *ORSet) Encode() []byte {
 	w := newWriter()
 	reps := make(map[ReplicaID]struct{})
@@ -214,7 +231,7 @@ func (s *ORSet) Encode() []byte {
 		}
 	}
 	s.ctx.replicas(reps)
-	w.array(5)
+	w.array(4)
 	w.uint(encodingVersion)
 	w.replicaTable(reps)
 	w.context(&s.ctx, storeDots)
@@ -491,61 +508,48 @@ func (r *reader) ts() (Timestamp, error) {
 	return r.base + Timestamp(v), nil
 }
 
-// context reads a vector and a cloud into c.
+// context reads intervals into c, checking they are ordered, disjoint and
+// not adjacent (the one canonical form of a dot set).
 func (r *reader) context(c *Context) error {
 	n, err := r.arrayLen()
 	if err != nil {
 		return err
 	}
-	if n%2 != 0 {
-		return corrupt("odd vector length")
+	if n%3 != 0 {
+		return corrupt("context length %d is not a multiple of 3", n)
 	}
-	prev := -1
-	for range n / 2 {
+	prevIdx, prevHi := -1, uint64(0)
+	for range n / 3 {
 		i, err := r.uint()
 		if err != nil {
 			return err
 		}
-		if i >= uint64(len(r.replicas)) || int(i) <= prev {
-			return corrupt("vector replica index %d out of order or range", i)
+		if i >= uint64(len(r.replicas)) || int(i) < prevIdx {
+			return corrupt("context replica index %d out of order or range", i)
 		}
-		prev = int(i)
-		v, err := r.uint()
+		lo, err := r.uint()
 		if err != nil {
 			return err
 		}
-		if v == 0 {
-			return corrupt("zero vector entry")
-		}
-		if c.vv == nil {
-			c.vv = make(map[ReplicaID]uint64)
-		}
-		c.vv[r.replicas[i]] = v
-	}
-	n, err = r.arrayLen()
-	if err != nil {
-		return err
-	}
-	if n%2 != 0 {
-		return corrupt("odd cloud length")
-	}
-	var last Dot
-	for k := range n / 2 {
-		d, err := r.dot()
+		length, err := r.uint()
 		if err != nil {
 			return err
 		}
-		if k > 0 && compareDots(last, d) >= 0 {
-			return corrupt("cloud not strictly increasing")
+		if lo == 0 || length > math.MaxUint64-lo {
+			return corrupt("bad context interval %d+%d", lo, length)
 		}
-		last = d
-		if d.Counter <= c.vv[d.Replica] {
-			return corrupt("cloud dot %v covered by the vector", d)
+		if int(i) == prevIdx && lo <= prevHi+1 {
+			return corrupt("context intervals overlap or touch")
 		}
-		if c.cloud == nil {
-			c.cloud = make(map[Dot]struct{})
+		if lo+length >= 1<<62 {
+			return corrupt("context counter %d out of range", lo+length) // next dot would overflow
 		}
-		c.cloud[d] = struct{}{}
+		prevIdx, prevHi = int(i), lo+length
+		rep := r.replicas[i]
+		if c.spans == nil {
+			c.spans = make(map[ReplicaID][]span)
+		}
+		c.spans[rep] = append(c.spans[rep], span{lo, lo + length})
 	}
 	return nil
 }
@@ -676,7 +680,7 @@ func DecodeMap(b []byte, lim Limits) (*Map, error) {
 		return nil, err
 	}
 	m := NewMap()
-	if err := r.header(7); err != nil {
+	if err := r.header(6); err != nil {
 		return nil, err
 	}
 	if err := r.replicaTable(); err != nil {
@@ -742,7 +746,6 @@ func DecodeMap(b []byte, lim Limits) (*Map, error) {
 	for _, rec := range m.records {
 		addStoreDots(&m.ctx, rec)
 	}
-	m.ctx.compact()
 	return m, nil
 }
 
@@ -777,7 +780,7 @@ func DecodeContext(b []byte, lim Limits) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.header(4); err != nil {
+	if err := r.header(3); err != nil {
 		return nil, err
 	}
 	if err := r.replicaTable(); err != nil {
@@ -790,7 +793,6 @@ func DecodeContext(b []byte, lim Limits) (*Context, error) {
 	if err := r.end(); err != nil {
 		return nil, err
 	}
-	c.compact()
 	return c, nil
 }
 
@@ -800,7 +802,7 @@ func DecodeORSet(b []byte, lim Limits) (*ORSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.header(5); err != nil {
+	if err := r.header(4); err != nil {
 		return nil, err
 	}
 	if err := r.replicaTable(); err != nil {
@@ -839,7 +841,6 @@ func DecodeORSet(b []byte, lim Limits) (*ORSet, error) {
 	if err := r.end(); err != nil {
 		return nil, err
 	}
-	s.ctx.compact()
 	return s, nil
 }
 

@@ -18,135 +18,112 @@ type Dot struct {
 
 func (d Dot) String() string { return fmt.Sprintf("%v:%d", d.Replica, d.Counter) }
 
-// Context is a causal context: the set of dots a replica has seen, kept as a
-// version vector (every counter up to vv[r] seen) plus a cloud of dots beyond
-// the vector. Adding a dot that fills a gap compacts the cloud into the
-// vector, so a replica that has received everything holds one counter per
-// replica. The zero value is an empty context.
+// span is the counters lo..hi (inclusive) of one replica.
+type span struct{ lo, hi uint64 }
+
+// Context is a causal context: the set of dots a replica has seen. Each
+// replica's dots are kept as sorted, disjoint, non-adjacent intervals, so a
+// replica that has received everything holds one interval per replica (a
+// version vector), and one with gaps holds one interval per gap — not one
+// entry per dot, however scattered the losses were. The zero value is an
+// empty context.
 type Context struct {
-	vv    map[ReplicaID]uint64
-	cloud map[Dot]struct{}
+	spans map[ReplicaID][]span
 }
 
 // NewContext returns an empty context.
 func NewContext() *Context { return &Context{} }
 
-// Contains reports whether d has been seen.
-func (c *Context) Contains(d Dot) bool {
-	if d.Counter <= c.vv[d.Replica] {
-		return true
-	}
-	_, ok := c.cloud[d]
-	return ok
+// find returns the index of the first span with hi >= x.
+func find(s []span, x uint64) int {
+	i, _ := slices.BinarySearchFunc(s, x, func(sp span, x uint64) int { return cmpU64(sp.hi, x) })
+	return i
 }
 
-// Max is the largest counter of r seen, in the vector or the cloud.
+// Contains reports whether d has been seen.
+func (c *Context) Contains(d Dot) bool {
+	s := c.spans[d.Replica]
+	i := find(s, d.Counter)
+	return i < len(s) && s[i].lo <= d.Counter
+}
+
+// Max is the largest counter of r seen.
 func (c *Context) Max(r ReplicaID) uint64 {
-	m := c.vv[r]
-	for d := range c.cloud {
-		if d.Replica == r && d.Counter > m {
-			m = d.Counter
-		}
+	s := c.spans[r]
+	if len(s) == 0 {
+		return 0
 	}
-	return m
+	return s[len(s)-1].hi
 }
 
 // Add records d as seen.
 func (c *Context) Add(d Dot) {
-	if c.Contains(d) {
+	if d.Counter == 0 {
 		return
 	}
-	if c.vv == nil {
-		c.vv = make(map[ReplicaID]uint64)
-	}
-	if d.Counter == c.vv[d.Replica]+1 {
-		c.vv[d.Replica] = d.Counter
-		c.absorb(d.Replica)
-		return
-	}
-	if c.cloud == nil {
-		c.cloud = make(map[Dot]struct{})
-	}
-	c.cloud[d] = struct{}{}
+	c.addSpan(d.Replica, span{d.Counter, d.Counter})
 }
 
-// absorb moves dots of r that now continue the vector out of the cloud.
-func (c *Context) absorb(r ReplicaID) {
-	for {
-		d := Dot{r, c.vv[r] + 1}
-		if _, ok := c.cloud[d]; !ok {
-			return
-		}
-		delete(c.cloud, d)
-		c.vv[r] = d.Counter
+// addSpan inserts sp into r's list, merging what it overlaps or touches.
+func (c *Context) addSpan(r ReplicaID, sp span) {
+	if c.spans == nil {
+		c.spans = make(map[ReplicaID][]span)
 	}
+	s := c.spans[r]
+	// the first span that ends at or after sp.lo-1 (it may touch sp)
+	i := find(s, sp.lo-1)
+	if sp.lo == 0 {
+		i = 0
+	}
+	j := i
+	for j < len(s) && s[j].lo <= sp.hi+1 {
+		sp.lo = min(sp.lo, s[j].lo)
+		sp.hi = max(sp.hi, s[j].hi)
+		j++
+	}
+	c.spans[r] = slices.Replace(s, i, j, sp)
 }
 
-// Join adds every dot of o. It costs O(|o|), plus one pass over c's cloud
-// when o raises a vector entry while c has a cloud: only a raised entry can
-// cover cloud dots or be continued by them (Add keeps the rest in order).
+// Join adds every dot of o.
 func (c *Context) Join(o *Context) {
-	var raised []ReplicaID
-	for r, n := range o.vv {
-		if n > c.vv[r] {
-			if c.vv == nil {
-				c.vv = make(map[ReplicaID]uint64)
+	for r, os := range o.spans {
+		if len(c.spans[r]) == 0 {
+			if c.spans == nil {
+				c.spans = make(map[ReplicaID][]span)
 			}
-			c.vv[r] = n
-			raised = append(raised, r)
+			c.spans[r] = slices.Clone(os)
+			continue
 		}
-	}
-	if len(raised) > 0 && len(c.cloud) > 0 {
-		for d := range c.cloud {
-			if d.Counter <= c.vv[d.Replica] {
-				delete(c.cloud, d)
-			}
-		}
-		for _, r := range raised {
-			c.absorb(r)
-		}
-	}
-	for d := range o.cloud {
-		c.Add(d)
+		c.spans[r] = unionSpans(c.spans[r], os)
 	}
 }
 
-// compact drops cloud dots covered by the vector and absorbs those that
-// continue it.
-func (c *Context) compact() {
-	for d := range c.cloud {
-		if d.Counter <= c.vv[d.Replica] {
-			delete(c.cloud, d)
+func unionSpans(a, b []span) []span {
+	out := make([]span, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var next span
+		if j >= len(b) || (i < len(a) && a[i].lo <= b[j].lo) {
+			next, i = a[i], i+1
+		} else {
+			next, j = b[j], j+1
+		}
+		if n := len(out); n > 0 && next.lo <= out[n-1].hi+1 {
+			out[n-1].hi = max(out[n-1].hi, next.hi)
+		} else {
+			out = append(out, next)
 		}
 	}
-	for r := range c.vv {
-		c.absorb(r)
-	}
-	for d := range c.cloud {
-		if d.Counter == 1 {
-			if c.vv == nil {
-				c.vv = make(map[ReplicaID]uint64)
-			}
-			c.vv[d.Replica] = 1
-			delete(c.cloud, d)
-			c.absorb(d.Replica)
-		}
-	}
+	return out
 }
 
 // Clone returns an independent copy.
 func (c *Context) Clone() *Context {
 	n := &Context{}
-	if len(c.vv) > 0 {
-		n.vv = make(map[ReplicaID]uint64, len(c.vv))
-		for r, v := range c.vv {
-			n.vv[r] = v
-		}
-	}
-	if len(c.cloud) > 0 {
-		n.cloud = make(map[Dot]struct{}, len(c.cloud))
-		for d := range c.cloud {
-			n.cloud[d] = struct{}{}
+	if len(c.spans) > 0 {
+		n.spans = make(map[ReplicaID][]span, len(c.spans))
+		for r, s := range c.spans {
+			n.spans[r] = slices.Clone(s)
 		}
 	}
 	return n
@@ -154,16 +131,11 @@ func (c *Context) Clone() *Context {
 
 // Equal reports whether both contexts hold the same dots.
 func (c *Context) Equal(o *Context) bool {
-	if len(c.vv) != len(o.vv) || len(c.cloud) != len(o.cloud) {
+	if len(c.spans) != len(o.spans) {
 		return false
 	}
-	for r, v := range c.vv {
-		if o.vv[r] != v {
-			return false
-		}
-	}
-	for d := range c.cloud {
-		if _, ok := o.cloud[d]; !ok {
+	for r, s := range c.spans {
+		if !slices.Equal(s, o.spans[r]) {
 			return false
 		}
 	}
@@ -173,39 +145,66 @@ func (c *Context) Equal(o *Context) bool {
 // Intersect returns the dots seen by both c and o.
 func (c *Context) Intersect(o *Context) *Context {
 	n := &Context{}
-	for r, v := range c.vv {
-		if m := min(v, o.vv[r]); m > 0 {
-			if n.vv == nil {
-				n.vv = make(map[ReplicaID]uint64)
+	for r, a := range c.spans {
+		b := o.spans[r]
+		var out []span
+		i, j := 0, 0
+		for i < len(a) && j < len(b) {
+			lo, hi := max(a[i].lo, b[j].lo), min(a[i].hi, b[j].hi)
+			if lo <= hi {
+				out = append(out, span{lo, hi})
 			}
-			n.vv[r] = m
+			if a[i].hi < b[j].hi {
+				i++
+			} else {
+				j++
+			}
+		}
+		if len(out) > 0 {
+			if n.spans == nil {
+				n.spans = make(map[ReplicaID][]span)
+			}
+			n.spans[r] = out
 		}
 	}
-	for d := range c.cloud {
-		if o.Contains(d) {
-			n.Add(d)
-		}
-	}
-	for d := range o.cloud {
-		if c.Contains(d) {
-			n.Add(d)
-		}
-	}
-	n.compact()
 	return n
 }
 
 // IsEmpty reports whether no dot has been seen.
-func (c *Context) IsEmpty() bool { return len(c.vv) == 0 && len(c.cloud) == 0 }
+func (c *Context) IsEmpty() bool { return len(c.spans) == 0 }
 
-// Size is the causal metadata held: vector entries and cloud dots.
-func (c *Context) Size() (vectorEntries, cloudDots int) { return len(c.vv), len(c.cloud) }
+// Size is the causal metadata held: replicas whose dots start at 1 (vector
+// entries) and the dots beyond that first contiguous run (the cloud).
+func (c *Context) Size() (vectorEntries, cloudDots int) {
+	for _, s := range c.spans {
+		rest := s
+		if s[0].lo == 1 {
+			vectorEntries++
+			rest = s[1:]
+		}
+		for _, sp := range rest {
+			cloudDots += int(sp.hi - sp.lo + 1)
+		}
+	}
+	return vectorEntries, cloudDots
+}
 
-// Vector returns a copy of the version vector.
+// Intervals is the number of intervals held: the context's real size.
+func (c *Context) Intervals() int {
+	n := 0
+	for _, s := range c.spans {
+		n += len(s)
+	}
+	return n
+}
+
+// Vector returns, per replica, the counter up to which every dot is seen.
 func (c *Context) Vector() map[ReplicaID]uint64 {
-	out := make(map[ReplicaID]uint64, len(c.vv))
-	for r, v := range c.vv {
-		out[r] = v
+	out := make(map[ReplicaID]uint64, len(c.spans))
+	for r, s := range c.spans {
+		if s[0].lo == 1 {
+			out[r] = s[0].hi
+		}
 	}
 	return out
 }
@@ -213,36 +212,46 @@ func (c *Context) Vector() map[ReplicaID]uint64 {
 // CoversVector reports whether every dot up to vv[r], for every r, is seen.
 func (c *Context) CoversVector(vv map[ReplicaID]uint64) bool {
 	for r, n := range vv {
-		if c.vv[r] < n {
+		if n == 0 {
+			continue
+		}
+		s := c.spans[r]
+		if len(s) == 0 || s[0].lo != 1 || s[0].hi < n {
 			return false
 		}
 	}
 	return true
 }
 
-// Missing lists the dots in o that c lacks, for a replica deciding what to
-// send to a peer whose context is c. It is exact for cloud dots and returns
-// per-replica counter ranges for vector gaps as (replica, from, to) triples.
+// Missing lists the dots of o that c lacks, as ranges ordered by replica
+// and counter.
 func (c *Context) Missing(o *Context) []DotRange {
 	var out []DotRange
-	for r, n := range o.vv {
-		have := c.vv[r]
-		if n > have {
-			out = append(out, DotRange{r, have + 1, n})
+	for _, r := range sortedReplicas(o.spans) {
+		have := c.spans[r]
+		for _, sp := range o.spans[r] {
+			lo := sp.lo
+			for i := find(have, lo); i < len(have) && have[i].lo <= sp.hi && lo <= sp.hi; i++ {
+				if have[i].lo > lo {
+					out = append(out, DotRange{r, lo, have[i].lo - 1})
+				}
+				lo = max(lo, have[i].hi+1)
+			}
+			if lo <= sp.hi {
+				out = append(out, DotRange{r, lo, sp.hi})
+			}
 		}
 	}
-	for d := range o.cloud {
-		if !c.Contains(d) {
-			out = append(out, DotRange{d.Replica, d.Counter, d.Counter})
-		}
-	}
-	slices.SortFunc(out, func(a, b DotRange) int {
-		if a.Replica != b.Replica {
-			return cmpU64(uint64(a.Replica), uint64(b.Replica))
-		}
-		return cmpU64(a.From, b.From)
-	})
 	return out
+}
+
+func sortedReplicas[V any](m map[ReplicaID]V) []ReplicaID {
+	rs := make([]ReplicaID, 0, len(m))
+	for r := range m {
+		rs = append(rs, r)
+	}
+	slices.Sort(rs)
+	return rs
 }
 
 // DotRange is the dots From..To (inclusive) of one replica.
@@ -256,24 +265,11 @@ func (r DotRange) Contains(d Dot) bool {
 	return d.Replica == r.Replica && d.Counter >= r.From && d.Counter <= r.To
 }
 
-// replicas returns the sorted replica ids mentioned by the context.
+// replicas adds the replica ids mentioned by the context to into.
 func (c *Context) replicas(into map[ReplicaID]struct{}) {
-	for r := range c.vv {
+	for r := range c.spans {
 		into[r] = struct{}{}
 	}
-	for d := range c.cloud {
-		into[d.Replica] = struct{}{}
-	}
-}
-
-// sortedCloud returns the cloud dots ordered by replica then counter.
-func (c *Context) sortedCloud() []Dot {
-	out := make([]Dot, 0, len(c.cloud))
-	for d := range c.cloud {
-		out = append(out, d)
-	}
-	slices.SortFunc(out, compareDots)
-	return out
 }
 
 func compareDots(a, b Dot) int {

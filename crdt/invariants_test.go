@@ -9,18 +9,21 @@ import (
 // Structural invariants the package relies on but cannot afford to check on
 // every call. The property tests check them after every join.
 
-// checkContext reports a context that is not in its normal form: a zero
-// vector entry, or a cloud dot the vector covers or that continues the
-// vector. Equal dot sets must have equal representations, or digests differ.
+// checkContext reports a context that is not in its normal form: an empty
+// or zero-based interval, or intervals out of order, overlapping or
+// touching. Equal dot sets must have equal representations, or digests differ.
 func checkContext(c *Context) error {
-	for r, n := range c.vv {
-		if r == 0 || n == 0 {
-			return fmt.Errorf("vector entry %v=%d", r, n)
+	for r, s := range c.spans {
+		if r == 0 || len(s) == 0 {
+			return fmt.Errorf("replica %v with %d intervals", r, len(s))
 		}
-	}
-	for d := range c.cloud {
-		if d.Counter <= c.vv[d.Replica]+1 {
-			return fmt.Errorf("cloud dot %v not beyond vector %d+1", d, c.vv[d.Replica])
+		for i, sp := range s {
+			if sp.lo == 0 || sp.hi < sp.lo {
+				return fmt.Errorf("bad interval %v:%d..%d", r, sp.lo, sp.hi)
+			}
+			if i > 0 && sp.lo <= s[i-1].hi+1 {
+				return fmt.Errorf("intervals %v:%d..%d and ..%d not disjoint and apart", r, s[i-1].lo, s[i-1].hi, sp.lo)
+			}
 		}
 	}
 	return nil

@@ -344,6 +344,12 @@ func (e *Engine) flush(p *peerState) {
 		size := 0
 		for len(p.queue) > 0 {
 			q := p.queue[0]
+			if !e.pol.PeerMayRead(p.Peer, q.ns) {
+				// Read was revoked while the delta waited: it must not go.
+				p.queue = p.queue[1:]
+				delete(p.index, q.ns)
+				continue
+			}
 			enc := q.delta.Encode()
 			if len(msg.Deltas) > 0 && size+len(enc) > e.cfg.BatchMaxBytes {
 				break
@@ -356,6 +362,10 @@ func (e *Engine) flush(p *peerState) {
 		}
 		for i := range p.queue {
 			p.index[p.queue[i].ns] = i
+		}
+		if len(msg.Deltas) == 0 {
+			p.qDeltas, p.qBytes = 0, 0 // everything left was revoked
+			break
 		}
 		if len(p.queue) == 0 {
 			p.qDeltas, p.qBytes = 0, 0
