@@ -18,7 +18,25 @@
 //	           crash leaves it behind, so readers must treat it as a hint
 //	           (the next start overwrites it)
 //
+//	node.key     the node's ed25519 private key (acl.Identity.EncodePrivate),
+//	             mode 0600, made on first start; the node id and the CRDT
+//	             replica id derive from its public key. A corrupt file stops
+//	             the node (replacing it would make it another node, whose
+//	             earlier grants no longer count).
+//	config.json  optional settings (see SettingsFile): principal_rules
+//	             mapping X-Mnemo-Session keys to principals, auto_promote.
+//	             Missing: no rules; invalid: the node refuses to start.
+//	tokens.json  principal-bound tokens issued by POST /v1/tokens: the
+//	             SHA-256 of each token and its principal, mode 0600.
+//
 // plus whatever package memory keeps there (Badger and its lock file).
+//
+// Principals: the owner token may act for any local principal; the node's
+// local principals are the owner agent, every principal a static rule
+// names, every principal a token is bound to, and every principal a
+// session key has resolved to (Node.Principals). They are bound to the
+// node's key, so acl records the node signs on their behalf count, and a
+// project namespace is readable by them.
 //
 // Decisions:
 //

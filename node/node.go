@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/httpapi"
 	"github.com/mnemohq/mnemo/node/memory"
 )
@@ -30,6 +31,8 @@ type Node struct {
 	baseCtx context.Context // request contexts; cancelled once shutdown gives up waiting
 	cancel  context.CancelFunc
 
+	access *access // identity, settings, principals, tokens: access.go
+
 	serving   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -46,11 +49,15 @@ func Open(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("node: data directory: %w", err)
 	}
-	svc, err := memory.Open(memory.Config{Dir: cfg.Dir, Agent: owner, Now: cfg.Now, Logger: cfg.Logger})
+	ac, err := prepareAccess(cfg.Dir, owner)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := memory.Open(ac.memoryConfig(memory.Config{Dir: cfg.Dir, Agent: owner, Now: cfg.Now, Logger: cfg.Logger}))
 	if err != nil {
 		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
 	}
-	n := &Node{cfg: cfg, svc: svc, log: cfg.Logger}
+	n := &Node{cfg: cfg, svc: svc, log: cfg.Logger, access: ac}
 	if err := n.start(); err != nil {
 		if n.ln != nil {
 			n.ln.Close()
@@ -70,7 +77,13 @@ func (n *Node) start() error {
 		n.log.Info("wrote a new owner token", "file", filepath.Join(n.cfg.Dir, TokenFile))
 	}
 	n.token = tok
+	if err := n.access.start(n); err != nil {
+		return err
+	}
 	h, err := httpapi.New(httpapi.Config{
+		Tokens:         issuer{n.access},
+		Sessions:       n.access.resolver,
+		OnPrincipal:    func(p namespace.Address) { n.access.locals.Add(p) },
 		Service:        n.svc,
 		Token:          tok,
 		Logger:         n.log,

@@ -90,9 +90,10 @@ func optFloat(fs *flag.FlagSet, name, help string) **float64 {
 
 // clientFlags are the flags of every command that talks to a node.
 type clientFlags struct {
-	node string
-	data string
-	json bool
+	node    string
+	data    string
+	json    bool
+	session string
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
@@ -100,6 +101,7 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	fs.StringVar(&cf.node, "node", "", "node `URL` (default $MNEMO_NODE, else the data directory's node.json, else http://"+node.DefaultHTTPAddr+")")
 	fs.StringVar(&cf.data, "data", "", "data `DIR` holding the token (default $MNEMO_DATA or ~/.mnemo; $MNEMO_TOKEN overrides the file)")
 	fs.BoolVar(&cf.json, "json", false, "print the API's JSON")
+	fs.StringVar(&cf.session, "session-key", "", "session `KEY` sent as X-Mnemo-Session: with the owner token, the node's principal rules map it to the principal to act as (default $MNEMO_SESSION)")
 	return cf
 }
 
@@ -136,7 +138,17 @@ func (cf *clientFlags) connect() (*client.Client, error) {
 		}
 		tok = t
 	}
-	return client.New(base, tok)
+	cl, err := client.New(base, tok)
+	if err != nil {
+		return nil, err
+	}
+	if cf.session == "" {
+		cf.session = os.Getenv("MNEMO_SESSION")
+	}
+	if cf.session != "" {
+		cl = cl.WithSession(cf.session)
+	}
+	return cl, nil
 }
 
 // call sends one request. It returns the raw answer (for --json) and, when

@@ -49,7 +49,9 @@ Cluster (talk to a running node):
   status     replication per peer: queues, deltas, fallbacks
   sync       digest sync now           mnemo sync --peer NODE
 
+` + accessUsage + `
 Other:
+  sim        simulate a cluster under faults  mnemo sim --nodes 20 --ops 2000 --seed 7 --loss 0.1
   version    print the version
   help       help on a command         mnemo help search
 
@@ -59,6 +61,9 @@ Client flags (every memory command):
   --data DIR   the data directory holding the token; default $MNEMO_DATA or
                ~/.mnemo ($MNEMO_TOKEN, if set, is used instead of the file)
   --json       print the API's JSON instead of a table
+  --session-key K
+               sent as X-Mnemo-Session: with the owner token, act as the
+               principal the node's rules map it to; default $MNEMO_SESSION
 
 Flags may come before or after arguments; "--" ends the flags.
 Exit status: 0 success; 1 the command failed (the node's message is on
@@ -71,7 +76,7 @@ type command struct {
 }
 
 func commands() map[string]command {
-	return map[string]command{
+	cmds := map[string]command{
 		"node":     {runNode, "run the sidecar node"},
 		"mcp":      {runMCP, "serve MCP tools on stdio"},
 		"save":     {runSave, "save a memory"},
@@ -88,6 +93,10 @@ func commands() map[string]command {
 		"status":   {runStatus, "replication status per peer"},
 		"sync":     {runSync, "ask peers for a digest sync now"},
 	}
+	for name, c := range accessCommands() {
+		cmds[name] = c
+	}
+	return cmds
 }
 
 func main() {

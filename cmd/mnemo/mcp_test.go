@@ -161,13 +161,14 @@ func TestMCPStdio(t *testing.T) {
 	}
 	for _, name := range []string{"mem_save", "mem_update", "mem_delete", "mem_search", "mem_context",
 		"mem_timeline", "mem_get_observation", "mem_suggest_topic_key", "mem_save_prompt",
-		"mem_session_start", "mem_session_end", "mem_session_summary", "mem_stats", "mem_compact", "mem_progress"} {
+		"mem_session_start", "mem_session_end", "mem_session_summary", "mem_stats", "mem_compact", "mem_progress",
+		"mem_share", "mem_promote"} {
 		if schemas[name] == nil {
 			t.Errorf("tool %s missing", name)
 		}
 	}
-	if len(schemas) != 15 {
-		t.Errorf("%d tools, want 15", len(schemas))
+	if len(schemas) != 17 {
+		t.Errorf("%d tools, want 17", len(schemas))
 	}
 	required := func(tool string) []string {
 		var out []string

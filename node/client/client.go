@@ -57,9 +57,10 @@ func (e *Error) Unwrap() error {
 
 // Client calls one node. It is safe for concurrent use.
 type Client struct {
-	base  *url.URL
-	token string
-	hc    *http.Client
+	base    *url.URL
+	token   string
+	hc      *http.Client
+	session string // X-Mnemo-Session; see WithSession
 }
 
 // New returns a Client for the node at baseURL (e.g. http://127.0.0.1:7070)
@@ -93,6 +94,9 @@ func (c *Client) Raw(ctx context.Context, method, path string, query url.Values,
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.session != "" {
+		req.Header.Set(SessionHeader, c.session)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

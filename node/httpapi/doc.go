@@ -23,6 +23,15 @@
 //	POST   /v1/sessions/{id}/summary    saves a summary memory
 //	POST   /v1/prompts                  saves a prompt memory
 //	POST   /v1/progress                 upserts the progress note of a project
+//	GET    /v1/namespaces               {"namespaces":[{"namespace","kind","root","root_source","permissions"}]}
+//	POST   /v1/namespaces               {"namespace":"team://x"}: create (caller = creator, admin); 201, 409 if it exists
+//	GET    /v1/grants                   ?namespace= → effective grants, who signed them (rejected records: admins only)
+//	POST   /v1/grants                   {"namespace","principal","permissions":[…]}: grant; 201
+//	DELETE /v1/grants                   same body: revoke; 200
+//	POST   /v1/share                    {"id","namespace"}: copy with lineage; 201, 200 if that copy existed
+//	POST   /v1/promote                  {"id","namespace","mode":"copy"|"move"}; 201
+//	POST   /v1/retract                  {"id"}: final removal; 200 {"retracted"}
+//	POST   /v1/tokens                   {"principal"}: owner token only; 201 {"principal","token"}
 //
 // Filters (query parameters): namespace, type, tags (comma separated, all
 // of), project, scope, subject_type, subject_id, session_id, channel, since,
@@ -42,6 +51,15 @@
 //     be silently ignored as a filter.
 //   - Bodies are capped (Config.MaxBodyBytes, default 2 MiB; imports
 //     Config.MaxImportBytes, default 64 MiB); more is 413.
-//   - Who asks is decided in one place, callerFor: today every authenticated
-//     request acts as the node's owner agent.
+//   - Who asks is decided in one place, callerFor. The owner token acts
+//     for any local principal: the one Config.Sessions (the node's principal
+//     rules) maps its X-Mnemo-Session header to, the owner agent without a
+//     header or a matching rule. A principal-bound token (Config.Tokens,
+//     POST /v1/tokens) acts only as its principal and ignores the header.
+//     /mcp takes its caller the same way, fixed when the MCP session opens;
+//     a later request on that session by another principal is refused (403).
+//   - What the caller may do is decided by the memory Service (acl policy):
+//     a denial is 403 permission_denied naming the missing permission; an
+//     id the caller may not read is 404, as if it did not exist; an unknown
+//     permission or a malformed address is 400 naming it.
 package httpapi

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memory"
 )
@@ -33,6 +34,21 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxImportBytes caps the body of POST /v1/import, in bytes. Default 64 MiB.
 	MaxImportBytes int64
+	// Tokens authenticates principal-bound tokens and issues new ones
+	// (POST /v1/tokens). Default nil: only the owner token is accepted and
+	// POST /v1/tokens answers 501.
+	Tokens Tokens
+	// Sessions maps the X-Mnemo-Session header of owner-token requests to
+	// a principal. Default nil: every owner-token request is the owner.
+	Sessions *namespace.Resolver
+	// OnPrincipal, if set, is told every principal a session key resolved
+	// to (the node keeps the set of its local principals).
+	OnPrincipal func(namespace.Address)
+	// Cluster serves /v1/members, /v1/status, /v1/sync and the replication
+	// metrics; nil on a node without replication.
+	Cluster ClusterView
+	// NodeID names this node in those answers.
+	NodeID string
 }
 
 func (c *Config) validate() error {
@@ -66,6 +82,13 @@ type api struct {
 	maxBody   int64
 	maxImport int64
 	mux       *http.ServeMux
+
+	tokens      Tokens
+	sessions    *namespace.Resolver
+	onPrincipal func(namespace.Address)
+
+	cluster ClusterView
+	nodeID  string
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -82,6 +105,13 @@ func New(cfg Config) (http.Handler, error) {
 		maxBody:   cfg.MaxBodyBytes,
 		maxImport: cfg.MaxImportBytes,
 		mux:       http.NewServeMux(),
+
+		tokens:      cfg.Tokens,
+		sessions:    cfg.Sessions,
+		onPrincipal: cfg.OnPrincipal,
+
+		cluster: cfg.Cluster,
+		nodeID:  cfg.NodeID,
 	}
 	routes := []struct {
 		method, path string
@@ -104,7 +134,9 @@ func New(cfg Config) (http.Handler, error) {
 		{"POST", "/v1/prompts", a.prompt},
 		{"POST", "/v1/progress", a.progress},
 	}
+	routes = append(routes, a.accessRoutes()...)
 	allowed := map[string][]string{}
+	routes = append(routes, a.clusterRoutes()...)
 	for _, rt := range routes {
 		a.mux.Handle(rt.method+" "+rt.path, a.authed(rt.h))
 		allowed[rt.path] = append(allowed[rt.path], rt.method)
@@ -123,10 +155,12 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		return mcptools.ServiceBackend(a.svc, c)
 	})
+	mcpHandler = a.bindMCPSessions(mcpHandler)
 	a.mux.Handle("/mcp", a.authed(func(w http.ResponseWriter, r *http.Request) error {
 		mcpHandler.ServeHTTP(w, r)
 		return nil
 	}))
+	a.mux.Handle("GET /metrics", a.authed(a.metrics))
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -194,21 +228,40 @@ var errUnauthorized = &apiError{http.StatusUnauthorized, "unauthorized", "missin
 
 // authorized compares the bearer token in constant time. Hashing first makes
 // the comparison independent of the presented token's length too.
+// A principal-bound token (Config.Tokens) is accepted as well.
 func (a *api) authorized(r *http.Request) bool {
+	tok, ok := bearerToken(r)
+	if !ok {
+		return false
+	}
+	if a.isOwnerToken(tok) {
+		return true
+	}
+	_, ok = a.boundPrincipal(tok)
+	return ok
+}
+
+func bearerToken(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return "", false
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return strings.TrimSpace(tok), true
+}
+
+func (a *api) isOwnerToken(tok string) bool {
+	got := sha256.Sum256([]byte(tok))
 	return subtle.ConstantTimeCompare(got[:], a.tokenHash[:]) == 1
 }
 
-// callerFor decides who a request acts for. Today every authenticated
-// request is the node's owner agent; principal-bound tokens and the
-// X-Mnemo-Session header will be resolved here, and only here.
+// callerFor decides who a request acts for, here and only here (see
+// resolveCaller in access.go): the owner token acts for the principal its
+// X-Mnemo-Session header maps to (the owner without one); a
+// principal-bound token acts only as its principal.
 func (a *api) callerFor(r *http.Request) (memory.Caller, error) {
-	return memory.Caller{Principal: a.svc.Owner()}, nil
+	c, _, err := a.resolveCaller(r)
+	return c, err
 }
 
 // limitBody caps r.Body at n bytes; reading past it fails with

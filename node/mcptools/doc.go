@@ -12,7 +12,8 @@
 // mem_save, mem_update, mem_delete, mem_search, mem_context, mem_timeline,
 // mem_get_observation, mem_suggest_topic_key, mem_save_prompt,
 // mem_session_start, mem_session_end, mem_session_summary, mem_stats,
-// mem_compact and mem_progress. Input schemas are generated from the
+// mem_compact and mem_progress; mem_share and mem_promote when the backend
+// is a Sharer (both backends here are). Input schemas are generated from the
 // argument structs in tools.go; descriptions are written for the model.
 // Every result carries a short text for the model and the same data as
 // structured content (the memory package's JSON types). Bad arguments,

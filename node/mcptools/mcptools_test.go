@@ -20,6 +20,7 @@ var allTools = []string{
 	"mem_save", "mem_update", "mem_delete", "mem_search", "mem_context", "mem_timeline",
 	"mem_get_observation", "mem_suggest_topic_key", "mem_save_prompt", "mem_session_start",
 	"mem_session_end", "mem_session_summary", "mem_stats", "mem_compact", "mem_progress",
+	"mem_share", "mem_promote",
 }
 
 // fakeClock is the Service's wall clock, moved by the test.

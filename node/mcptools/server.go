@@ -51,6 +51,7 @@ func NewServer(b Backend, opts Options) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	registerTools(s, b)
+	registerSharingTools(s, b)
 	return s
 }
 

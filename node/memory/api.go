@@ -43,6 +43,10 @@ type Memory struct {
 	Provenance  []string   `json:"provenance,omitempty"`
 	Lineage     string     `json:"lineage,omitempty"`
 	ContentHash string     `json:"content_hash"`
+	// ResolvedFrom is set by Get when the id asked for is a reference left
+	// by a promotion (move): the answer is the promoted memory, and this
+	// names the reference. See sharing.go.
+	ResolvedFrom string `json:"resolved_from,omitempty"`
 }
 
 // Caller is who asks: the principal every permission check is made for.

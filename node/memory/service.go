@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,24 +26,13 @@ import (
 var ErrLocked = store.ErrLocked
 
 // Authorizer decides permissions; every Service method asks it before
-// touching data. Errors wrap acl.ErrDenied.
+// touching data. Errors wrap acl.ErrDenied. The default is the Service's
+// acl Policy (see access.go); an Authorizer may also implement
+// PermissionChecker for share and admin.
 type Authorizer interface {
 	CheckRead(principal, ns namespace.Address) error
 	CheckWrite(principal, ns namespace.Address) error
 }
-
-// ownerOnly is the default Authorizer: an agent holds every permission in
-// its own namespaces and nothing elsewhere.
-type ownerOnly struct{}
-
-func (ownerOnly) check(p, ns namespace.Address, perm string) error {
-	if owner, ok := ns.Owner(); ok && owner == p {
-		return nil
-	}
-	return fmt.Errorf("%w: %s lacks %s on %s", acl.ErrDenied, p, perm, ns)
-}
-func (o ownerOnly) CheckRead(p, ns namespace.Address) error  { return o.check(p, ns, "read") }
-func (o ownerOnly) CheckWrite(p, ns namespace.Address) error { return o.check(p, ns, "write") }
 
 // Config configures a Service.
 type Config struct {
@@ -52,9 +42,22 @@ type Config struct {
 	Now        func() time.Time  // wall clock; default time.Now
 	Rand       io.Reader         // id randomness; default crypto/rand
 	Logger     *slog.Logger      // default discards
-	Authorizer Authorizer        // default: owner-only
+	Authorizer Authorizer        // default: the acl Policy built from the signed records in the store
 	MaxSkew    time.Duration     // clock skew tolerated on incoming deltas; default crdt.DefaultMaxSkew
 	NoSync     bool              // benchmarks only: skip fsync per write
+
+	// Identity signs the acl records this node writes and binds its local
+	// principals. Default (tests only): a key derived from Agent.
+	Identity acl.Identity
+	// IsLocal reports whether a principal other than Agent belongs to this
+	// node (session rules, issued tokens). Default: only Agent. Must be safe
+	// for concurrent use; call RefreshPolicy when its answers change.
+	IsLocal func(namespace.Address) bool
+	// KeyOf binds principals of other nodes to their node keys (membership).
+	// Default: none. Must be safe for concurrent use.
+	KeyOf func(namespace.Address) (ed25519.PublicKey, bool)
+	// AutoPromote mirrors eligible saves into a shared namespace; default off.
+	AutoPromote AutoPromote
 }
 
 // Service is one node's memory store: Badger for durability, a derived
@@ -73,6 +76,8 @@ type Service struct {
 
 	listenMu  sync.RWMutex
 	listeners []func(ns string, delta *crdt.Map)
+
+	acl aclState
 }
 
 // Open opens the store in cfg.Dir and rebuilds the query index from it.
@@ -89,8 +94,8 @@ func Open(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Authorizer == nil {
-		cfg.Authorizer = ownerOnly{}
+	if err := cfg.AutoPromote.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Replica == 0 {
 		sum := sha256.Sum256([]byte(cfg.Agent.String()))
@@ -109,6 +114,10 @@ func Open(cfg Config) (*Service, error) {
 		cfg: cfg, st: st, ix: search.New(), auth: cfg.Authorizer, log: cfg.Logger,
 		clock: crdt.NewClock(cfg.MaxSkew), sessions: map[string]Session{},
 	}
+	if err := s.initACL(); err != nil {
+		st.Close()
+		return nil, err
+	}
 	if err := s.rebuild(); err != nil {
 		st.Close()
 		return nil, err
@@ -125,6 +134,7 @@ func (s *Service) rebuild() error {
 		return nil
 	})
 	s.clock.Restore(maxTS)
+	s.refreshPolicy()
 	return err
 }
 
@@ -159,6 +169,9 @@ func (s *Service) now() (time.Time, crdt.Timestamp) {
 // ApplyRemote applies a delta received from a peer: its timestamps are
 // checked against the clock's skew bound before any of it applies.
 func (s *Service) ApplyRemote(ns string, delta *crdt.Map) error {
+	if err := s.checkRemoteACL(ns, delta); err != nil {
+		return err
+	}
 	s.clkMu.Lock()
 	_, err := s.clock.Observe(delta.MaxTimestamp(), s.cfg.Now())
 	s.clkMu.Unlock()
@@ -222,10 +235,15 @@ func (s *Service) reindex(changes []store.Change) {
 		}
 		s.index(c.Namespace, c.ID, c.Record)
 	}
+	s.refreshPolicy()
 }
 
 func (s *Service) index(ns, id string, rec *crdt.Record) {
 	if rec.Empty() {
+		return
+	}
+	if isACL(rec) {
+		s.admitACL(ns, id, rec)
 		return
 	}
 	if isSession(rec) {
@@ -372,7 +390,7 @@ func (s *Service) Get(ctx context.Context, c Caller, id string, includeDeleted b
 	if err != nil {
 		return Memory{}, err
 	}
-	return toMemory(ns.String(), id, rec), nil
+	return s.resolveReference(c, toMemory(ns.String(), id, rec)), nil
 }
 
 // Save creates a memory, or updates the live memory of the same namespace
@@ -395,6 +413,7 @@ func (s *Service) Save(ctx context.Context, c Caller, req SaveRequest) (SaveResu
 	if err != nil {
 		return SaveResult{}, err
 	}
+	s.autoPromote(c, res.Memory)
 	return res, nil
 }
 
@@ -429,6 +448,9 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 		}
 	}
 	id := p.id
+	if strings.HasPrefix(id, aclPrefix) {
+		return SaveResult{}, invalid("id %q: the %q prefix is reserved for acl records", id, aclPrefix)
+	}
 	if id == "" {
 		var err error
 		if id, err = s.newID(now); err != nil {

@@ -1,0 +1,100 @@
+package node
+
+import (
+	"path/filepath"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memory"
+)
+
+// access is the node's identity, settings, local principals and tokens.
+//
+// Order in Open: the key file and config.json are read (never written)
+// before the memory Service takes the directory lock, because the replica
+// id and principal rules go into memory.Config; a missing key is generated
+// then and written (mode 0600) only once the lock is held, as is anything
+// written to tokens.json.
+type access struct {
+	id       acl.Identity
+	newKey   bool
+	settings Settings
+	resolver *namespace.Resolver
+	locals   *principals
+	tokens   *tokens
+}
+
+func prepareAccess(dir string, owner namespace.Address) (*access, error) {
+	settings, resolver, err := loadSettings(dir, owner)
+	if err != nil {
+		return nil, err
+	}
+	id, existed, err := loadIdentity(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &access{id: id, newKey: !existed, settings: settings, resolver: resolver,
+		locals: newPrincipals(owner, settings.PrincipalRules)}, nil
+}
+
+// memoryConfig adds the access fields to the Service's configuration.
+func (ac *access) memoryConfig(mc memory.Config) memory.Config {
+	mc.Identity = ac.id
+	mc.Replica = ac.id.ReplicaID()
+	mc.IsLocal = ac.locals.Has
+	mc.AutoPromote = ac.settings.AutoPromote
+	return mc
+}
+
+// start runs once the directory lock is held: it writes a new key and
+// loads the tokens, whose principals become local.
+func (ac *access) start(n *Node) error {
+	if ac.newKey {
+		if err := saveIdentity(n.cfg.Dir, ac.id); err != nil {
+			return err
+		}
+		n.log.Info("wrote a new node key", "file", filepath.Join(n.cfg.Dir, KeyFile), "node_id", ac.id.NodeID())
+	}
+	t, err := loadTokens(n.cfg.Dir, n.cfg.Now)
+	if err != nil {
+		return err
+	}
+	ac.tokens = t
+	for _, p := range t.Principals() {
+		ac.locals.Add(p)
+	}
+	ac.locals.mu.Lock()
+	ac.locals.onAdd = n.svc.RefreshPolicy
+	ac.locals.mu.Unlock()
+	n.svc.RefreshPolicy()
+	return nil
+}
+
+// issuer is the httpapi.Tokens of the node: issuing a token makes its
+// principal local.
+type issuer struct{ ac *access }
+
+func (i issuer) Lookup(tok string) (namespace.Address, bool) { return i.ac.tokens.Lookup(tok) }
+
+func (i issuer) Issue(p namespace.Address) (string, error) {
+	tok, err := i.ac.tokens.Issue(p)
+	if err != nil {
+		return "", err
+	}
+	i.ac.locals.Add(p)
+	return tok, nil
+}
+
+// Identity is the node's key pair (DIR/node.key).
+func (n *Node) Identity() acl.Identity { return n.access.id }
+
+// NodeID is the node's id, derived from its public key.
+func (n *Node) NodeID() acl.NodeID { return n.access.id.NodeID() }
+
+// Principals lists the node's local principals: the owner agent, those
+// named by principal rules, those tokens are bound to, and those session
+// keys have resolved to since start. They are bound to the node's key.
+func (n *Node) Principals() []namespace.Address { return n.access.locals.List() }
+
+// Settings is the content of the data directory's config.json.
+func (n *Node) Settings() Settings { return n.access.settings }

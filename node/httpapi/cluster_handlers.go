@@ -1,0 +1,136 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/mnemohq/mnemo/node/cluster"
+	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/sync/replica"
+)
+
+// ClusterView is what the membership, status, sync and metrics endpoints
+// read; *cluster.Cluster implements it. A node without replication leaves
+// Config.Cluster nil and those endpoints describe the node alone.
+type ClusterView interface {
+	Members() []cluster.Member
+	Status() cluster.Status
+	Sync(peer string) error
+}
+
+var _ ClusterView = (*cluster.Cluster)(nil)
+
+type syncRequest struct {
+	Peer string `json:"peer,omitempty"` // node id; "" = every peer
+}
+
+func (a *api) clusterRoutes() []struct {
+	method, path string
+	h            handlerFunc
+} {
+	return []struct {
+		method, path string
+		h            handlerFunc
+	}{
+		{"GET", "/v1/members", a.members},
+		{"GET", "/v1/status", a.status},
+		{"POST", "/v1/sync", a.syncNow},
+	}
+}
+
+func (a *api) members(w http.ResponseWriter, r *http.Request) error {
+	if _, err := newParams(r); err != nil {
+		return err
+	}
+	ms := []cluster.Member{{NodeID: a.nodeID, Agents: []string{a.svc.Owner().String()}, State: "alive", Self: true}}
+	if a.cluster != nil {
+		ms = a.cluster.Members()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"members": ms})
+	return nil
+}
+
+func (a *api) status(w http.ResponseWriter, r *http.Request) error {
+	if _, err := newParams(r); err != nil {
+		return err
+	}
+	st := cluster.Status{NodeID: a.nodeID, Peers: []replica.PeerStats{}}
+	if a.cluster != nil {
+		st = a.cluster.Status()
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+func (a *api) syncNow(w http.ResponseWriter, r *http.Request) error {
+	var req syncRequest
+	if err := decodeJSON(w, r, a.maxBody, &req, true); err != nil {
+		return err
+	}
+	if a.cluster == nil {
+		return &apiError{http.StatusConflict, "conflict", "replication is not enabled on this node (start it with --gossip/--join)"}
+	}
+	if err := a.cluster.Sync(req.Peer); err != nil {
+		return badRequest("sync: %v", err)
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"requested": true, "peer": req.Peer})
+	return nil
+}
+
+// metrics writes Prometheus text exposition format (version 0.0.4).
+func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
+	var b strings.Builder
+	metric := func(name, kind, help string) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
+	}
+	st, err := a.svc.Stats(r.Context(), callerOwner(a), "")
+	if err != nil {
+		return err
+	}
+	metric("mnemo_memories", "gauge", "Live memories the owner can read.")
+	fmt.Fprintf(&b, "mnemo_memories %d\n", st.Memories)
+	metric("mnemo_memories_deleted", "gauge", "Soft-deleted memories the owner can read.")
+	fmt.Fprintf(&b, "mnemo_memories_deleted %d\n", st.Deleted)
+	if a.cluster != nil {
+		cs := a.cluster.Status()
+		for _, c := range []struct {
+			name, help string
+			v          uint64
+		}{
+			{"mnemo_replication_applied_total", "Peer deltas applied.", cs.Applied},
+			{"mnemo_replication_rejected_total", "Peer deltas or frames rejected.", cs.Rejected},
+			{"mnemo_replication_dropped_frames_total", "Frames dropped on full send queues or failed sends.", cs.DroppedFrames},
+			{"mnemo_replication_local_overflows_total", "Local deltas turned into digest syncs because the loop was behind.", cs.LocalOverflow},
+		} {
+			metric(c.name, "counter", c.help)
+			fmt.Fprintf(&b, "%s %d\n", c.name, c.v)
+		}
+		peers := cs.Peers
+		sort.Slice(peers, func(i, j int) bool { return peers[i].Peer < peers[j].Peer })
+		for _, g := range []struct {
+			name, kind, help string
+			v                func(replica.PeerStats) uint64
+		}{
+			{"mnemo_peer_queue_depth", "gauge", "Deltas waiting for the peer.", func(p replica.PeerStats) uint64 { return uint64(p.QueueDeltas) }},
+			{"mnemo_peer_queue_bytes", "gauge", "Bytes waiting for the peer.", func(p replica.PeerStats) uint64 { return uint64(p.QueueBytes) }},
+			{"mnemo_peer_deltas_sent_total", "counter", "Deltas sent to the peer.", func(p replica.PeerStats) uint64 { return p.DeltasSent }},
+			{"mnemo_peer_deltas_received_total", "counter", "Deltas received from the peer.", func(p replica.PeerStats) uint64 { return p.DeltasRecv }},
+			{"mnemo_peer_rejected_total", "counter", "Deltas from the peer rejected.", func(p replica.PeerStats) uint64 { return p.Rejected }},
+			{"mnemo_peer_fallbacks_total", "counter", "Queue overflows or ack timeouts that fell back to digest sync.", func(p replica.PeerStats) uint64 { return p.Fallbacks }},
+		} {
+			metric(g.name, g.kind, g.help)
+			for _, p := range peers {
+				fmt.Fprintf(&b, "%s{peer=%q} %d\n", g.name, string(p.Peer), g.v(p))
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(b.String()))
+	return nil
+}
+
+// callerOwner is the node's owner agent, for node-wide figures.
+func callerOwner(a *api) memory.Caller { return memory.Caller{Principal: a.svc.Owner()} }

@@ -1,0 +1,68 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memory"
+)
+
+// SettingsFile is the node's optional configuration file in the data
+// directory:
+//
+//	{
+//	  "principal_rules": [
+//	    {"mode": "prefix", "match": "agent:bob:", "principal": "agent://bob"},
+//	    {"mode": "regex", "match": "^agent:([a-z0-9-]+):", "principal": "agent://$1"}
+//	  ],
+//	  "auto_promote": {"enabled": true, "namespace": "team://backend",
+//	                   "types": ["correction", "decision", "preference"], "min_confidence": 0.9}
+//	}
+//
+// principal_rules map an X-Mnemo-Session key to a principal (see
+// namespace.Resolver; no match gives the owner agent). auto_promote is
+// memory.AutoPromote. A missing file means no rules and no
+// auto-promotion; a file that does not parse, has unknown fields or
+// invalid rules stops the node from starting, with an error naming it.
+const SettingsFile = "config.json"
+
+// Settings is the content of SettingsFile.
+type Settings struct {
+	PrincipalRules []namespace.Rule   `json:"principal_rules,omitempty"`
+	AutoPromote    memory.AutoPromote `json:"auto_promote,omitzero"`
+}
+
+// loadSettings reads dir's settings file and builds the principal resolver.
+func loadSettings(dir string, owner namespace.Address) (Settings, *namespace.Resolver, error) {
+	var st Settings
+	path := filepath.Join(dir, SettingsFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return st, nil, fmt.Errorf("node: read %s: %w", path, err)
+	default:
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&st); err != nil {
+			return st, nil, fmt.Errorf("node: %s: %w", path, err)
+		}
+		if dec.More() {
+			return st, nil, fmt.Errorf("node: %s: trailing data after the JSON object", path)
+		}
+	}
+	if err := st.AutoPromote.Validate(); err != nil {
+		return st, nil, fmt.Errorf("node: %s: %w", path, err)
+	}
+	r, err := namespace.NewResolver(st.PrincipalRules, owner)
+	if err != nil {
+		return st, nil, fmt.Errorf("node: %s: principal_rules: %w", path, err)
+	}
+	return st, r, nil
+}
