@@ -102,7 +102,8 @@ type Cluster struct {
 	applied, rejected, dropped, localOver atomic.Uint64
 
 	knownMu sync.RWMutex
-	known   map[string]bool // public keys of live members
+	known   map[string]bool                         // public keys of live members
+	keys    map[namespace.Address]ed25519.PublicKey // principal → node key, from every member seen
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -200,7 +201,9 @@ func Start(cfg Config) (*Cluster, error) {
 	}
 	c.knownMu.Lock()
 	c.known = map[string]bool{}
+	c.keys = map[namespace.Address]ed25519.PublicKey{}
 	c.knownMu.Unlock()
+	c.svc.SetKeyOf(c.keyOf)
 	c.svc.OnLocalDelta(c.onLocalDelta)
 	c.wg.Add(1)
 	go c.loop()
@@ -422,7 +425,22 @@ func (c *Cluster) setMembers(ms []gossip.Member) {
 	c.peers = next
 	c.knownMu.Lock()
 	c.known = known
+	changed := false
+	for _, m := range ms {
+		if replica.PeerID(m.NodeID) == c.self || len(m.PublicKey) != ed25519.PublicKeySize {
+			continue
+		}
+		for _, a := range m.Agents {
+			if addr, err := namespace.ParsePrincipal(a); err == nil && !bytesEqual(c.keys[addr], m.PublicKey) {
+				c.keys[addr] = m.PublicKey
+				changed = true
+			}
+		}
+	}
 	c.knownMu.Unlock()
+	if changed {
+		c.svc.RefreshPolicy() // records signed by newly known nodes may count now
+	}
 	c.mu.Lock()
 	for id, s := range c.senders {
 		if pi, ok := next[id]; !ok || pi.member.QUICAddr != s.addr {
@@ -474,6 +492,16 @@ func (c *Cluster) stopSenders() {
 		delete(c.senders, id)
 	}
 }
+
+// keyOf binds a remote principal to the key of the node that advertises it.
+func (c *Cluster) keyOf(p namespace.Address) (ed25519.PublicKey, bool) {
+	c.knownMu.RLock()
+	defer c.knownMu.RUnlock()
+	k, ok := c.keys[p]
+	return k, ok
+}
+
+func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
 
 // knownKey reports whether pub belongs to a live member (QUIC inbound check).
 func (c *Cluster) knownKey(pub ed25519.PublicKey) bool {

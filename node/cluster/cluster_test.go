@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,11 +55,11 @@ func startNodesWith(t *testing.T, n int, auth memory.Authorizer, tweak func(i in
 			t.Fatal(err)
 		}
 		agent := namespace.MustParse(fmt.Sprintf("agent://n%d", i))
-		svc, err := memory.Open(memory.Config{Agent: agent, Replica: id.ReplicaID(), Authorizer: auth})
+		svc, err := memory.Open(memory.Config{Agent: agent, Replica: id.ReplicaID(), Authorizer: auth, Identity: id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := Config{Service: svc, Identity: id, ClusterKey: key, Join: join, Tick: 50 * time.Millisecond,
+		cfg := Config{Service: svc, Identity: id, ClusterKey: key, Join: join, Tick: 50 * time.Millisecond, Logger: testLogger(t, i),
 			GossipProbeInterval: 100 * time.Millisecond, GossipPushPull: 500 * time.Millisecond}
 		if tweak != nil {
 			tweak(i, id, &cfg)
@@ -198,4 +201,79 @@ func TestPartitionHealConverges(t *testing.T) {
 			return got.Digest() == want.Digest()
 		})
 	}
+}
+
+// With the real acl policy: a team created on one node and granted to a
+// second replicates to it (the grant travels inside the namespace), the
+// grantee's writes come back, and a node without a grant receives nothing.
+func TestGrantedTeamReplicatesOnlyToMembers(t *testing.T) {
+	nodes := startNodes(t, 3, nil)
+	ctx := context.Background()
+	eventually(t, 10*time.Second, "membership", func() bool {
+		for _, nd := range nodes {
+			if len(nd.cl.Members()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	n0, n1, n2 := nodes[0], nodes[1], nodes[2]
+	if _, err := n0.svc.CreateNamespace(ctx, n0.me, "team://core"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n0.svc.Grant(ctx, n0.me, memory.GrantRequest{Namespace: "team://core", Principal: "agent://n1", Permissions: []string{"read", "write"}}); err != nil {
+		t.Fatal(err)
+	}
+	r0, err := n0.svc.Save(ctx, n0.me, memory.SaveRequest{Namespace: "team://core", Content: "team decision from n0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the team memory on the grantee", func() bool {
+		_, err := n1.svc.Get(ctx, n1.me, r0.ID, false)
+		return err == nil
+	})
+	r1, err := n1.svc.Save(ctx, n1.me, memory.SaveRequest{Namespace: "team://core", Content: "team note from n1"})
+	if err != nil {
+		t.Fatalf("the grantee cannot write the team namespace: %v", err)
+	}
+	eventually(t, 10*time.Second, "the grantee's write back on the creator", func() bool {
+		_, err := n0.svc.Get(ctx, n0.me, r1.ID, false)
+		return err == nil
+	})
+	if err := n2.cl.Sync(""); err != nil {
+		t.Fatal(err)
+	}
+	if err := n0.cl.Sync(""); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := n0.svc.Save(ctx, n0.me, memory.SaveRequest{Namespace: "team://core", Content: "a later team note"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the later note on the grantee", func() bool {
+		_, err := n1.svc.Get(ctx, n1.me, r2.ID, false)
+		return err == nil
+	})
+	for _, ns := range n2.svc.Store().Namespaces() {
+		if ns == "team://core" {
+			t.Fatal("a node without a grant received the team namespace")
+		}
+	}
+}
+
+type logWriter struct {
+	t *testing.T
+	i int
+}
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Logf("n%d: %s", w.i, strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func testLogger(t *testing.T, i int) *slog.Logger {
+	if os.Getenv("MNEMO_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(logWriter{t, i}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
@@ -26,7 +27,7 @@ func (s storeState) Namespaces() []string {
 func (s storeState) Context(ns string) *crdt.Context { return s.svc.Store().Context(ns) }
 
 func (s storeState) Missing(ns string, have *crdt.Context, fn func(string, *crdt.Record) error) (*crdt.Context, error) {
-	return s.svc.Store().Missing(ns, have, fn)
+	return s.svc.Store().Missing(ns, have, memory.ACLPrefix, fn)
 }
 
 func (s storeState) Retracted(ns string) ([]string, error) { return s.svc.Store().RetractedIDs(ns) }
@@ -37,7 +38,28 @@ type policy struct{ c *Cluster }
 
 var _ replica.Policy = (*policy)(nil)
 
-func (p *policy) ShouldHold(ns string) bool { return memory.Replicated(ns) }
+// ShouldHold: every team and project namespace a peer sends (the sender
+// decided this node may read it; writes are still checked per dot), and
+// inboxes whose target or writer is a local principal.
+func (p *policy) ShouldHold(ns string) bool {
+	if !memory.Replicated(ns) {
+		return false
+	}
+	addr, err := namespace.Parse(ns)
+	if err != nil {
+		return false
+	}
+	target, writer, inbox := memory.InboxParties(addr)
+	if !inbox {
+		return true
+	}
+	for _, a := range p.c.cfg.Agents() {
+		if a == target || a == writer {
+			return true
+		}
+	}
+	return false
+}
 
 func (p *policy) PeerMayRead(peer replica.Peer, ns string) bool {
 	if !memory.Replicated(ns) {
@@ -49,6 +71,45 @@ func (p *policy) PeerMayRead(peer replica.Peer, ns string) bool {
 		}
 	}
 	return false
+}
+
+// ForDelta counts the signed acl records a delta carries (a namespace's
+// creation or a grant travels inside the namespace it governs).
+func (p *policy) ForDelta(ns string, d *crdt.Map) replica.Policy {
+	pol := p.c.svc.PolicyWithDelta(ns, d)
+	if pol == nil {
+		return p
+	}
+	return &deltaPolicy{policy: p, acl: pol}
+}
+
+var _ replica.DeltaPolicy = (*policy)(nil)
+
+// deltaPolicy answers write checks from an acl policy that includes a
+// delta's own records.
+type deltaPolicy struct {
+	*policy
+	acl *acl.Policy
+}
+
+func (d *deltaPolicy) ReplicaMayWrite(r crdt.ReplicaID, ns string) bool {
+	addr, err := namespace.Parse(ns)
+	if err != nil {
+		return false
+	}
+	for _, a := range d.principalsOf(r) {
+		if d.acl.Allowed(a, addr, acl.Write) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *policy) principalsOf(r crdt.ReplicaID) []namespace.Address {
+	if r == p.c.cfg.Identity.ReplicaID() {
+		return p.c.cfg.Agents()
+	}
+	return p.c.everSeen[r]
 }
 
 func (p *policy) ReplicaMayWrite(r crdt.ReplicaID, ns string) bool {

@@ -69,6 +69,9 @@ type aclState struct {
 type policyAuthorizer struct{ s *Service }
 
 func (a policyAuthorizer) Check(p, ns namespace.Address, perm acl.Permission) error {
+	if err, ok := inboxDecision(p, ns, perm); ok {
+		return err
+	}
 	return a.s.Policy().Check(p, ns, perm)
 }
 func (a policyAuthorizer) CheckRead(p, ns namespace.Address) error  { return a.Check(p, ns, acl.Read) }

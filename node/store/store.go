@@ -321,26 +321,38 @@ func (s *Store) RetractedIDs(ns string) ([]string, error) {
 }
 
 // Missing calls fn for each record entry of ns holding a dot outside have
-// (from one snapshot, in id order) and returns the dots of ns's context
-// outside have that no record holds: what a replica whose context is have
-// lacks. It scans the namespace.
-func (s *Store) Missing(ns string, have *crdt.Context, fn func(id string, rec *crdt.Record) error) (*crdt.Context, error) {
+// and returns the dots of ns's context outside have that no record holds:
+// what a replica whose context is have lacks. Entries whose id starts with
+// first come before the others (records that authorise the rest, such as
+// signed grants, should arrive no later than what they authorise); within
+// each group, id order. It scans the namespace.
+func (s *Store) Missing(ns string, have *crdt.Context, first string, fn func(id string, rec *crdt.Record) error) (*crdt.Context, error) {
 	ctx := s.Context(ns)
 	attached := map[crdt.Dot]struct{}{}
-	err := s.Scan(ns, func(_, id string, rec *crdt.Record) error {
-		outside := false
-		for _, d := range rec.Dots() {
-			if !have.Contains(d) {
-				attached[d] = struct{}{}
-				outside = true
+	visit := func(wantFirst bool) error {
+		return s.Scan(ns, func(_, id string, rec *crdt.Record) error {
+			if first != "" && strings.HasPrefix(id, first) != wantFirst {
+				return nil
 			}
+			outside := false
+			for _, d := range rec.Dots() {
+				if !have.Contains(d) {
+					attached[d] = struct{}{}
+					outside = true
+				}
+			}
+			if outside {
+				return fn(id, rec)
+			}
+			return nil
+		})
+	}
+	if first != "" {
+		if err := visit(true); err != nil {
+			return nil, err
 		}
-		if outside {
-			return fn(id, rec)
-		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := visit(false); err != nil {
 		return nil, err
 	}
 	return crdt.RemovedDots(ctx, have, attached), nil

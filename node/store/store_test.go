@@ -132,7 +132,7 @@ func TestMissingSendsOnlyWhatThePeerLacks(t *testing.T) {
 	have := s.Context("team://x")
 	edit(t, s, "team://x", "b", 10, "ti", "b2")
 	var got []string
-	if _, err := s.Missing("team://x", have, func(id string, _ *crdt.Record) error { got = append(got, id); return nil }); err != nil {
+	if _, err := s.Missing("team://x", have, "", func(id string, _ *crdt.Record) error { got = append(got, id); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0] != "b" {

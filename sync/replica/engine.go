@@ -177,6 +177,7 @@ type peerState struct {
 	inflight map[uint64]inflight
 	nextSeq  uint64
 	needSync map[string]bool
+	readable map[string]bool // namespaces the peer could read when last asked
 	stats    PeerStats
 }
 
@@ -222,13 +223,14 @@ func (e *Engine) SetPeers(peers []Peer) {
 		seen[p.ID] = true
 		ps, ok := e.peers[p.ID]
 		if !ok {
-			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}}
+			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, readable: map[string]bool{}}
 			ps.stats.Peer = p.ID
 			e.peers[p.ID] = ps
 			ps.Peer = p
 			for _, ns := range e.st.Namespaces() {
 				if e.pol.PeerMayRead(p, ns) {
 					ps.needSync[ns] = true
+					ps.readable[ns] = true
 				}
 			}
 			continue
@@ -282,6 +284,14 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]
 		if !e.pol.PeerMayRead(p.Peer, ns) {
+			delete(p.readable, ns)
+			continue
+		}
+		if !p.readable[ns] {
+			// The peer has just become a reader (a grant): it lacks the
+			// namespace's history, not only this delta.
+			p.readable[ns] = true
+			p.needSync[ns] = true
 			continue
 		}
 		e.enqueue(p, ns, d, size)
@@ -562,13 +572,24 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 	var own []wire.NamespaceContext
 	for _, nc := range m.Contexts {
 		ns := nc.Namespace
-		if !e.pol.ShouldHold(ns) || !e.pol.PeerMayRead(p.Peer, ns) {
-			continue // never send a namespace to a peer that may not read it
+		if !e.pol.ShouldHold(ns) {
+			continue
 		}
 		have, err := crdt.DecodeContext(nc.Context, e.cfg.Limits)
 		if err != nil {
 			e.reject(p, ns, err)
 			continue
+		}
+		if m.Reply {
+			// Our context reveals no content, and it lets the requester send
+			// what we lack even when we cannot yet tell it may read ns (the
+			// grant that says so may be among what we lack).
+			if nctx, err := e.namespaceContext(ns); err == nil {
+				own = append(own, nctx)
+			}
+		}
+		if !e.pol.PeerMayRead(p.Peer, ns) {
+			continue // never send a namespace's content to a peer that may not read it
 		}
 		ret, err := e.st.Retracted(ns)
 		if err != nil {
@@ -578,12 +599,6 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 		sendRetracted := uint64(len(ret)) != nc.Retracted || !bytes.Equal(sum[:], nc.RetSum)
 		if len(ret) == 0 {
 			sendRetracted = false
-		}
-		if m.Reply {
-			nctx, err := e.namespaceContext(ns)
-			if err == nil {
-				own = append(own, nctx)
-			}
 		}
 		// Records stream out in batches. A batch's context claims the dots
 		// both sides have seen (so a dot the requester holds in a sent record

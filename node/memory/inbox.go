@@ -1,0 +1,65 @@
+package memory
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/namespace"
+)
+
+// Inbox namespaces carry what one agent delivers to another: projections
+// (a live or snapshot view of a namespace) and capsules. The address says
+// both parties: agent://TARGET/.inbox/WRITER/NAME. Only WRITER writes there
+// (on its own node; the content replicates to the node hosting TARGET);
+// TARGET and WRITER read it; nobody shares, administers or re-delivers it.
+// Because the inbox lies under the target's agent namespace, the target's
+// searches of its own namespace include what was delivered, and the
+// namespace names the source.
+const inboxSegment = ".inbox"
+
+// InboxNamespace returns agent://TARGET/.inbox/WRITER/NAME.
+func InboxNamespace(target, writer namespace.Address, name string) (namespace.Address, error) {
+	if target.Kind != namespace.KindAgent || target.Path != "" || writer.Kind != namespace.KindAgent || writer.Path != "" {
+		return namespace.Address{}, fmt.Errorf("%w: inbox parties must be agent principals, got %s and %s", ErrInvalid, target, writer)
+	}
+	ns, err := target.Child(inboxSegment + "/" + writer.Name + "/" + name)
+	if err != nil {
+		return ns, fmt.Errorf("%w: inbox name %q: %v", ErrInvalid, name, err)
+	}
+	return ns, nil
+}
+
+// InboxParties reports the target and writer of an inbox namespace.
+func InboxParties(ns namespace.Address) (target, writer namespace.Address, ok bool) {
+	if ns.Kind != namespace.KindAgent {
+		return target, writer, false
+	}
+	parts := strings.Split(ns.Path, "/")
+	if len(parts) < 3 || parts[0] != inboxSegment {
+		return target, writer, false
+	}
+	target = ns.Root()
+	w, err := namespace.Agent(parts[1])
+	if err != nil {
+		return target, writer, false
+	}
+	return target, w, true
+}
+
+// inboxDecision applies the inbox rule: ok is false when ns is not an
+// inbox (the acl policy decides then).
+func inboxDecision(p, ns namespace.Address, perm acl.Permission) (err error, ok bool) {
+	target, writer, isInbox := InboxParties(ns)
+	if !isInbox {
+		return nil, false
+	}
+	switch {
+	case perm == acl.Write && p == writer:
+		return nil, true
+	case perm == acl.Read && (p == writer || p == target):
+		return nil, true
+	}
+	return fmt.Errorf("%w: %s lacks %s on %s (an inbox: only %s writes, %s and %s read)",
+		acl.ErrDenied, p, perm, ns, writer, target, writer), true
+}
