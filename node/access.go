@@ -21,7 +21,9 @@ type access struct {
 	settings Settings
 	resolver *namespace.Resolver
 	locals   *principals
-	tokens   *tokens
+	// onNewPrincipal runs when a principal joins locals (set by replication).
+	onNewPrincipal func()
+	tokens         *tokens
 }
 
 func prepareAccess(dir string, owner namespace.Address) (*access, error) {
@@ -81,8 +83,16 @@ func (i issuer) Issue(p namespace.Address) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	i.ac.locals.Add(p)
+	i.ac.addPrincipal(p)
 	return tok, nil
+}
+
+// addPrincipal records a local principal; a new one is advertised to the
+// cluster (replication sets onNewPrincipal).
+func (a *access) addPrincipal(p namespace.Address) {
+	if a.locals.Add(p) && a.onNewPrincipal != nil {
+		a.onNewPrincipal()
+	}
 }
 
 // Identity is the node's key pair (DIR/node.key).

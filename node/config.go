@@ -40,6 +40,22 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Now is the wall clock handed to the memory Service. Default time.Now.
 	Now func() time.Time
+
+	// ClusterKey (base64 text of a 16, 24 or 32-byte key, as in a key file)
+	// turns replication on; empty keeps the node alone. See replication.go.
+	ClusterKey []byte
+	// GossipAddr is the memberlist bind address. Default 127.0.0.1:0.
+	GossipAddr string
+	// QUICAddr is the QUIC listen address. Default 127.0.0.1:0.
+	QUICAddr string
+	// Join lists gossip addresses of members to join.
+	Join []string
+	// QueueMaxDeltas bounds each peer's queue of waiting deltas; on overflow
+	// the pair falls back to digest sync. Default 10000.
+	QueueMaxDeltas int
+	// AntiEntropy is the interval between digest syncs with a random peer.
+	// Default 10s.
+	AntiEntropy time.Duration
 }
 
 // validate fills defaults and checks the rest; it returns the owner address.

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/cluster"
 	"github.com/mnemohq/mnemo/node/httpapi"
 	"github.com/mnemohq/mnemo/node/memory"
 )
@@ -31,7 +31,8 @@ type Node struct {
 	baseCtx context.Context // request contexts; cancelled once shutdown gives up waiting
 	cancel  context.CancelFunc
 
-	access *access // identity, settings, principals, tokens: access.go
+	access *access          // identity, settings, principals, tokens: access.go
+	cl     *cluster.Cluster // replication, when a cluster key is set: replication.go
 
 	serving   atomic.Bool
 	closeOnce sync.Once
@@ -44,6 +45,9 @@ type Node struct {
 func Open(cfg Config) (*Node, error) {
 	owner, err := cfg.validate()
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.validateReplication(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
@@ -80,10 +84,19 @@ func (n *Node) start() error {
 	if err := n.access.start(n); err != nil {
 		return err
 	}
+	if err := n.startReplication(); err != nil {
+		return err
+	}
+	var clusterView httpapi.ClusterView
+	if n.cl != nil {
+		clusterView = n.cl
+	}
 	h, err := httpapi.New(httpapi.Config{
+		Cluster:        clusterView,
+		NodeID:         string(n.NodeID()),
 		Tokens:         issuer{n.access},
 		Sessions:       n.access.resolver,
-		OnPrincipal:    func(p namespace.Address) { n.access.locals.Add(p) },
+		OnPrincipal:    n.access.addPrincipal,
 		Service:        n.svc,
 		Token:          tok,
 		Logger:         n.log,
@@ -210,6 +223,11 @@ func (n *Node) Close() error {
 		var errs []error
 		if err := os.Remove(filepath.Join(n.cfg.Dir, InfoFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("node: remove %s: %w", InfoFile, err))
+		}
+		if n.cl != nil {
+			if err := n.cl.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("node: leave the cluster: %w", err))
+			}
 		}
 		if err := n.svc.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("node: close memory: %w", err))

@@ -89,24 +89,27 @@ type nodeProc struct {
 	stdout *outBuffer
 	stderr *outBuffer
 	done   chan struct{} // closed once the process has exited
+	nodeID string
+	gossip string // set when the node replicates
+	quic   string
 }
 
-var readyRE = regexp.MustCompile(`^mnemo node ready agent=(\S+) http=(\S+) data=(\S+)$`)
+var readyRE = regexp.MustCompile(`^mnemo node ready agent=(\S+) http=(\S+) data=(\S+) node=(\S+)( gossip=(\S+) quic=(\S+))?$`)
 
 // startNode runs `mnemo node` on dir and a free port and waits for its
 // ready line.
-func startNode(t *testing.T, dir, agent string) *nodeProc {
+func startNode(t *testing.T, dir, agent string, extra ...string) *nodeProc {
 	t.Helper()
-	p, err := launchNode(t, dir, agent)
+	p, err := launchNode(t, dir, agent, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func launchNode(t *testing.T, dir, agent string) (*nodeProc, error) {
+func launchNode(t *testing.T, dir, agent string, extra ...string) (*nodeProc, error) {
 	t.Helper()
-	cmd := exec.Command(binPath, "node", "--data", dir, "--http", "127.0.0.1:0", "--agent", agent)
+	cmd := exec.Command(binPath, append([]string{"node", "--data", dir, "--http", "127.0.0.1:0", "--agent", agent}, extra...)...)
 	cmd.Env = cleanEnv(t)
 	p := &nodeProc{t: t, cmd: cmd, dir: dir, stdout: &outBuffer{}, stderr: &outBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
@@ -151,7 +154,7 @@ func launchNode(t *testing.T, dir, agent string) (*nodeProc, error) {
 		if abs, _ := filepath.Abs(dir); m[3] != abs {
 			return nil, fmt.Errorf("ready line %q: data %q, want %q", line, m[3], abs)
 		}
-		p.url = m[2]
+		p.url, p.nodeID, p.gossip, p.quic = m[2], m[4], m[6], m[7]
 		if strings.HasSuffix(p.url, ":0") {
 			return nil, fmt.Errorf("ready line %q does not give the real port", line)
 		}

@@ -48,6 +48,7 @@ Cluster (talk to a running node):
   members    cluster members as gossip sees them
   status     replication per peer: queues, deltas, fallbacks
   sync       digest sync now           mnemo sync --peer NODE
+  cluster-key  a new key for --cluster-key  mnemo cluster-key > cluster.key
 
 ` + accessUsage + `
 Other:
@@ -77,21 +78,22 @@ type command struct {
 
 func commands() map[string]command {
 	cmds := map[string]command{
-		"node":     {runNode, "run the sidecar node"},
-		"mcp":      {runMCP, "serve MCP tools on stdio"},
-		"save":     {runSave, "save a memory"},
-		"get":      {runGet, "show one memory"},
-		"search":   {runSearch, "full-text search"},
-		"timeline": {runTimeline, "memories around one memory"},
-		"context":  {runContext, "recent memories formatted for a prompt"},
-		"compact":  {runCompact, "find stale memories, or compact them"},
-		"stats":    {runStats, "counts by type and namespace"},
-		"export":   {runExport, "write everything readable as JSON"},
-		"import":   {runImport, "read a mnemo or engram export"},
-		"version":  {runVersion, "print the version"},
-		"members":  {runMembers, "list cluster members"},
-		"status":   {runStatus, "replication status per peer"},
-		"sync":     {runSync, "ask peers for a digest sync now"},
+		"node":        {runNode, "run the sidecar node"},
+		"mcp":         {runMCP, "serve MCP tools on stdio"},
+		"save":        {runSave, "save a memory"},
+		"get":         {runGet, "show one memory"},
+		"search":      {runSearch, "full-text search"},
+		"timeline":    {runTimeline, "memories around one memory"},
+		"context":     {runContext, "recent memories formatted for a prompt"},
+		"compact":     {runCompact, "find stale memories, or compact them"},
+		"stats":       {runStats, "counts by type and namespace"},
+		"export":      {runExport, "write everything readable as JSON"},
+		"import":      {runImport, "read a mnemo or engram export"},
+		"version":     {runVersion, "print the version"},
+		"members":     {runMembers, "list cluster members"},
+		"cluster-key": {runClusterKey, "print a new cluster key"},
+		"status":      {runStatus, "replication status per peer"},
+		"sync":        {runSync, "ask peers for a digest sync now"},
 	}
 	for name, c := range accessCommands() {
 		cmds[name] = c

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 
 	"github.com/mnemohq/mnemo/node"
+	"github.com/mnemohq/mnemo/sync/gossip"
 )
 
 func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("node", "[flags]",
-		"Runs the sidecar node until SIGINT or SIGTERM. On first start it writes an owner\ntoken to DIR/token; every /v1 request needs \"Authorization: Bearer <token>\".\nWhen ready it prints one line to stdout:\n  mnemo node ready agent=agent://NAME http=http://127.0.0.1:7070 data=DIR\nLogs go to stderr.", stdout, stderr)
+		"Runs the sidecar node until SIGINT or SIGTERM. On first start it writes an owner\ntoken to DIR/token; every /v1 request needs \"Authorization: Bearer <token>\".\nWhen ready it prints one line to stdout:\n  mnemo node ready agent=agent://NAME http=http://127.0.0.1:7070 data=DIR node=ID\n(with gossip=ADDR quic=ADDR when replicating). Logs go to stderr.", stdout, stderr)
 	var cfg node.Config
 	fs.StringVar(&cfg.Dir, "data", "", "data `DIR` (default $MNEMO_DATA or ~/.mnemo)")
 	fs.StringVar(&cfg.HTTPAddr, "http", node.DefaultHTTPAddr, "HTTP listen `ADDR` (port 0 picks a free port; non-loopback addresses are allowed with a warning)")
@@ -19,6 +22,12 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 0, "request body limit in `BYTES` (default 2 MiB)")
 	fs.Int64Var(&cfg.MaxImportBytes, "max-import-bytes", 0, "import body limit in `BYTES` (default 64 MiB)")
 	verbose := fs.Bool("verbose", false, "log debug detail")
+	keyFile := fs.String("cluster-key", "", "replicate with the cluster whose key is in `FILE` (base64 of 16/24/32 bytes; mnemo cluster-key makes one)")
+	fs.StringVar(&cfg.GossipAddr, "gossip", "", "gossip (memberlist) bind `ADDR` (default 127.0.0.1:0; needs --cluster-key)")
+	fs.StringVar(&cfg.QUICAddr, "quic", "", "QUIC listen `ADDR` (default 127.0.0.1:0; needs --cluster-key)")
+	fs.IntVar(&cfg.QueueMaxDeltas, "queue-deltas", 0, "bound on each peer's queue of waiting deltas, `N` (default 10000; overflow falls back to digest sync)")
+	fs.DurationVar(&cfg.AntiEntropy, "anti-entropy", 0, "interval between digest syncs with a random peer, `DURATION` (default 10s)")
+	join := fs.String("join", "", "gossip `ADDR[,ADDR]` of members to join (needs --cluster-key)")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
 		return code
@@ -33,6 +42,20 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		cfg.Dir = d
 	}
+	if *keyFile != "" {
+		b, err := os.ReadFile(*keyFile)
+		if err != nil {
+			return failed(stderr, fs, fmt.Errorf("cluster key: %w", err))
+		}
+		cfg.ClusterKey = b
+	}
+	if *join != "" {
+		for _, a := range strings.Split(*join, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				cfg.Join = append(cfg.Join, a)
+			}
+		}
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -42,9 +65,26 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	fmt.Fprintf(stdout, "mnemo node ready agent=%s http=%s data=%s\n", n.Service().Owner(), n.Addr(), n.Dir())
+	ready := fmt.Sprintf("mnemo node ready agent=%s http=%s data=%s node=%s", n.Service().Owner(), n.Addr(), n.Dir(), n.NodeID())
+	if cl := n.Cluster(); cl != nil {
+		ready += fmt.Sprintf(" gossip=%s quic=%s", cl.GossipAddr(), cl.QUICAddr())
+	}
+	fmt.Fprintln(stdout, ready)
 	if err := n.Serve(ctx); err != nil {
 		return failed(stderr, fs, err)
 	}
+	return exitOK
+}
+
+func runClusterKey(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("cluster-key", "> FILE", "Prints a new random 32-byte cluster key (base64) for --cluster-key.\nEvery node of one cluster uses the same key; keep it secret.", stdout, stderr)
+	pos, code := parseArgs(fs, args, stdout)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 0 {
+		return usageError(stderr, fs, "takes no arguments, got %q", pos)
+	}
+	fmt.Fprintln(stdout, gossip.GenerateClusterKey())
 	return exitOK
 }

@@ -3,9 +3,11 @@ package cluster
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -63,6 +65,15 @@ type Status struct {
 	Rejected      uint64              `json:"rejected"`
 	DroppedFrames uint64              `json:"dropped_frames"`
 	LocalOverflow uint64              `json:"local_overflows"`
+	Namespaces    []NamespaceDigest   `json:"namespaces"`
+}
+
+// NamespaceDigest is one replicated namespace's state digest: equal on two
+// nodes exactly when they hold the same state of it.
+type NamespaceDigest struct {
+	Namespace string `json:"namespace"`
+	Digest    string `json:"digest"`
+	Records   int    `json:"records"`
 }
 
 type localDelta struct {
@@ -201,7 +212,7 @@ func Start(cfg Config) (*Cluster, error) {
 	}
 	c.knownMu.Lock()
 	c.known = map[string]bool{}
-	c.keys = map[namespace.Address]ed25519.PublicKey{}
+	c.keys = c.loadKeys()
 	c.knownMu.Unlock()
 	c.svc.SetKeyOf(c.keyOf)
 	c.svc.OnLocalDelta(c.onLocalDelta)
@@ -279,6 +290,14 @@ func (c *Cluster) Status() Status {
 		QUIC: c.QUICAddr(), Gossip: c.GossipAddr(), Peers: []replica.PeerStats{}}
 	_ = c.do(func() { st.Peers = c.eng.Stats() })
 	st.Applied, st.Rejected, st.DroppedFrames, st.LocalOverflow = c.applied.Load(), c.rejected.Load(), c.dropped.Load(), c.localOver.Load()
+	st.Namespaces = []NamespaceDigest{}
+	for _, ns := range (storeState{c.svc}).Namespaces() {
+		m, err := c.svc.Store().State(ns)
+		if err != nil {
+			continue
+		}
+		st.Namespaces = append(st.Namespaces, NamespaceDigest{Namespace: ns, Digest: m.Digest().String(), Records: m.Len()})
+	}
 	return st
 }
 
@@ -437,8 +456,13 @@ func (c *Cluster) setMembers(ms []gossip.Member) {
 			}
 		}
 	}
+	var snapshot map[namespace.Address]ed25519.PublicKey
+	if changed {
+		snapshot = maps.Clone(c.keys)
+	}
 	c.knownMu.Unlock()
 	if changed {
+		c.saveKeys(snapshot)
 		c.svc.RefreshPolicy() // records signed by newly known nodes may count now
 	}
 	c.mu.Lock()
@@ -490,6 +514,42 @@ func (c *Cluster) stopSenders() {
 	for id, s := range c.senders {
 		close(s.ch)
 		delete(c.senders, id)
+	}
+}
+
+// keysMeta is where the principal → node key bindings learned from
+// membership are kept. They never change (a key is a node's identity), and
+// without them a node restarted while alone could not verify the signed
+// grants it holds: a member would lose its access by going offline.
+const keysMeta = "cluster/keys"
+
+func (c *Cluster) loadKeys() map[namespace.Address]ed25519.PublicKey {
+	out := map[namespace.Address]ed25519.PublicKey{}
+	b, err := c.svc.Store().Meta(keysMeta)
+	if err != nil || b == nil {
+		return out
+	}
+	var saved map[string][]byte
+	if err := json.Unmarshal(b, &saved); err != nil {
+		c.log.Warn("stored principal keys unreadable; relearning from membership", "err", err)
+		return out
+	}
+	for p, k := range saved {
+		if addr, err := namespace.ParsePrincipal(p); err == nil && len(k) == ed25519.PublicKeySize {
+			out[addr] = ed25519.PublicKey(k)
+		}
+	}
+	return out
+}
+
+func (c *Cluster) saveKeys(keys map[namespace.Address]ed25519.PublicKey) {
+	saved := make(map[string][]byte, len(keys))
+	for p, k := range keys {
+		saved[p.String()] = k
+	}
+	b, _ := json.Marshal(saved)
+	if err := c.svc.Store().SetMeta(keysMeta, b); err != nil {
+		c.log.Warn("could not store principal keys", "err", err)
 	}
 }
 
