@@ -43,6 +43,9 @@ type Config struct {
 	// Cut, when set, is consulted for every frame to or from a peer; true
 	// drops it. Tests use it to partition the QUIC layer.
 	Cut func(peer string) bool
+	// OnApplied, when set, is called on the loop after a peer's delta is
+	// durable and indexed (benchmarks time propagation with it).
+	OnApplied func(ns string, d *crdt.Map)
 }
 
 // Member is one cluster member as `GET /v1/members` shows it.
@@ -382,6 +385,9 @@ func (c *Cluster) act(r replica.Ready) {
 			continue
 		}
 		c.applied.Add(1)
+		if c.cfg.OnApplied != nil {
+			c.cfg.OnApplied(a.Namespace, a.Delta)
+		}
 	}
 	for _, rj := range r.Rejected {
 		c.rejected.Add(1)

@@ -277,3 +277,5 @@ func testLogger(t *testing.T, i int) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(logWriter{t, i}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+func mustAgent(s string) namespace.Address { return namespace.MustParse(s) }
