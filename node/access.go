@@ -45,6 +45,8 @@ func (ac *access) memoryConfig(mc memory.Config) memory.Config {
 	mc.Replica = ac.id.ReplicaID()
 	mc.IsLocal = ac.locals.Has
 	mc.AutoPromote = ac.settings.AutoPromote
+	mc.Dedup = ac.settings.Duplicates
+	mc.Approvals = ac.settings.Approvals
 	return mc
 }
 

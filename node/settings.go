@@ -22,12 +22,16 @@ import (
 //	    {"mode": "regex", "match": "^agent:([a-z0-9-]+):", "principal": "agent://$1"}
 //	  ],
 //	  "auto_promote": {"enabled": true, "namespace": "team://backend",
-//	                   "types": ["correction", "decision", "preference"], "min_confidence": 0.9}
+//	                   "types": ["correction", "decision", "preference"], "min_confidence": 0.9},
+//	  "approvals": {"team://backend": ["retract", "amend"], "*": ["retract"]}
 //	}
 //
 // principal_rules map an X-Mnemo-Session key to a principal (see
 // namespace.Resolver; no match gives the owner agent). auto_promote is
-// memory.AutoPromote. A missing file means no rules and no
+// memory.AutoPromote. approvals names, per namespace (a root covers its
+// paths; "*" is every namespace; the most specific key decides), the
+// memory-edit ops that stay pending until an admin approves them
+// (memory.Approvals); default none. A missing file means no rules and no
 // auto-promotion; a file that does not parse, has unknown fields or
 // invalid rules stops the node from starting, with an error naming it.
 const SettingsFile = "config.json"
@@ -36,6 +40,11 @@ const SettingsFile = "config.json"
 type Settings struct {
 	PrincipalRules []namespace.Rule   `json:"principal_rules,omitempty"`
 	AutoPromote    memory.AutoPromote `json:"auto_promote,omitzero"`
+	// Duplicates configures duplicate detection: {"threshold": 0.8, "embeddings":
+	// {"enabled": true, "base_url": "http://127.0.0.1:11434/v1", "model": "…",
+	// "api_key_env": "VAR", "threshold": 0.9}}; off (MinHash only) by default.
+	Duplicates memory.DedupConfig `json:"duplicates,omitzero"`
+	Approvals  memory.Approvals   `json:"approvals,omitempty"`
 }
 
 // loadSettings reads dir's settings file and builds the principal resolver.
@@ -58,6 +67,12 @@ func loadSettings(dir string, owner namespace.Address) (Settings, *namespace.Res
 		}
 	}
 	if err := st.AutoPromote.Validate(); err != nil {
+		return st, nil, fmt.Errorf("node: %s: %w", path, err)
+	}
+	if err := st.Duplicates.Validate(); err != nil {
+		return st, nil, fmt.Errorf("node: %s: %w", path, err)
+	}
+	if err := st.Approvals.Validate(); err != nil {
 		return st, nil, fmt.Errorf("node: %s: %w", path, err)
 	}
 	r, err := namespace.NewResolver(st.PrincipalRules, owner)

@@ -51,8 +51,10 @@ Cluster (talk to a running node):
   cluster-key  a new key for --cluster-key  mnemo cluster-key > cluster.key
 
 ` + accessUsage + `
+` + capsuleUsage + `
+` + surgeryUsage + `
+` + projectionUsage + `
 Other:
-  sim        simulate a cluster under faults  mnemo sim --nodes 20 --ops 2000 --seed 7 --loss 0.1
   version    print the version
   help       help on a command         mnemo help search
 
@@ -96,6 +98,15 @@ func commands() map[string]command {
 		"sync":        {runSync, "ask peers for a digest sync now"},
 	}
 	for name, c := range accessCommands() {
+		cmds[name] = c
+	}
+	for name, c := range capsuleCommands() { // capsule_cmds.go
+		cmds[name] = c
+	}
+	for name, c := range surgeryCommands() {
+		cmds[name] = c
+	}
+	for name, c := range projectionCommands() {
 		cmds[name] = c
 	}
 	return cmds

@@ -31,6 +31,7 @@ var filterFlagNames = []struct{ flag, param, help string }{
 	{"channel", "channel", "`CHANNEL` (private, public, team, agent)"},
 	{"since", "since", "created at or after `TIME` (RFC 3339)"},
 	{"until", "until", "created at or before `TIME` (RFC 3339)"},
+	{"include-quarantined", "include_quarantined", "`true` also shows memories quarantined by an edit"},
 }
 
 func addFilterFlags(fs *flag.FlagSet) *filterFlags {
@@ -218,6 +219,9 @@ func runTimeline(ctx context.Context, args []string, stdin io.Reader, stdout, st
 }
 
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if isBundle(args) { // capsule_cmds.go: mnemo context --bundle
+		return runContextBundle(ctx, args, stdout, stderr)
+	}
 	fs := newFlagSet("context", "[flags]", "Prints recent memories formatted for a prompt (a summary line goes to stderr).", stdout, stderr)
 	cf := addClientFlags(fs)
 	ff := addFilterFlags(fs)

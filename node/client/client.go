@@ -301,6 +301,9 @@ func FilterValues(f memory.Filter) url.Values {
 	setStr(q, "subject_id", f.SubjectID)
 	setStr(q, "session_id", f.SessionID)
 	setStr(q, "channel", f.Channel)
+	if f.IncludeQuarantined {
+		q.Set("include_quarantined", "true")
+	}
 	if !f.Since.IsZero() {
 		q.Set("since", f.Since.Format(time.RFC3339Nano))
 	}

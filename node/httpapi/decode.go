@@ -71,7 +71,7 @@ type params struct {
 }
 
 var filterParams = []string{"namespace", "type", "tags", "project", "scope", "subject_type",
-	"subject_id", "session_id", "channel", "since", "until"}
+	"subject_id", "session_id", "channel", "since", "until", "include_quarantined"}
 
 func newParams(r *http.Request, allowed ...string) (*params, error) {
 	vals, err := url.ParseQuery(r.URL.RawQuery)
@@ -168,6 +168,7 @@ func (p *params) filter() memory.Filter {
 		Since:       p.time("since"),
 		Until:       p.time("until"),
 	}
+	f.IncludeQuarantined = p.boolean("include_quarantined")
 	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
 		p.fail("query parameters since and until: until (%s) is before since (%s)",
 			f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))

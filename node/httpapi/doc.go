@@ -8,7 +8,7 @@
 // Routes (JSON bodies and answers, snake_case field names):
 //
 //	POST   /v1/memories                 save; 201 created, 200 when a topic_key upserted ("upserted")
-//	GET    /v1/memories/{id}            ?include_deleted=true
+//	GET    /v1/memories/{id}            ?include_deleted=true &include_quarantined=true &channel= (blocked for it: 404)
 //	PATCH  /v1/memories/{id}            change the given fields
 //	DELETE /v1/memories/{id}            soft delete; ?hard=true retracts; 204
 //	GET    /v1/search                   ?q= &limit= &include_deleted= + filters → {"results":[{"memory","score"}],"total"}
@@ -32,6 +32,13 @@
 //	POST   /v1/promote                  {"id","namespace","mode":"copy"|"move"}; 201
 //	POST   /v1/retract                  {"id"}: final removal; 200 {"retracted"}
 //	POST   /v1/tokens                   {"principal"}: owner token only; 201 {"principal","token"}
+//	POST   /v1/projections              {"source","target","filter":{…},"level":"L2","live":true}: share holders; 201 with the projection
+//	GET    /v1/projections              those the caller created or receives → {"projections":[{"id",…,"view","memories"}]}
+//	DELETE /v1/projections/{id}         the creator ends it, its view empties; 204
+//	POST   /v1/edits                    {"target_id","op","reason","patch":{"text","importance","importance_delta","channel"}}: 201 {"edit_id","status"}
+//	POST   /v1/edits/{id}/approve       admin of the memory's namespace; 200 the edit; 409 if decided or needing no approval
+//	POST   /v1/edits/{id}/reject        same
+//	GET    /v1/audit                    ?id=MEMORY &status=pending|approved|rejected &namespace= → {"edits":[…],"needs_resummary":[…]}
 //
 // Filters (query parameters): namespace, type, tags (comma separated, all
 // of), project, scope, subject_type, subject_id, session_id, channel, since,

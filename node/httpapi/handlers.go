@@ -42,11 +42,12 @@ func (a *api) save(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) error {
-	p, err := newParams(r, "include_deleted")
+	p, err := newParams(r, "include_deleted", "include_quarantined", "channel")
 	if err != nil {
 		return err
 	}
-	incl := p.boolean("include_deleted")
+	opts := memory.GetOptions{IncludeDeleted: p.boolean("include_deleted"),
+		IncludeQuarantined: p.boolean("include_quarantined"), Channel: p.str("channel")}
 	if p.err != nil {
 		return p.err
 	}
@@ -58,7 +59,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	m, err := a.svc.Get(r.Context(), c, id, incl)
+	m, err := a.svc.GetFor(r.Context(), c, id, opts)
 	if err != nil {
 		return err
 	}

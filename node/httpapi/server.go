@@ -135,6 +135,9 @@ func New(cfg Config) (http.Handler, error) {
 		{"POST", "/v1/progress", a.progress},
 	}
 	routes = append(routes, a.accessRoutes()...)
+	routes = append(routes, a.projectionRoutes()...)
+	routes = append(routes, a.capsuleRoutes()...) // capsule_handlers.go
+	routes = append(routes, a.surgeryRoutes()...)
 	allowed := map[string][]string{}
 	routes = append(routes, a.clusterRoutes()...)
 	for _, rt := range routes {

@@ -21,6 +21,9 @@ var allTools = []string{
 	"mem_get_observation", "mem_suggest_topic_key", "mem_save_prompt", "mem_session_start",
 	"mem_session_end", "mem_session_summary", "mem_stats", "mem_compact", "mem_progress",
 	"mem_share", "mem_promote",
+	"mem_edit", "mem_approve", "mem_audit",
+	"mem_capsule_create", "mem_capsules", "mem_capsule_get", "mem_capsule_revoke", "mem_build_context",
+	"mem_duplicates", "mem_merge_duplicates",
 }
 
 // fakeClock is the Service's wall clock, moved by the test.

@@ -52,6 +52,8 @@ func NewServer(b Backend, opts Options) *mcp.Server {
 	})
 	registerTools(s, b)
 	registerSharingTools(s, b)
+	registerCapsuleTools(s, b) // capsules.go
+	registerSurgeryTools(s, b)
 	return s
 }
 

@@ -73,6 +73,8 @@ type searchArgs struct {
 	Limit          int      `json:"limit,omitempty" jsonschema:"Maximum hits to return (default 10, max 100)."`
 	IncludeDeleted bool     `json:"include_deleted,omitempty" jsonschema:"Also return archived (soft-deleted) memories."`
 	Namespace      string   `json:"namespace,omitempty" jsonschema:"Search only this namespace and its sub-namespaces. Omit to search everything you may read."`
+	// IncludeQuarantined admits memories quarantined by mem_edit.
+	IncludeQuarantined bool `json:"include_quarantined,omitempty" jsonschema:"Also return memories quarantined by an edit (held back from automatic retrieval, e.g. unverified). Only when you need them explicitly."`
 }
 
 type contextArgs struct {
@@ -81,6 +83,7 @@ type contextArgs struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"Only this session."`
 	MaxTokens int    `json:"max_tokens,omitempty" jsonschema:"Budget for the returned text, in tokens (default 2000, max 100000)."`
 	Namespace string `json:"namespace,omitempty" jsonschema:"Only this namespace and its sub-namespaces. Omit for everything you may read."`
+	Channel   string `json:"channel,omitempty" jsonschema:"Only memories of this channel (private, public, team, agent); memories blocked for it are left out."`
 }
 
 type timelineArgs struct {
@@ -254,7 +257,7 @@ Returns a numbered list of hits with id, type, title, score and a snippet; call 
 			Filter: memory.Filter{
 				Namespace: a.Namespace, Type: a.Type, Tags: a.Tags, Project: a.Project, Scope: scope(a.Scope),
 				SubjectType: a.SubjectType, SubjectID: a.SubjectID, SessionID: a.SessionID,
-				Channel: a.Channel, Since: since, Until: until,
+				Channel: a.Channel, Since: since, Until: until, IncludeQuarantined: a.IncludeQuarantined,
 			},
 		})
 		if err != nil {
@@ -271,7 +274,7 @@ Returns prompt-ready text, and how many tokens it uses.`,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, a contextArgs) (*mcp.CallToolResult, memory.ContextResult, error) {
 		res, err := b.Context(ctx, memory.ContextQuery{
 			MaxTokens: a.MaxTokens,
-			Filter:    memory.Filter{Namespace: a.Namespace, Project: a.Project, Scope: scope(a.Scope), SessionID: a.SessionID},
+			Filter:    memory.Filter{Namespace: a.Namespace, Project: a.Project, Scope: scope(a.Scope), SessionID: a.SessionID, Channel: a.Channel},
 		})
 		if err != nil {
 			return nil, memory.ContextResult{}, toolError("mem_context", err)

@@ -118,6 +118,7 @@ func (s *Service) RefreshPolicy() {
 	s.acl.dirty = false
 	s.acl.policy.Store(s.acl.book.Policy())
 	s.acl.mu.Unlock()
+	s.revisitEdits() // who holds admin decides which approvals count
 }
 
 // refreshPolicy rebuilds the snapshot if records were added since.

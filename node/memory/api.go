@@ -47,6 +47,15 @@ type Memory struct {
 	// by a promotion (move): the answer is the promoted memory, and this
 	// names the reference. See sharing.go.
 	ResolvedFrom string `json:"resolved_from,omitempty"`
+	// ProjectedFrom is set on a memory of a projection's view (in the
+	// target's inbox): the source namespace it was projected from. See
+	// projections.go.
+	ProjectedFrom string `json:"projected_from,omitempty"`
+	// Set by the effective view when approved edits apply (surgery.go).
+	Quarantined     bool     `json:"quarantined,omitempty"`      // hidden from automatic retrieval
+	BlockedChannels []string `json:"blocked_channels,omitempty"` // hidden from queries for these channels
+	EditsApplied    int      `json:"edits_applied,omitempty"`
+	NeedsResummary  []string `json:"needs_resummary,omitempty"` // retracted memories this one was derived from
 }
 
 // Caller is who asks: the principal every permission check is made for.
@@ -117,6 +126,10 @@ type Filter struct {
 	Channel     string    `json:"channel,omitempty"`
 	Since       time.Time `json:"since,omitzero"`
 	Until       time.Time `json:"until,omitzero"`
+	// IncludeQuarantined admits memories quarantined by an edit (hidden
+	// from automatic retrieval by default). A Channel set also hides the
+	// memories blocked for it.
+	IncludeQuarantined bool `json:"include_quarantined,omitempty"`
 }
 
 // SearchQuery is a ranked full-text query.

@@ -52,6 +52,7 @@ func (s *Service) indexFilter(c Caller, f Filter) (search.Filter, error) {
 	sf.Tags = f.Tags
 	sf.Project, sf.Scope, sf.SubjectType, sf.SubjectID = f.Project, f.Scope, f.SubjectType, f.SubjectID
 	sf.SessionID, sf.Channel = f.SessionID, f.Channel
+	sf.IncludeHidden = f.IncludeQuarantined
 	if !f.Since.IsZero() {
 		sf.Since = f.Since.UnixNano()
 	}
@@ -74,7 +75,11 @@ func (s *Service) load(ids []string) []Memory {
 		if err != nil || rec.Empty() {
 			continue
 		}
-		out = append(out, toMemory(meta.Namespace, id, rec))
+		m, fl := s.view(meta.Namespace, id, rec)
+		if fl.retracted {
+			continue
+		}
+		out = append(out, m)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"strconv"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 // Field and set names inside a crdt.Record. Short names keep deltas small;
 // they are part of the stored and replicated format, so never rename one.
 const (
-	fKind        = "k" // "" memory, "session", "acl"
+	fKind        = "k" // "" memory, "session", "acl", "edit", "appr"
 	fType        = "ty"
 	fTitle       = "ti"
 	fContent     = "co"
@@ -37,6 +38,8 @@ const (
 	sLinkedFiles = "lf"
 	sProvenance  = "pv"
 	fACL         = "ar" // acl records: the acl.SignedRecord encoding
+	fProjSpec    = "ps" // projection spec records: the projection.EncodeSpec bytes
+	fProjFrom    = "pf" // projection view records: the source namespace
 
 	kindSession   = "session"
 	sessionPrefix = "s:"
@@ -71,29 +74,30 @@ func encNum(v float64) []byte    { return []byte(strconv.FormatFloat(v, 'g', -1,
 // toMemory reads a memory out of its record.
 func toMemory(ns, id string, r *crdt.Record) Memory {
 	m := Memory{
-		ID:          id,
-		Namespace:   ns,
-		Type:        str(r, fType),
-		Title:       str(r, fTitle),
-		Content:     str(r, fContent),
-		Summary:     str(r, fSummary),
-		Tags:        r.Elements(sTags),
-		TopicKey:    str(r, fTopicKey),
-		Importance:  num(r, fImportance),
-		Confidence:  num(r, fConfidence),
-		LinkedFiles: r.Elements(sLinkedFiles),
-		Scope:       str(r, fScope),
-		SubjectType: str(r, fSubjectType),
-		SubjectID:   str(r, fSubjectID),
-		Project:     str(r, fProject),
-		SessionID:   str(r, fSessionID),
-		Channel:     str(r, fChannel),
-		Author:      str(r, fAuthor),
-		CreatedAt:   tm(r, fCreatedAt),
-		UpdatedAt:   tm(r, fUpdatedAt),
-		Provenance:  r.Elements(sProvenance),
-		Lineage:     str(r, fLineage),
-		ContentHash: str(r, fHash),
+		ID:            id,
+		Namespace:     ns,
+		Type:          str(r, fType),
+		Title:         str(r, fTitle),
+		Content:       str(r, fContent),
+		Summary:       str(r, fSummary),
+		Tags:          r.Elements(sTags),
+		TopicKey:      str(r, fTopicKey),
+		Importance:    num(r, fImportance),
+		Confidence:    num(r, fConfidence),
+		LinkedFiles:   r.Elements(sLinkedFiles),
+		Scope:         str(r, fScope),
+		SubjectType:   str(r, fSubjectType),
+		SubjectID:     str(r, fSubjectID),
+		Project:       str(r, fProject),
+		SessionID:     str(r, fSessionID),
+		Channel:       str(r, fChannel),
+		Author:        str(r, fAuthor),
+		CreatedAt:     tm(r, fCreatedAt),
+		UpdatedAt:     tm(r, fUpdatedAt),
+		Provenance:    r.Elements(sProvenance),
+		Lineage:       str(r, fLineage),
+		ContentHash:   str(r, fHash),
+		ProjectedFrom: str(r, fProjFrom),
 	}
 	if d := tm(r, fDeletedAt); !d.IsZero() {
 		m.DeletedAt = &d
@@ -141,10 +145,12 @@ func toDoc(m Memory) search.Doc {
 		Channel:     m.Channel,
 		TopicKey:    m.TopicKey,
 		Title:       m.Title,
-		Content:     m.Content,
+		Content:     cmp.Or(m.Content, m.Summary), // a projection's view below L3 has only the summary
 		Tags:        m.Tags,
 		CreatedAt:   m.CreatedAt.UnixNano(),
 		UpdatedAt:   m.UpdatedAt.UnixNano(),
 		Deleted:     m.DeletedAt != nil,
+		Hidden:      m.Quarantined,
+		Blocked:     m.BlockedChannels,
 	}
 }

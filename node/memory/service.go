@@ -58,6 +58,11 @@ type Config struct {
 	KeyOf func(namespace.Address) (ed25519.PublicKey, bool)
 	// AutoPromote mirrors eligible saves into a shared namespace; default off.
 	AutoPromote AutoPromote
+	// Approvals says which edit ops need an admin's approval (surgery.go);
+	// default none.
+	Approvals Approvals
+	// Dedup configures duplicate detection (dedup.go); default MinHash only.
+	Dedup DedupConfig
 }
 
 // Service is one node's memory store: Badger for durability, a derived
@@ -77,7 +82,11 @@ type Service struct {
 	listenMu  sync.RWMutex
 	listeners []func(ns string, delta *crdt.Map)
 
-	acl aclState
+	acl  aclState
+	surg surgeryState
+	caps capsuleState // capsules.go
+	dd   dedupState   // dedup.go
+	proj projState    // projections.go
 }
 
 // Open opens the store in cfg.Dir and rebuilds the query index from it.
@@ -97,6 +106,12 @@ func Open(cfg Config) (*Service, error) {
 	if err := cfg.AutoPromote.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.Approvals.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Dedup.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Replica == 0 {
 		sum := sha256.Sum256([]byte(cfg.Agent.String()))
 		for _, b := range sum[:8] {
@@ -114,6 +129,7 @@ func Open(cfg Config) (*Service, error) {
 		cfg: cfg, st: st, ix: search.New(), auth: cfg.Authorizer, log: cfg.Logger,
 		clock: crdt.NewClock(cfg.MaxSkew), sessions: map[string]Session{},
 	}
+	s.surg.init(cfg.Approvals)
 	if err := s.initACL(); err != nil {
 		st.Close()
 		return nil, err
@@ -122,12 +138,15 @@ func Open(cfg Config) (*Service, error) {
 		st.Close()
 		return nil, err
 	}
+	s.resyncProjections()
+	s.sweepCapsulesLogged() // capsules.go: collect expired capsules
 	return s, nil
 }
 
 // rebuild loads every record into the index and restores the clock.
 func (s *Service) rebuild() error {
 	var maxTS crdt.Timestamp
+	s.deferReviews() // memories are indexed at the end, once, with every edit known
 	err := s.st.Scan("", func(ns, id string, rec *crdt.Record) error {
 		maxTS = max(maxTS, rec.MaxTimestamp())
 		s.index(ns, id, rec)
@@ -135,6 +154,8 @@ func (s *Service) rebuild() error {
 	})
 	s.clock.Restore(maxTS)
 	s.refreshPolicy()
+	s.flushReviews()
+	s.revisitEdits()
 	return err
 }
 
@@ -170,6 +191,9 @@ func (s *Service) now() (time.Time, crdt.Timestamp) {
 // checked against the clock's skew bound before any of it applies.
 func (s *Service) ApplyRemote(ns string, delta *crdt.Map) error {
 	if err := s.checkRemoteACL(ns, delta); err != nil {
+		return err
+	}
+	if err := s.checkRemoteSurgery(ns, delta); err != nil {
 		return err
 	}
 	s.clkMu.Lock()
@@ -228,6 +252,7 @@ func (s *Service) reindex(changes []store.Change) {
 	for _, c := range changes {
 		if c.Record == nil {
 			s.ix.Delete(c.ID)
+			s.forgetCapsule(c.Namespace, c.ID)
 			s.sessMu.Lock()
 			delete(s.sessions, c.Namespace+"\x00"+strings.TrimPrefix(c.ID, sessionPrefix))
 			s.sessMu.Unlock()
@@ -236,14 +261,23 @@ func (s *Service) reindex(changes []store.Change) {
 		s.index(c.Namespace, c.ID, c.Record)
 	}
 	s.refreshPolicy()
+	s.revisitEdits()
+	s.projectChanges(changes)
 }
 
 func (s *Service) index(ns, id string, rec *crdt.Record) {
 	if rec.Empty() {
 		return
 	}
+	if s.indexCapsule(ns, id, rec) { // capsules.go: meta records are not memories
+		return
+	}
 	if isACL(rec) {
 		s.admitACL(ns, id, rec)
+		return
+	}
+	if isProjSpec(rec) {
+		s.admitProjection(ns, id, rec)
 		return
 	}
 	if isSession(rec) {
@@ -253,7 +287,23 @@ func (s *Service) index(ns, id string, rec *crdt.Record) {
 		s.sessMu.Unlock()
 		return
 	}
-	s.ix.Put(toDoc(toMemory(ns, id, rec)))
+	switch {
+	case isEditRec(rec):
+		s.admitEdit(ns, id, rec)
+		return
+	case isDecisionRec(rec):
+		s.admitDecision(ns, id, rec)
+		return
+	}
+	if s.deferIndex(ns, id, rec) {
+		return
+	}
+	m, fl := s.view(ns, id, rec)
+	if fl.retracted {
+		s.ix.Delete(id)
+		return
+	}
+	s.ix.Put(toDoc(m))
 }
 
 // newID returns a 26-character, time-ordered id: 48 bits of milliseconds and
@@ -336,16 +386,19 @@ func (s *Service) readScope(c Caller, arg string) (search.Filter, error) {
 		if err := s.auth.CheckRead(c.Principal, ns); err != nil {
 			return search.Filter{}, err
 		}
-		return search.Filter{Namespaces: []string{ns.String()}, Subtree: true}, nil
+		return search.Filter{Namespaces: []string{ns.String()}, Subtree: true, Accept: s.capsuleGate()}, nil
 	}
 	if c.Principal.IsZero() {
 		return search.Filter{}, fmt.Errorf("%w: no caller principal", ErrInvalid)
 	}
-	f := search.Filter{Namespaces: []string{}}
+	f := search.Filter{Namespaces: []string{}, Accept: s.capsuleGate()} // capsuleGate: capsules.go
 	for _, name := range s.st.Namespaces() {
 		ns, err := namespace.Parse(name)
 		if err != nil {
 			continue
+		}
+		if t, _, ok := InboxParties(ns); ok && t != c.Principal {
+			continue // what the caller delivered to others is not its own memory (ask for the inbox by name)
 		}
 		if s.auth.CheckRead(c.Principal, ns) == nil {
 			f.Namespaces = append(f.Namespaces, name)
@@ -371,6 +424,9 @@ func (s *Service) locate(c Caller, id string, includeDeleted bool) (namespace.Ad
 		// Do not reveal that the id exists elsewhere.
 		return ns, nil, fmt.Errorf("%w: memory %q", ErrNotFound, id)
 	}
+	if !s.capsuleItemVisible(id, s.cfg.Now()) {
+		return ns, nil, fmt.Errorf("%w: memory %q (its capsule expired or was revoked)", ErrNotFound, id)
+	}
 	if meta.Deleted && !includeDeleted {
 		return ns, nil, fmt.Errorf("%w: memory %q is deleted (include_deleted=true shows it)", ErrNotFound, id)
 	}
@@ -390,7 +446,11 @@ func (s *Service) Get(ctx context.Context, c Caller, id string, includeDeleted b
 	if err != nil {
 		return Memory{}, err
 	}
-	return s.resolveReference(c, toMemory(ns.String(), id, rec)), nil
+	m, fl := s.view(ns.String(), id, rec)
+	if fl.retracted {
+		return Memory{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
+	}
+	return s.resolveReference(c, m), nil
 }
 
 // Save creates a memory, or updates the live memory of the same namespace
@@ -448,8 +508,8 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 		}
 	}
 	id := p.id
-	if strings.HasPrefix(id, aclPrefix) {
-		return SaveResult{}, invalid("id %q: the %q prefix is reserved for acl records", id, aclPrefix)
+	if isReserved(id) {
+		return SaveResult{}, invalid("id %q: the %q, %q and %q prefixes are reserved", id, aclPrefix, editPrefix, decisionPrefix)
 	}
 	if id == "" {
 		var err error
@@ -518,7 +578,8 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 	}
 	tx.Commit(ns.String(), id, e)
 	rec, _ := tx.Record(ns.String(), id)
-	return SaveResult{Memory: toMemory(ns.String(), id, rec)}, nil
+	m, _ := s.view(ns.String(), id, rec)
+	return SaveResult{Memory: m}, nil
 }
 
 // Update changes the given fields of a live memory.
@@ -634,7 +695,8 @@ func (s *Service) updateTx(tx *store.Tx, c Caller, ns namespace.Address, id stri
 		tx.Commit(ns.String(), id, e)
 	}
 	rec, _ := tx.Record(ns.String(), id)
-	return toMemory(ns.String(), id, rec), nil
+	m, _ := s.view(ns.String(), id, rec)
+	return m, nil
 }
 
 // Delete soft-deletes a memory (it leaves search, context and timeline; Get

@@ -73,8 +73,8 @@ func (s *Service) resolveReference(c Caller, m Memory) Memory {
 	if err != nil {
 		return m
 	}
-	t := toMemory(ns.String(), m.Lineage, rec)
-	if t.Type == TypeReference {
+	t, fl := s.view(ns.String(), m.Lineage, rec)
+	if fl.retracted || t.Type == TypeReference {
 		return m
 	}
 	t.ResolvedFrom = m.ID
@@ -93,7 +93,13 @@ func (s *Service) source(c Caller, id string) (namespace.Address, Memory, error)
 	if err := s.check(c.Principal, ns, acl.Share); err != nil {
 		return ns, Memory{}, err
 	}
-	return ns, toMemory(ns.String(), id, rec), nil
+	// A copy is made of the effective view: amended text, never the
+	// original; a quarantined memory may be shared (explicitly named).
+	m, fl := s.view(ns.String(), id, rec)
+	if fl.retracted {
+		return ns, Memory{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
+	}
+	return ns, m, nil
 }
 
 func (s *Service) target(c Caller, src namespace.Address, arg string) (namespace.Address, error) {
@@ -199,7 +205,8 @@ func (s *Service) copyTx(tx *store.Tx, c Caller, src Memory, dst namespace.Addre
 		return Memory{}, false, err
 	}
 	if !cur.Empty() {
-		return toMemory(dst.String(), id, cur), true, nil
+		m, _ := s.view(dst.String(), id, cur)
+		return m, true, nil
 	}
 	gone, err := tx.Retracted(dst.String(), id)
 	if err != nil {

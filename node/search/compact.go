@@ -40,6 +40,9 @@ func (ix *Index) compact() {
 		for i, t := range sl.tags {
 			sl.tags[i] = f.tag.reintern(&ix.f.tag, t)
 		}
+		for i, ch := range sl.blocked {
+			sl.blocked[i] = f.channel.reintern(&ix.f.channel, ch)
+		}
 		remap[s] = uint32(len(slots))
 		slots = append(slots, sl)
 	}

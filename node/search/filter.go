@@ -1,6 +1,9 @@
 package search
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Filter restricts Search, List and Around. The zero Filter matches every
 // document that is neither soft-deleted nor hidden.
@@ -13,7 +16,8 @@ type Filter struct {
 	Types []string
 	// Tags: a document must carry all of these tags (exact values).
 	Tags []string
-	// Exact matches when non-empty.
+	// Exact matches when non-empty. A document blocked for Channel (see
+	// Doc.Blocked) does not match.
 	Project, Scope, SubjectType, SubjectID, SessionID, Channel string
 	// Since and Until bound CreatedAt, inclusive; 0 is unbounded.
 	Since, Until int64
@@ -135,7 +139,7 @@ func (m *matcher) match(sl *slot) bool {
 		(m.subjType != anyID && sl.subjType != m.subjType) ||
 		(m.subjID != anyID && sl.subjID != m.subjID) ||
 		(m.session != anyID && sl.session != m.session) ||
-		(m.channel != anyID && sl.channel != m.channel) {
+		(m.channel != anyID && (sl.channel != m.channel || slices.Contains(sl.blocked, m.channel))) {
 		return false
 	}
 	for _, t := range m.tags {

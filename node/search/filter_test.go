@@ -179,3 +179,56 @@ func TestAcceptSeesOnlyOtherwiseMatching(t *testing.T) {
 		t.Fatalf("Accept asked about %v", asked)
 	}
 }
+
+// TestBlockedChannels: a doc blocked for a channel leaves queries for that
+// channel (Search, List, Around, Count) and stays in every other query,
+// across a compaction that renumbers the interned channels.
+func TestBlockedChannels(t *testing.T) {
+	ix := New()
+	b := base("blk")
+	b.Blocked = []string{"cli", "web"}
+	ix.Put(b)
+	ix.Put(base("ok"))
+	other := base("gone")
+	other.Channel = "x-only"
+	ix.Put(other)
+	ix.Delete("gone") // a dead slot, so Compact renumbers channel ids
+	check := func(when string) {
+		t.Helper()
+		for _, tc := range []struct {
+			f    Filter
+			want []string
+		}{
+			{Filter{}, []string{"blk", "ok"}},
+			{Filter{Channel: "cli"}, []string{"ok"}},
+			{Filter{Channel: "cli", IncludeHidden: true, IncludeDeleted: true}, []string{"ok"}},
+			{Filter{Project: "p"}, []string{"blk", "ok"}},
+		} {
+			hits, _ := ix.Search("kafka", tc.f, 10)
+			got := ids(hits)
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%s: search %+v: %v want %v", when, tc.f, got, tc.want)
+			}
+			if n := ix.Count(tc.f); n != len(tc.want) {
+				t.Errorf("%s: count %+v: %d want %d", when, tc.f, n, len(tc.want))
+			}
+			if l := ix.List(tc.f, false, 0); len(l) != len(tc.want) {
+				t.Errorf("%s: list %+v: %d want %d", when, tc.f, len(l), len(tc.want))
+			}
+		}
+		if m, _ := ix.Meta("blk"); !slices.Equal(m.Blocked, []string{"cli", "web"}) {
+			t.Errorf("%s: meta blocked %v", when, m.Blocked)
+		}
+		if _, older, newer, _ := ix.Around("ok", Filter{Channel: "cli"}, 5, 5); len(older)+len(newer) != 0 {
+			t.Errorf("%s: around shows the blocked doc: %v %v", when, older, newer)
+		}
+	}
+	check("before compaction")
+	ix.Compact()
+	check("after compaction")
+	ix.Put(base("blk")) // re-put without the block
+	if n := ix.Count(Filter{Channel: "cli"}); n != 2 {
+		t.Errorf("unblocked doc: count %d want 2", n)
+	}
+}

@@ -29,6 +29,9 @@ type Doc struct {
 	CreatedAt, UpdatedAt                                                                  int64 // unix nanoseconds
 	Deleted                                                                               bool  // soft-deleted: excluded unless Filter.IncludeDeleted
 	Hidden                                                                                bool  // hidden from default retrieval (quarantine): excluded unless Filter.IncludeHidden
+	// Blocked lists channels the document is hidden from: a Filter whose
+	// Channel is one of them does not match it.
+	Blocked []string
 }
 
 // Meta is the catalog entry of one document: everything in Doc except the
@@ -38,6 +41,7 @@ type Meta struct {
 	Tags                                                                                      []string
 	CreatedAt, UpdatedAt                                                                      int64
 	Deleted, Hidden                                                                           bool
+	Blocked                                                                                   []string
 }
 
 // Hit is one search result.
@@ -72,6 +76,7 @@ type slot struct {
 	scope, subjType  uint32
 	subjID, session  uint32
 	channel, topic   uint32
+	blocked          []uint32 // channel ids (channel interner) the doc is hidden from
 	flags            uint8
 }
 
@@ -194,6 +199,12 @@ func (ix *Index) Put(d Doc) {
 			}
 		}
 	}
+	for _, ch := range d.Blocked {
+		id := ix.f.channel.intern(ch)
+		if !slices.Contains(sl.blocked, id) {
+			sl.blocked = append(sl.blocked, id)
+		}
+	}
 	if d.Deleted {
 		sl.flags |= flagDeleted
 	}
@@ -247,6 +258,7 @@ func (ix *Index) kill(s uint32) {
 		}
 	}
 	sl.tags = nil
+	sl.blocked = nil
 }
 
 func (ix *Index) isDead(s uint32) bool { return ix.dead[s/64]&(1<<(s%64)) != 0 }
@@ -316,6 +328,9 @@ func (ix *Index) meta(s uint32) Meta {
 		UpdatedAt:   sl.updated,
 		Deleted:     sl.flags&flagDeleted != 0,
 		Hidden:      sl.flags&flagHidden != 0,
+	}
+	for _, ch := range sl.blocked {
+		m.Blocked = append(m.Blocked, ix.f.channel.str(ch))
 	}
 	if len(sl.tags) > 0 {
 		m.Tags = make([]string, len(sl.tags))

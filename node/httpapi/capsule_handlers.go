@@ -1,0 +1,152 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/mnemohq/mnemo/node/memory"
+)
+
+// capsuleRoutes are the capsule, context bundle and duplicates routes.
+func (a *api) capsuleRoutes() []struct {
+	method, path string
+	h            handlerFunc
+} {
+	return []struct {
+		method, path string
+		h            handlerFunc
+	}{
+		{"POST", "/v1/capsules", a.createCapsule},
+		{"GET", "/v1/capsules", a.listCapsules},
+		{"GET", "/v1/capsules/{id}", a.getCapsule},
+		{"DELETE", "/v1/capsules/{id}", a.revokeCapsule},
+		{"POST", "/v1/context/bundle", a.contextBundle},
+		{"GET", "/v1/duplicates", a.duplicates},
+		{"POST", "/v1/duplicates/merge", a.mergeDuplicates},
+	}
+}
+
+func (a *api) createCapsule(w http.ResponseWriter, r *http.Request) error {
+	var req memory.CapsuleRequest
+	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
+		return err
+	}
+	c, err := a.callerFor(r)
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.CreateCapsule(r.Context(), c, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, res)
+	return nil
+}
+
+func (a *api) listCapsules(w http.ResponseWriter, r *http.Request) error {
+	p, err := newParams(r, "subject_type", "subject_id")
+	if err != nil {
+		return err
+	}
+	c, err := a.callerFor(r)
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.ListCapsules(r.Context(), c, memory.CapsuleQuery{SubjectType: p.str("subject_type"), SubjectID: p.str("subject_id")})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (a *api) getCapsule(w http.ResponseWriter, r *http.Request) error {
+	return a.capsuleByID(w, r, a.svc.GetCapsule)
+}
+
+func (a *api) revokeCapsule(w http.ResponseWriter, r *http.Request) error {
+	return a.capsuleByID(w, r, a.svc.RevokeCapsule)
+}
+
+func (a *api) capsuleByID(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, c memory.Caller, id string) (memory.Capsule, error)) error {
+	if _, err := newParams(r); err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	c, err := a.callerFor(r)
+	if err != nil {
+		return err
+	}
+	res, err := do(r.Context(), c, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (a *api) contextBundle(w http.ResponseWriter, r *http.Request) error {
+	var req memory.BundleRequest
+	if err := decodeJSON(w, r, a.maxBody, &req, true); err != nil {
+		return err
+	}
+	c, err := a.callerFor(r)
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.BuildContext(r.Context(), c, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (a *api) duplicates(w http.ResponseWriter, r *http.Request) error {
+	p, err := newParams(r, "namespace", "threshold", "limit")
+	if err != nil {
+		return err
+	}
+	q := memory.DuplicateQuery{Namespace: p.str("namespace"), Limit: p.count("limit")}
+	if s := p.str("threshold"); s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v <= 0 || v > 1 {
+			return badRequest("query parameter \"threshold\": want a number in (0, 1], got %q", s)
+		}
+		q.Threshold = v
+	}
+	if p.err != nil {
+		return p.err
+	}
+	c, err := a.callerFor(r)
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.FindDuplicates(r.Context(), c, q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (a *api) mergeDuplicates(w http.ResponseWriter, r *http.Request) error {
+	var req memory.MergeRequest
+	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
+		return err
+	}
+	c, err := a.callerFor(r)
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.MergeDuplicates(r.Context(), c, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}

@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/mnemohq/mnemo/node/memory"
+)
+
+// projectionRoutes are the projection routes:
+//
+//	POST   /v1/projections       {"source","target","filter":{…},"level":"L2","live":true} → 201 with the projection
+//	GET    /v1/projections       those the caller created or receives → {"projections":[…]}
+//	DELETE /v1/projections/{id}  the creator ends it; its view empties → 204
+func (a *api) projectionRoutes() []struct {
+	method, path string
+	h            handlerFunc
+} {
+	return []struct {
+		method, path string
+		h            handlerFunc
+	}{
+		{"POST", "/v1/projections", a.createProjection},
+		{"GET", "/v1/projections", a.listProjections},
+		{"DELETE", "/v1/projections/{id}", a.deleteProjection},
+	}
+}
+
+// ProjectionsAnswer is the answer to GET /v1/projections.
+type ProjectionsAnswer struct {
+	Projections []memory.ProjectionInfo `json:"projections"`
+}
+
+func (a *api) createProjection(w http.ResponseWriter, r *http.Request) error {
+	var req memory.ProjectionRequest
+	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
+		return err
+	}
+	c, err := a.callerFor(r)
+	if err != nil {
+		return err
+	}
+	info, err := a.svc.CreateProjection(r.Context(), c, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, info)
+	return nil
+}
+
+func (a *api) listProjections(w http.ResponseWriter, r *http.Request) error {
+	if _, err := newParams(r); err != nil {
+		return err
+	}
+	c, err := a.callerFor(r)
+	if err != nil {
+		return err
+	}
+	ps, err := a.svc.Projections(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ProjectionsAnswer{Projections: ps})
+	return nil
+}
+
+func (a *api) deleteProjection(w http.ResponseWriter, r *http.Request) error {
+	if _, err := newParams(r); err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	c, err := a.callerFor(r)
+	if err != nil {
+		return err
+	}
+	if err := a.svc.DeleteProjection(r.Context(), c, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,228 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mnemohq/mnemo/node/client"
+	"github.com/mnemohq/mnemo/node/memory"
+)
+
+// Capsuler is the optional Backend capability behind the capsule, context
+// bundle and duplicates tools: a backend that has it gets them. Methods
+// follow Backend's blocking and concurrency contract.
+type Capsuler interface {
+	CreateCapsule(ctx context.Context, req memory.CapsuleRequest) (memory.CapsuleCreated, error)
+	Capsules(ctx context.Context, q memory.CapsuleQuery) (memory.CapsuleList, error)
+	Capsule(ctx context.Context, id string) (memory.Capsule, error)
+	RevokeCapsule(ctx context.Context, id string) (memory.Capsule, error)
+	BuildContext(ctx context.Context, req memory.BundleRequest) (memory.BundleResult, error)
+	Duplicates(ctx context.Context, q memory.DuplicateQuery) (memory.DuplicatesResult, error)
+	MergeDuplicates(ctx context.Context, req memory.MergeRequest) (memory.MergeResult, error)
+}
+
+var (
+	_ Capsuler = serviceBackend{}
+	_ Capsuler = (*client.Client)(nil)
+)
+
+func (b serviceBackend) CreateCapsule(ctx context.Context, req memory.CapsuleRequest) (memory.CapsuleCreated, error) {
+	return b.svc.CreateCapsule(ctx, b.c, req)
+}
+
+func (b serviceBackend) Capsules(ctx context.Context, q memory.CapsuleQuery) (memory.CapsuleList, error) {
+	return b.svc.ListCapsules(ctx, b.c, q)
+}
+
+func (b serviceBackend) Capsule(ctx context.Context, id string) (memory.Capsule, error) {
+	return b.svc.GetCapsule(ctx, b.c, id)
+}
+
+func (b serviceBackend) RevokeCapsule(ctx context.Context, id string) (memory.Capsule, error) {
+	return b.svc.RevokeCapsule(ctx, b.c, id)
+}
+
+func (b serviceBackend) BuildContext(ctx context.Context, req memory.BundleRequest) (memory.BundleResult, error) {
+	return b.svc.BuildContext(ctx, b.c, req)
+}
+
+func (b serviceBackend) Duplicates(ctx context.Context, q memory.DuplicateQuery) (memory.DuplicatesResult, error) {
+	return b.svc.FindDuplicates(ctx, b.c, q)
+}
+
+func (b serviceBackend) MergeDuplicates(ctx context.Context, req memory.MergeRequest) (memory.MergeResult, error) {
+	return b.svc.MergeDuplicates(ctx, b.c, req)
+}
+
+type capsuleCreateArgs struct {
+	SubjectType string   `json:"subject_type" jsonschema:"What the capsule is about: user, project, customer, ..."`
+	SubjectID   string   `json:"subject_id" jsonschema:"Which one, e.g. the user's id."`
+	Project     string   `json:"project,omitempty" jsonschema:"Optional project."`
+	Audience    []string `json:"audience" jsonschema:"Agents who may read it, e.g. [\"agent://bob\"]."`
+	IDs         []string `json:"ids,omitempty" jsonschema:"Memory ids to include (or give query)."`
+	Query       string   `json:"query,omitempty" jsonschema:"Search text choosing the memories (instead of ids)."`
+	Limit       int      `json:"limit,omitempty" jsonschema:"With query: at most this many memories (default 10, max 100)."`
+	TTLDays     int      `json:"ttl_days,omitempty" jsonschema:"Days until it expires (default 7, max 90)."`
+	Risks       []string `json:"risks,omitempty" jsonschema:"Warnings the reader must know, e.g. an open complaint."`
+}
+
+type capsuleListArgs struct {
+	SubjectType string `json:"subject_type,omitempty" jsonschema:"Only capsules about this subject type."`
+	SubjectID   string `json:"subject_id,omitempty" jsonschema:"Only capsules about this subject id."`
+}
+
+type capsuleIDArgs struct {
+	ID string `json:"capsule_id" jsonschema:"The capsule's id."`
+}
+
+type bundleArgs struct {
+	SessionID       string `json:"session_id,omitempty" jsonschema:"Your current session id: its memories come first."`
+	Channel         string `json:"channel,omitempty" jsonschema:"private, public, team or agent: memories blocked for it are left out."`
+	SubjectType     string `json:"subject_type,omitempty" jsonschema:"Subject type of the conversation, e.g. user."`
+	SubjectID       string `json:"subject_id,omitempty" jsonschema:"Subject id, e.g. the user's id."`
+	Project         string `json:"project,omitempty" jsonschema:"Project name."`
+	MaxTokens       int    `json:"max_tokens,omitempty" jsonschema:"Token budget (default 2000)."`
+	IncludeCapsules *bool  `json:"include_capsules,omitempty" jsonschema:"Include capsules shared with you (default true)."`
+}
+
+type duplicatesArgs struct {
+	Namespace string  `json:"namespace,omitempty" jsonschema:"Only pairs with a side in this namespace."`
+	Threshold float64 `json:"threshold,omitempty" jsonschema:"MinHash similarity threshold, default 0.8."`
+}
+
+type mergeArgs struct {
+	IDs       []string `json:"ids" jsonschema:"The duplicate memory ids; the first one in namespace survives."`
+	Namespace string   `json:"namespace" jsonschema:"The shared namespace to merge in (you need write there)."`
+}
+
+func capsuleText(c memory.Capsule) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Capsule %s (%s) from %s about %s:%s, expires %s, %d item(s)\n", c.ID, c.Status, c.Author, c.SubjectType, c.SubjectID, day(c.ExpiresAt), c.ItemCount)
+	for _, r := range c.Risks {
+		fmt.Fprintf(&b, "  risk: %s\n", r)
+	}
+	for _, m := range c.Items {
+		fmt.Fprintf(&b, "  - [%s] %s (id %s): %s\n", m.Type, m.Title, m.ID, snippet(m.Content))
+	}
+	return b.String()
+}
+
+// registerCapsuleTools adds the capsule, bundle and duplicates tools if b
+// is a Capsuler.
+func registerCapsuleTools(s *mcp.Server, b Backend) {
+	cp, ok := b.(Capsuler)
+	if !ok {
+		return
+	}
+	read := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolp(false)}
+	write := &mcp.ToolAnnotations{DestructiveHint: boolp(false), OpenWorldHint: boolp(false)}
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "mem_capsule_create",
+		Annotations: withTitle(write, "Create capsule"),
+		Description: `Hand a curated bundle of your memories about one subject (a user, a project, ...) to other agents, with risks they must know and an expiry (default 7 days). Choose the memories by ids or by a search query. Only the audience receives and reads it; it becomes unreadable when it expires or you revoke it. Needs share permission on every memory's namespace.`,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleCreateArgs) (*mcp.CallToolResult, memory.CapsuleCreated, error) {
+		req := memory.CapsuleRequest{SubjectType: a.SubjectType, SubjectID: a.SubjectID, Project: a.Project, Audience: a.Audience,
+			IDs: a.IDs, TTLDays: a.TTLDays, Risks: a.Risks}
+		if a.Query != "" {
+			req.Query = &memory.SearchQuery{Query: a.Query, Limit: a.Limit}
+		}
+		res, err := cp.CreateCapsule(ctx, req)
+		if err != nil {
+			return nil, memory.CapsuleCreated{}, toolError("mem_capsule_create", err)
+		}
+		return text(fmt.Sprintf("Created capsule %s with %d item(s) for %s; expires %s.", res.CapsuleID, res.ItemCount,
+			strings.Join(res.Audience, ", "), day(res.ExpiresAt))), res, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "mem_capsules",
+		Annotations: withTitle(read, "List capsules"),
+		Description: `List the capsules available to you: those other agents shared with you (active ones only) and those you created, optionally about one subject. Read one with mem_capsule_get.`,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleListArgs) (*mcp.CallToolResult, memory.CapsuleList, error) {
+		res, err := cp.Capsules(ctx, memory.CapsuleQuery{SubjectType: a.SubjectType, SubjectID: a.SubjectID})
+		if err != nil {
+			return nil, memory.CapsuleList{}, toolError("mem_capsules", err)
+		}
+		if len(res.Capsules) == 0 {
+			return text("No capsules available."), res, nil
+		}
+		var b strings.Builder
+		for _, c := range res.Capsules {
+			b.WriteString(capsuleText(c))
+		}
+		return text(b.String()), res, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "mem_capsule_get",
+		Annotations: withTitle(read, "Read capsule"),
+		Description: `Read one capsule shared with you (or created by you): its subject, risks and the memories it carries. Expired or revoked capsules cannot be read.`,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleIDArgs) (*mcp.CallToolResult, memory.Capsule, error) {
+		res, err := cp.Capsule(ctx, a.ID)
+		if err != nil {
+			return nil, memory.Capsule{}, toolError("mem_capsule_get", err)
+		}
+		return text(capsuleText(res)), res, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "mem_capsule_revoke",
+		Annotations: withTitle(&mcp.ToolAnnotations{DestructiveHint: boolp(true), OpenWorldHint: boolp(false)}, "Revoke capsule"),
+		Description: `Revoke a capsule you created: it becomes unreadable for its whole audience at once and its copied memories are removed. Only the creator can revoke.`,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleIDArgs) (*mcp.CallToolResult, memory.Capsule, error) {
+		res, err := cp.RevokeCapsule(ctx, a.ID)
+		if err != nil {
+			return nil, memory.Capsule{}, toolError("mem_capsule_revoke", err)
+		}
+		return text("Revoked capsule " + res.ID + "."), res, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "mem_build_context",
+		Annotations: withTitle(read, "Build context bundle"),
+		Description: `Build the context to start or continue work: the decisions in force (policy first, then project, user, session), capsules other agents shared with you about the subject, and the most relevant recent memories (this session first), fitted to max_tokens. The answer reports how the budget was split.`,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a bundleArgs) (*mcp.CallToolResult, memory.BundleResult, error) {
+		res, err := cp.BuildContext(ctx, memory.BundleRequest{SessionID: a.SessionID, Channel: a.Channel, SubjectType: a.SubjectType,
+			SubjectID: a.SubjectID, Project: a.Project, MaxTokens: a.MaxTokens, IncludeCapsules: a.IncludeCapsules})
+		if err != nil {
+			return nil, memory.BundleResult{}, toolError("mem_build_context", err)
+		}
+		b := res.Budget
+		out := res.Text
+		if out == "" {
+			out = "Nothing to include.\n"
+		}
+		out += fmt.Sprintf("\n(tokens: decisions %d, capsules %d, recent %d, total %d of %d)", b.Decisions, b.Capsules, b.Recent, b.Total, b.MaxTokens)
+		return text(out), res, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "mem_duplicates",
+		Annotations: withTitle(read, "Find duplicates"),
+		Description: `Find near-duplicate memories across the namespaces you can read (the same knowledge shared, promoted, or learned by several agents). Each pair says whether independent agents wrote it. Merge pairs in a shared namespace with mem_merge_duplicates.`,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a duplicatesArgs) (*mcp.CallToolResult, memory.DuplicatesResult, error) {
+		res, err := cp.Duplicates(ctx, memory.DuplicateQuery{Namespace: a.Namespace, Threshold: a.Threshold})
+		if err != nil {
+			return nil, memory.DuplicatesResult{}, toolError("mem_duplicates", err)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d pair(s) among %d memories.\n", len(res.Pairs), res.Compared)
+		for _, p := range res.Pairs {
+			fmt.Fprintf(&b, "- %.2f %s: %s (%s, %s) ~ %s (%s, %s), independent=%v\n", p.Similarity, p.Method, p.A.ID, p.A.Namespace, p.A.Title, p.B.ID, p.B.Namespace, p.B.Title, p.Independent)
+		}
+		if res.Warning != "" {
+			b.WriteString("warning: " + res.Warning + "\n")
+		}
+		return text(b.String()), res, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "mem_merge_duplicates",
+		Annotations: withTitle(write, "Merge duplicates"),
+		Description: `Merge duplicate memories within a shared namespace you can write: the first id in that namespace survives with everyone's provenance, the others there are archived pointing to it, and confidence rises by 0.2 (max 1) when independent agents agreed.`,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a mergeArgs) (*mcp.CallToolResult, memory.MergeResult, error) {
+		res, err := cp.MergeDuplicates(ctx, memory.MergeRequest{IDs: a.IDs, Namespace: a.Namespace})
+		if err != nil {
+			return nil, memory.MergeResult{}, toolError("mem_merge_duplicates", err)
+		}
+		return text(fmt.Sprintf("Merged into %s (archived %s); confidence %.2f -> %.2f.", res.Memory.ID,
+			strings.Join(res.Merged, ", "), res.ConfidenceBefore, res.ConfidenceAfter)), res, nil
+	})
+}

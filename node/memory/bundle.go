@@ -1,0 +1,268 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The context bundle (build_context): for a session and channel, and
+// optionally a subject and project, the active decisions by precedence,
+// the capsules available to the caller and the most relevant recent
+// memories, fitted to max_tokens.
+//
+// Every part is read through the same paths as Search and Context (the
+// index filter scoped to what the caller may read, then the effective
+// view): soft-deleted, quarantined and retracted memories, memories
+// blocked for the request's channel, and items of expired or revoked
+// capsules never appear.
+//
+// Decisions are the memories of type "decision" that apply: no project or
+// the request's project; no subject or the request's subject; scope
+// session only for the request's session. They are ordered by scope
+// precedence — policy, global, project, user, session (global, the
+// broadest, ranks just below policy; an unknown or empty scope ranks
+// last) — then newest first.
+//
+// Capsules are those whose audience includes the caller and that are
+// active, for the request's subject when one is given, newest first,
+// each with its risks and items.
+//
+// Recent memories: the session's first (newest first), then the
+// subject's (or, without a subject, the project's; without either, the
+// caller's whole readable scope), skipping decisions and capsule items
+// shown above.
+//
+// Budget: tokens are estimated as in Context (ceil(bytes/4)), every
+// heading and entry counted. Decisions may use up to 40% of max_tokens;
+// capsules up to 30% plus whatever decisions left unused; recent memories
+// the rest. A section stops at the first entry that does not fit. The
+// split is reported in Budget, and Total never exceeds MaxTokens.
+
+// Budget shares of the bundle, in percent of max_tokens.
+const (
+	bundleDecisionShare = 40
+	bundleCapsuleShare  = 30
+	bundleListLimit     = 500
+)
+
+// BundleRequest asks for a context bundle.
+type BundleRequest struct {
+	SessionID   string `json:"session_id,omitempty"`
+	Channel     string `json:"channel,omitempty"`
+	SubjectType string `json:"subject_type,omitempty"`
+	SubjectID   string `json:"subject_id,omitempty"`
+	Project     string `json:"project,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`  // "" = everything the caller may read
+	MaxTokens   int    `json:"max_tokens,omitempty"` // default 2000, max 100000
+	// IncludeCapsules defaults to true.
+	IncludeCapsules *bool `json:"include_capsules,omitempty"`
+}
+
+// BundleBudget is how the tokens were spent.
+type BundleBudget struct {
+	Decisions int `json:"decisions"`
+	Capsules  int `json:"capsules"`
+	Recent    int `json:"recent"`
+	Total     int `json:"total"`
+	MaxTokens int `json:"max_tokens"`
+}
+
+// BundleResult is the bundle text and what went into it.
+type BundleResult struct {
+	Text      string       `json:"text"`
+	Decisions []Memory     `json:"decisions"`
+	Capsules  []Capsule    `json:"capsules"`
+	Recent    []Memory     `json:"recent"`
+	Budget    BundleBudget `json:"budget"`
+	Truncated bool         `json:"truncated"` // some eligible content did not fit
+}
+
+var scopeRank = map[string]int{"policy": 0, "global": 1, "project": 2, "user": 3, "session": 4}
+
+func rankOf(scope string) int {
+	if r, ok := scopeRank[scope]; ok {
+		return r
+	}
+	return len(scopeRank)
+}
+
+// section writes entries within a budget.
+type section struct {
+	b      strings.Builder
+	used   int
+	budget int
+}
+
+func (sc *section) add(part string) bool {
+	t := estimateTokens(part)
+	if sc.used+t > sc.budget {
+		return false
+	}
+	sc.b.WriteString(part)
+	sc.used += t
+	return true
+}
+
+func bundleEntry(m Memory) string {
+	entry := fmt.Sprintf("- [%s] %s (%s, id %s", m.Type, m.Title, m.CreatedAt.Format("2006-01-02"), m.ID)
+	if len(m.Tags) > 0 {
+		entry += ", tags " + strings.Join(m.Tags, ",")
+	}
+	return entry + "): " + truncateRunes(oneLine(m.Content), contextEntryRunes) + "\n"
+}
+
+// BuildContext assembles the context bundle (see the comment at the top).
+func (s *Service) BuildContext(ctx context.Context, c Caller, req BundleRequest) (BundleResult, error) {
+	if req.MaxTokens == 0 {
+		req.MaxTokens = DefaultMaxTokens
+	}
+	if req.MaxTokens < 0 || req.MaxTokens > MaxMaxTokens {
+		return BundleResult{}, invalid("max_tokens must be 1..%d, got %d", MaxMaxTokens, req.MaxTokens)
+	}
+	if (req.SubjectType == "") != (req.SubjectID == "") {
+		return BundleResult{}, invalid("subject_type and subject_id go together")
+	}
+	base := Filter{Namespace: req.Namespace, Channel: req.Channel}
+	if _, err := s.indexFilter(c, base); err != nil { // validates namespace, channel and access
+		return BundleResult{}, err
+	}
+	list := func(f Filter) ([]Memory, bool, error) {
+		sf, err := s.indexFilter(c, f)
+		if err != nil {
+			return nil, false, err
+		}
+		metas := s.ix.List(sf, true, bundleListLimit)
+		return s.load(metaIDs(metas)), len(metas) == bundleListLimit, nil
+	}
+	res := BundleResult{Decisions: []Memory{}, Capsules: []Capsule{}, Recent: []Memory{}}
+	shown := map[string]bool{}
+
+	// Decisions.
+	f := base
+	f.Type = "decision"
+	all, full, err := list(f)
+	if err != nil {
+		return BundleResult{}, err
+	}
+	res.Truncated = full
+	var decisions []Memory
+	for _, m := range all {
+		switch {
+		case isCapsuleNS(m.Namespace):
+		case m.Project != "" && req.Project != "" && m.Project != req.Project:
+		case m.SubjectType != "" && (m.SubjectType != req.SubjectType || m.SubjectID != req.SubjectID):
+		case m.Scope == "session" && (req.SessionID == "" || m.SessionID != req.SessionID):
+		default:
+			decisions = append(decisions, m)
+		}
+	}
+	slices.SortStableFunc(decisions, func(a, b Memory) int {
+		return cmp.Or(cmp.Compare(rankOf(a.Scope), rankOf(b.Scope)), b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	dec := section{budget: req.MaxTokens * bundleDecisionShare / 100}
+	if len(decisions) > 0 && dec.add("### Active decisions (by precedence)\n") {
+		for _, m := range decisions {
+			if !dec.add(fmt.Sprintf("- [%s] %s (id %s): %s\n", orDash(m.Scope), m.Title, m.ID, truncateRunes(oneLine(m.Content), contextEntryRunes))) {
+				break
+			}
+			res.Decisions = append(res.Decisions, m)
+			shown[m.ID] = true
+		}
+	}
+	res.Truncated = res.Truncated || len(res.Decisions) < len(decisions)
+
+	// Capsules.
+	caps := section{budget: req.MaxTokens*bundleCapsuleShare/100 + dec.budget - dec.used}
+	if req.IncludeCapsules == nil || *req.IncludeCapsules {
+		avail, err := s.ListCapsules(ctx, c, CapsuleQuery{SubjectType: req.SubjectType, SubjectID: req.SubjectID})
+		if err != nil {
+			return BundleResult{}, err
+		}
+		var mine []Capsule
+		for _, cp := range avail.Capsules {
+			if cp.Status == CapsuleActive && cp.Author != c.Principal.String() {
+				mine = append(mine, cp)
+			}
+		}
+		if len(mine) > 0 && caps.add("\n### Capsules shared with you\n") {
+		capsules:
+			for _, cp := range mine {
+				full, err := s.getCapsule(c, cp.ID, req.Channel)
+				if err != nil {
+					continue // expired or revoked since the list
+				}
+				head := fmt.Sprintf("#### Capsule %s from %s about %s:%s (expires %s)\n", full.ID, full.Author, full.SubjectType, full.SubjectID, full.ExpiresAt.Format("2006-01-02 15:04"))
+				if len(full.Risks) > 0 {
+					head += "Risks: " + strings.Join(full.Risks, "; ") + "\n"
+				}
+				if !caps.add(head) {
+					res.Truncated = true
+					break
+				}
+				items := full.Items
+				full.Items = []Memory{}
+				for _, m := range items {
+					if !caps.add(bundleEntry(m)) {
+						res.Truncated = true
+						res.Capsules = append(res.Capsules, full)
+						break capsules
+					}
+					full.Items = append(full.Items, m)
+					shown[m.ID] = true
+				}
+				res.Capsules = append(res.Capsules, full)
+			}
+		}
+	}
+
+	// Recent memories.
+	rec := section{budget: req.MaxTokens - dec.used - caps.used}
+	var recent []Memory
+	addAll := func(ms []Memory) {
+		for _, m := range ms {
+			if !shown[m.ID] && m.Type != "decision" && !isCapsuleNS(m.Namespace) {
+				shown[m.ID] = true
+				recent = append(recent, m)
+			}
+		}
+	}
+	if req.SessionID != "" {
+		f := base
+		f.SessionID = req.SessionID
+		ms, _, err := list(f)
+		if err != nil {
+			return BundleResult{}, err
+		}
+		addAll(ms)
+	}
+	f = base
+	switch {
+	case req.SubjectType != "":
+		f.SubjectType, f.SubjectID = req.SubjectType, req.SubjectID
+	case req.Project != "":
+		f.Project = req.Project
+	}
+	ms, full, err := list(f)
+	if err != nil {
+		return BundleResult{}, err
+	}
+	res.Truncated = res.Truncated || full
+	addAll(ms)
+	if len(recent) > 0 && rec.add("\n### Recent memories (session first, newest first)\n") {
+		for _, m := range recent {
+			if !rec.add(bundleEntry(m)) {
+				break
+			}
+			res.Recent = append(res.Recent, m)
+		}
+	}
+	res.Truncated = res.Truncated || len(res.Recent) < len(recent)
+
+	res.Text = dec.b.String() + caps.b.String() + rec.b.String()
+	res.Budget = BundleBudget{Decisions: dec.used, Capsules: caps.used, Recent: rec.used,
+		Total: dec.used + caps.used + rec.used, MaxTokens: req.MaxTokens}
+	return res, nil
+}

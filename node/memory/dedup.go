@@ -1,0 +1,687 @@
+package memory
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/store"
+)
+
+// Duplicates and consensus.
+//
+// Detection. The same knowledge often lands in two namespaces a principal
+// can read: a share or promotion copies it, or two agents learn it on
+// their own. FindDuplicates compares every live memory the caller can read
+// (capsule items and promotion references excluded) with every other in a
+// different namespace, by MinHash: word 3-shingles of the lower-cased
+// title and content, 128 seeded 64-bit hash functions (deterministic, no
+// dependency), the Jaccard estimate = the share of equal signature slots;
+// candidate pairs come from LSH banding (32 bands of 4 rows) and a pair is
+// reported at an estimate >= DefaultDuplicateThreshold (0.8) unless the
+// query sets another threshold. With an embeddings endpoint configured
+// (DedupConfig.Embeddings, off by default; OpenAI-compatible POST
+// {base}/embeddings), pairs whose cosine similarity is >= its threshold
+// (default 0.9) are reported too, with method "embeddings"; an endpoint
+// failure is reported as a warning and the MinHash pairs still answer.
+// Detection on save is not implemented: detection runs when asked.
+//
+// Merge. MergeDuplicates merges ids within one shared namespace the caller
+// may write. The survivor is the first id that lives in that namespace;
+// the other ids in it are soft-deleted with lineage = the survivor; ids
+// elsewhere (e.g. in an agent's own namespace) are left untouched and only
+// contribute provenance. The survivor's provenance gains every
+// contributor's provenance, "author:<author>" of each, and "source:<id>"
+// of each other id. When the contributors are independent agents — two of
+// them have different authors and neither derives from the other (their
+// ids, lineages and "source:" provenance do not meet) — the survivor's
+// confidence rises by ConsensusBoost (0.2), capped at 1.
+
+// Dedup defaults.
+const (
+	DefaultDuplicateThreshold  = 0.8
+	DefaultEmbeddingsThreshold = 0.9
+	DefaultDuplicateLimit      = 50
+	MaxDuplicateLimit          = 500
+	ConsensusBoost             = 0.2
+	maxDedupCandidates         = 10000 // memories compared per request
+	maxEmbedCandidates         = 2000
+	maxMergeIDs                = 20
+
+	minHashK     = 3   // words per shingle
+	minHashN     = 128 // hash functions
+	minHashBands = 32  // LSH bands of minHashN/minHashBands rows
+	minHashSeed  = 0x6d6e656d6f2d6d68
+)
+
+// DedupConfig configures duplicate detection (DIR/config.json
+// "duplicates").
+type DedupConfig struct {
+	// Threshold is the MinHash Jaccard estimate at which two memories are
+	// near-duplicates; default 0.8.
+	Threshold  float64          `json:"threshold,omitempty"`
+	Embeddings EmbeddingsConfig `json:"embeddings,omitzero"`
+}
+
+// EmbeddingsConfig configures an OpenAI-compatible embeddings endpoint.
+type EmbeddingsConfig struct {
+	Enabled bool   `json:"enabled"`
+	BaseURL string `json:"base_url,omitempty"` // e.g. http://127.0.0.1:11434/v1; POST {base_url}/embeddings
+	Model   string `json:"model,omitempty"`
+	// APIKeyEnv names the environment variable holding the bearer key
+	// (the key itself never sits in config.json); "" sends none.
+	APIKeyEnv      string  `json:"api_key_env,omitempty"`
+	Threshold      float64 `json:"threshold,omitempty"`       // cosine; default 0.9
+	TimeoutSeconds int     `json:"timeout_seconds,omitempty"` // default 30
+}
+
+// Validate checks the configuration and fills its defaults; Open calls it.
+func (d *DedupConfig) Validate() error {
+	if d.Threshold == 0 {
+		d.Threshold = DefaultDuplicateThreshold
+	}
+	if d.Threshold <= 0 || d.Threshold > 1 {
+		return invalid("duplicates.threshold must be in (0, 1], got %v", d.Threshold)
+	}
+	e := &d.Embeddings
+	if !e.Enabled {
+		return nil
+	}
+	if !strings.HasPrefix(e.BaseURL, "http://") && !strings.HasPrefix(e.BaseURL, "https://") {
+		return invalid("duplicates.embeddings.base_url must be an http(s) URL, got %q", e.BaseURL)
+	}
+	if e.Model == "" {
+		return invalid("duplicates.embeddings.model is required")
+	}
+	if e.Threshold == 0 {
+		e.Threshold = DefaultEmbeddingsThreshold
+	}
+	if e.Threshold <= 0 || e.Threshold > 1 {
+		return invalid("duplicates.embeddings.threshold must be in (0, 1], got %v", e.Threshold)
+	}
+	if e.TimeoutSeconds < 0 {
+		return invalid("duplicates.embeddings.timeout_seconds must not be negative")
+	}
+	return nil
+}
+
+// ---- MinHash ----
+
+// Signature is a MinHash signature.
+type Signature [minHashN]uint64
+
+var minHashSeeds = func() (s [minHashN]uint64) {
+	x := uint64(minHashSeed)
+	for i := range s {
+		x += 0x9e3779b97f4a7c15
+		s[i] = mix64(x)
+	}
+	return s
+}()
+
+// mix64 is the splitmix64 finaliser.
+func mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// shingles hashes the word k-shingles of text (fewer than k words: the
+// whole text is one shingle).
+func shingles(text string) []uint64 {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	if len(words) == 0 {
+		return nil
+	}
+	n := max(1, len(words)-minHashK+1)
+	out := make([]uint64, 0, n)
+	for i := range n {
+		h := fnv.New64a()
+		for j := i; j < min(i+minHashK, len(words)); j++ {
+			h.Write([]byte(words[j]))
+			h.Write([]byte{0})
+		}
+		out = append(out, h.Sum64())
+	}
+	return out
+}
+
+// MinHash returns text's signature. Empty text (no word) gives the
+// all-ones signature, which Similarity treats as similar to nothing.
+func MinHash(text string) Signature {
+	var sig Signature
+	for i := range sig {
+		sig[i] = math.MaxUint64
+	}
+	for _, sh := range shingles(text) {
+		for i, seed := range minHashSeeds {
+			if v := mix64(sh ^ seed); v < sig[i] {
+				sig[i] = v
+			}
+		}
+	}
+	return sig
+}
+
+func (a *Signature) empty() bool { return a[0] == math.MaxUint64 && a[1] == math.MaxUint64 }
+
+// Similarity estimates the Jaccard similarity of the shingle sets.
+func Similarity(a, b Signature) float64 {
+	if a.empty() || b.empty() {
+		return 0
+	}
+	eq := 0
+	for i := range a {
+		if a[i] == b[i] {
+			eq++
+		}
+	}
+	return float64(eq) / minHashN
+}
+
+func (a *Signature) band(i int) uint64 {
+	const rows = minHashN / minHashBands
+	h := uint64(i) * 0x9e3779b97f4a7c15
+	for _, v := range a[i*rows : (i+1)*rows] {
+		h = mix64(h ^ v)
+	}
+	return h
+}
+
+// dedupState caches signatures and embeddings by content hash.
+type dedupState struct {
+	mu   sync.Mutex
+	sigs map[string]Signature // content hash + title → signature
+	vecs map[string][]float64 // embeddings, same key
+}
+
+func dedupText(m Memory) string { return m.Title + "\n" + m.Content }
+func dedupKey(m Memory) string  { return contentHash(dedupText(m)) }
+
+func (s *Service) signature(m Memory) Signature {
+	k := dedupKey(m)
+	s.dd.mu.Lock()
+	sig, ok := s.dd.sigs[k]
+	s.dd.mu.Unlock()
+	if ok {
+		return sig
+	}
+	sig = MinHash(dedupText(m))
+	s.dd.mu.Lock()
+	if s.dd.sigs == nil || len(s.dd.sigs) > 4*maxDedupCandidates {
+		s.dd.sigs = map[string]Signature{}
+	}
+	s.dd.sigs[k] = sig
+	s.dd.mu.Unlock()
+	return sig
+}
+
+// DuplicateQuery asks for near-duplicate pairs.
+type DuplicateQuery struct {
+	// Namespace, when set, keeps the pairs with at least one side in it
+	// (or its sub-namespaces).
+	Namespace string  `json:"namespace,omitempty"`
+	Threshold float64 `json:"threshold,omitempty"` // MinHash; default the configured one (0.8)
+	Limit     int     `json:"limit,omitempty"`     // default 50, max 500
+}
+
+// DuplicateSide is one memory of a pair.
+type DuplicateSide struct {
+	ID        string `json:"id"`
+	Namespace string `json:"namespace"`
+	Title     string `json:"title"`
+	Author    string `json:"author"`
+}
+
+// DuplicatePair is a candidate pair, A's id < B's id.
+type DuplicatePair struct {
+	A           DuplicateSide `json:"a"`
+	B           DuplicateSide `json:"b"`
+	Similarity  float64       `json:"similarity"`
+	Method      string        `json:"method"`      // minhash or embeddings
+	Independent bool          `json:"independent"` // different authors, neither derived from the other
+}
+
+// DuplicatesResult lists pairs, most similar first.
+type DuplicatesResult struct {
+	Pairs    []DuplicatePair `json:"pairs"`
+	Compared int             `json:"compared"` // memories compared
+	Warning  string          `json:"warning,omitempty"`
+}
+
+func side(m Memory) DuplicateSide {
+	return DuplicateSide{ID: m.ID, Namespace: m.Namespace, Title: m.Title, Author: m.Author}
+}
+
+// origins is what a memory derives from: its id, lineage and sources.
+func origins(m Memory) []string {
+	out := []string{m.ID}
+	if m.Lineage != "" {
+		out = append(out, m.Lineage)
+	}
+	for _, p := range m.Provenance {
+		if id, ok := strings.CutPrefix(p, "source:"); ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func related(a, b Memory) bool {
+	oa := origins(a)
+	for _, o := range origins(b) {
+		if slices.Contains(oa, o) {
+			return true
+		}
+	}
+	return false
+}
+
+func independent(a, b Memory) bool {
+	return a.Author != "" && b.Author != "" && a.Author != b.Author && !related(a, b)
+}
+
+// FindDuplicates lists near-duplicate pairs across namespaces the caller
+// can read (see the comment at the top).
+func (s *Service) FindDuplicates(ctx context.Context, c Caller, q DuplicateQuery) (DuplicatesResult, error) {
+	threshold := q.Threshold
+	if threshold == 0 {
+		threshold = s.cfg.Dedup.Threshold
+	}
+	if threshold == 0 {
+		threshold = DefaultDuplicateThreshold
+	}
+	if threshold < 0 || threshold > 1 {
+		return DuplicatesResult{}, invalid("threshold must be in (0, 1], got %v", threshold)
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultDuplicateLimit
+	}
+	if q.Limit < 0 || q.Limit > MaxDuplicateLimit {
+		return DuplicatesResult{}, invalid("limit must be 1..%d, got %d", MaxDuplicateLimit, q.Limit)
+	}
+	var within *namespace.Address
+	if q.Namespace != "" {
+		ns, err := s.resolve(c, q.Namespace)
+		if err != nil {
+			return DuplicatesResult{}, err
+		}
+		if err := s.auth.CheckRead(c.Principal, ns); err != nil {
+			return DuplicatesResult{}, err
+		}
+		within = &ns
+	}
+	sf, err := s.indexFilter(c, Filter{})
+	if err != nil {
+		return DuplicatesResult{}, err
+	}
+	var mems []Memory
+	for _, m := range s.load(metaIDs(s.ix.List(sf, true, maxDedupCandidates))) {
+		if m.Type == TypeReference || isCapsuleNS(m.Namespace) || strings.TrimSpace(dedupText(m)) == "" {
+			continue
+		}
+		mems = append(mems, m)
+	}
+	in := func(m Memory) bool {
+		if within == nil {
+			return true
+		}
+		a, err := namespace.Parse(m.Namespace)
+		return err == nil && within.Contains(a)
+	}
+	res := DuplicatesResult{Pairs: []DuplicatePair{}, Compared: len(mems)}
+	seen := map[[2]int]bool{}
+	add := func(i, j int, sim float64, method string) {
+		if i > j {
+			i, j = j, i
+		}
+		a, b := mems[i], mems[j]
+		if seen[[2]int{i, j}] || a.Namespace == b.Namespace || !in(a) && !in(b) {
+			return
+		}
+		seen[[2]int{i, j}] = true
+		if a.ID > b.ID {
+			a, b = b, a
+		}
+		res.Pairs = append(res.Pairs, DuplicatePair{A: side(a), B: side(b), Similarity: math.Round(sim*1000) / 1000,
+			Method: method, Independent: independent(a, b)})
+	}
+	sigs := make([]Signature, len(mems))
+	buckets := map[uint64][]int{}
+	for i, m := range mems {
+		if i%256 == 0 && ctx.Err() != nil {
+			return DuplicatesResult{}, ctx.Err()
+		}
+		sigs[i] = s.signature(m)
+		for b := range minHashBands {
+			k := sigs[i].band(b)
+			buckets[k] = append(buckets[k], i)
+		}
+	}
+	for _, ids := range buckets {
+		for x := 0; x < len(ids); x++ {
+			for y := x + 1; y < len(ids); y++ {
+				i, j := ids[x], ids[y]
+				if mems[i].Namespace == mems[j].Namespace {
+					continue
+				}
+				if sim := Similarity(sigs[i], sigs[j]); sim >= threshold {
+					add(i, j, sim, "minhash")
+				}
+			}
+		}
+	}
+	if e := s.cfg.Dedup.Embeddings; e.Enabled {
+		if err := s.embeddingPairs(ctx, mems, e, add); err != nil {
+			res.Warning = "embeddings skipped: " + err.Error()
+		}
+	}
+	slices.SortFunc(res.Pairs, func(a, b DuplicatePair) int {
+		return cmp.Or(cmp.Compare(b.Similarity, a.Similarity), strings.Compare(a.A.ID, b.A.ID), strings.Compare(a.B.ID, b.B.ID))
+	})
+	if len(res.Pairs) > q.Limit {
+		res.Pairs = res.Pairs[:q.Limit]
+	}
+	return res, nil
+}
+
+func (s *Service) embeddingPairs(ctx context.Context, mems []Memory, cfg EmbeddingsConfig, add func(i, j int, sim float64, method string)) error {
+	if len(mems) > maxEmbedCandidates {
+		mems = mems[:maxEmbedCandidates]
+	}
+	cl := NewEmbeddingsClient(cfg)
+	vecs := make([][]float64, len(mems))
+	var todo []int
+	s.dd.mu.Lock()
+	for i, m := range mems {
+		if v, ok := s.dd.vecs[dedupKey(m)]; ok {
+			vecs[i] = v
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	s.dd.mu.Unlock()
+	const batch = 64
+	for start := 0; start < len(todo); start += batch {
+		part := todo[start:min(start+batch, len(todo))]
+		texts := make([]string, len(part))
+		for k, i := range part {
+			texts[k] = truncateRunes(dedupText(mems[i]), 8000)
+		}
+		out, err := cl.Embed(ctx, texts)
+		if err != nil {
+			return err
+		}
+		s.dd.mu.Lock()
+		if s.dd.vecs == nil || len(s.dd.vecs) > 4*maxEmbedCandidates {
+			s.dd.vecs = map[string][]float64{}
+		}
+		for k, i := range part {
+			vecs[i] = out[k]
+			s.dd.vecs[dedupKey(mems[i])] = out[k]
+		}
+		s.dd.mu.Unlock()
+	}
+	for i := range mems {
+		for j := i + 1; j < len(mems); j++ {
+			if mems[i].Namespace == mems[j].Namespace {
+				continue
+			}
+			if sim := Cosine(vecs[i], vecs[j]); sim >= cfg.Threshold {
+				add(i, j, sim, "embeddings")
+			}
+		}
+	}
+	return nil
+}
+
+// Cosine is the cosine similarity of two vectors (0 for mismatched or
+// zero vectors).
+func Cosine(a, b []float64) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += a[i] * b[i]
+		na += a[i] * a[i]
+		nb += b[i] * b[i]
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / (math.Sqrt(na) * math.Sqrt(nb))
+}
+
+// ---- embeddings client ----
+
+// EmbeddingsClient calls an OpenAI-compatible embeddings endpoint.
+type EmbeddingsClient struct {
+	BaseURL string // without the trailing /embeddings
+	Model   string
+	APIKey  string
+	HTTP    *http.Client
+}
+
+// ErrEmbeddings wraps every failure of the embeddings endpoint.
+var ErrEmbeddings = errors.New("embeddings endpoint")
+
+// NewEmbeddingsClient builds a client from the configuration (the key
+// from the environment variable it names).
+func NewEmbeddingsClient(cfg EmbeddingsConfig) *EmbeddingsClient {
+	timeout := time.Duration(cfg.TimeoutSeconds) * time.Second
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	key := ""
+	if cfg.APIKeyEnv != "" {
+		key = os.Getenv(cfg.APIKeyEnv)
+	}
+	return &EmbeddingsClient{BaseURL: cfg.BaseURL, Model: cfg.Model, APIKey: key, HTTP: &http.Client{Timeout: timeout}}
+}
+
+// Embed returns one vector per text, in order.
+func (e *EmbeddingsClient) Embed(ctx context.Context, texts []string) ([][]float64, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	url := strings.TrimRight(e.BaseURL, "/") + "/embeddings"
+	body, err := json.Marshal(map[string]any{"model": e.Model, "input": texts})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrEmbeddings, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if e.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+e.APIKey)
+	}
+	hc := e.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: POST %s: %v", ErrEmbeddings, url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%w: POST %s: reading the answer: %v", ErrEmbeddings, url, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%w: POST %s answered %s: %s", ErrEmbeddings, url, resp.Status, truncateRunes(oneLine(string(raw)), 200))
+	}
+	var out struct {
+		Data []struct {
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("%w: POST %s: the answer is not an embeddings response: %v", ErrEmbeddings, url, err)
+	}
+	if len(out.Data) != len(texts) {
+		return nil, fmt.Errorf("%w: POST %s: %d embeddings for %d inputs", ErrEmbeddings, url, len(out.Data), len(texts))
+	}
+	vecs := make([][]float64, len(texts))
+	dim := -1
+	for _, d := range out.Data {
+		if d.Index < 0 || d.Index >= len(texts) || vecs[d.Index] != nil {
+			return nil, fmt.Errorf("%w: POST %s: bad or repeated index %d", ErrEmbeddings, url, d.Index)
+		}
+		if len(d.Embedding) == 0 || dim >= 0 && len(d.Embedding) != dim {
+			return nil, fmt.Errorf("%w: POST %s: embedding %d has %d dimensions", ErrEmbeddings, url, d.Index, len(d.Embedding))
+		}
+		dim = len(d.Embedding)
+		vecs[d.Index] = d.Embedding
+	}
+	return vecs, nil
+}
+
+// ---- merge ----
+
+// MergeRequest merges near-duplicates within a shared namespace.
+type MergeRequest struct {
+	IDs       []string `json:"ids"`
+	Namespace string   `json:"namespace"`
+}
+
+// MergeResult is the survivor and what happened to the others.
+type MergeResult struct {
+	Memory           Memory   `json:"memory"`       // the survivor, after the merge
+	Merged           []string `json:"merged"`       // soft-deleted, lineage = the survivor
+	Contributors     []string `json:"contributors"` // outside the namespace: provenance only
+	Independent      bool     `json:"independent"`  // independent agents agreed: confidence raised
+	ConfidenceBefore float64  `json:"confidence_before"`
+	ConfidenceAfter  float64  `json:"confidence_after"`
+}
+
+// MergeDuplicates merges ids within req.Namespace (see the comment at the
+// top). The caller needs write on the namespace and read on every id.
+func (s *Service) MergeDuplicates(ctx context.Context, c Caller, req MergeRequest) (MergeResult, error) {
+	if strings.TrimSpace(req.Namespace) == "" {
+		return MergeResult{}, invalid("namespace (the shared namespace to merge in) is required")
+	}
+	ns, err := s.resolveWrite(c, req.Namespace)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	var ids []string
+	for _, id := range req.IDs {
+		if id = strings.TrimSpace(id); id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) < 2 || len(ids) > maxMergeIDs {
+		return MergeResult{}, invalid("ids must name 2..%d distinct memories, got %d", maxMergeIDs, len(ids))
+	}
+	mems := make([]Memory, len(ids))
+	survivor := -1
+	for i, id := range ids {
+		mns, rec, err := s.locate(c, id, false)
+		if err != nil {
+			return MergeResult{}, err
+		}
+		m, fl := s.view(mns.String(), id, rec)
+		if fl.retracted {
+			return MergeResult{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
+		}
+		mems[i] = m
+		if survivor < 0 && mns == ns {
+			survivor = i
+		}
+	}
+	if survivor < 0 {
+		return MergeResult{}, invalid("none of the ids is in %s: share or promote one there first", ns)
+	}
+	surv := mems[survivor]
+	res := MergeResult{Merged: []string{}, Contributors: []string{}, ConfidenceBefore: surv.Confidence}
+	prov := slices.Clone(surv.Provenance)
+	for i, m := range mems {
+		prov = append(prov, m.Provenance...)
+		if m.Author != "" {
+			prov = append(prov, "author:"+m.Author)
+		}
+		if i == survivor {
+			continue
+		}
+		prov = append(prov, "source:"+m.ID)
+		if m.Namespace == ns.String() {
+			res.Merged = append(res.Merged, m.ID)
+		} else {
+			res.Contributors = append(res.Contributors, m.ID)
+		}
+		for j := range i {
+			if independent(mems[j], m) {
+				res.Independent = true
+			}
+		}
+	}
+	slices.Sort(prov)
+	prov = slices.Compact(prov)
+	res.ConfidenceAfter = surv.Confidence
+	if res.Independent {
+		res.ConfidenceAfter = min(1, math.Round((surv.Confidence+ConsensusBoost)*1e9)/1e9)
+	}
+	err = s.write(func(tx *store.Tx) error {
+		now, ts := s.now()
+		e, err := tx.Edit(ns.String(), surv.ID)
+		if err != nil {
+			return err
+		}
+		for _, p := range prov {
+			if !slices.Contains(surv.Provenance, p) {
+				if err := e.Add(sProvenance, p); err != nil {
+					return err
+				}
+			}
+		}
+		if res.ConfidenceAfter != res.ConfidenceBefore {
+			if err := e.Set(ts, fConfidence, encNum(res.ConfidenceAfter)); err != nil {
+				return err
+			}
+		}
+		if err := e.Set(ts, fUpdatedAt, encTime(now)); err != nil {
+			return err
+		}
+		tx.Commit(ns.String(), surv.ID, e)
+		for _, id := range res.Merged {
+			e, err := tx.Edit(ns.String(), id)
+			if err != nil {
+				return err
+			}
+			for _, f := range []struct {
+				name string
+				v    []byte
+			}{{fDeletedAt, encTime(now)}, {fUpdatedAt, encTime(now)}, {fLineage, []byte(surv.ID)}} {
+				if err := e.Set(ts, f.name, f.v); err != nil {
+					return err
+				}
+			}
+			tx.Commit(ns.String(), id, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return MergeResult{}, err
+	}
+	res.Memory, err = s.Get(ctx, c, surv.ID, false)
+	return res, err
+}

@@ -1,0 +1,1088 @@
+package memory
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/store"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Memory surgery: governed edits of a memory that hold on every replica.
+//
+// Storage. An edit (retract, amend, quarantine, attenuate, block) is a
+// record in the SAME namespace as the memory it targets: id "edit:" +
+// its id, field k = "edit", field ed = the sealed edit (a canonical
+// msgpack array signed by the proposing node's identity on the
+// proposer's behalf). An approval or rejection is a record "appr:" + its
+// id, k = "appr", field dc = the sealed decision. Both are written once and
+// never modified or retracted: memory operations cannot reach those ids
+// (they are never indexed, and saves refuse the prefixes), and
+// ApplyRemote refuses a delta that would retract one, change one, or
+// carry one whose signature does not verify. So the audit log — the set
+// of these records — is grow-only by construction and replicates with the
+// namespace.
+//
+// Status. An edit that does not need approval (Config.Approvals) is
+// approved when made. One that does is pending until a decision record
+// counts: its signature verifies, its signer key is the one the approver
+// principal is bound to, and the approver holds admin on the namespace
+// under the current policy. Of the counting decisions the earliest by
+// (clock, id) decides, so every replica holding the same records agrees.
+// Targets with such edits are re-viewed whenever the policy changes. An
+// edit's own authority (write on the namespace) is checked when it is
+// made here and, for a peer's, by the replication gate on the delta's
+// author; its signature is checked on load and on arrival.
+//
+// The effective view. effective applies the approved edits of one memory
+// deterministically: by op precedence retract, block, quarantine, amend,
+// attenuate, and within an op by (clock, edit id). So an attenuate always
+// applies to the amended importance, and of two amends the later one's
+// fields win. Service.view is the one place reads go through: index (the
+// search doc gets the amended text, Hidden = quarantined, Blocked = the
+// blocked channels; a retracted memory leaves the index), Get, load
+// (search, timeline, context, export, compaction) and the results of
+// save and update. An amend's text replaces the content, and the title
+// too when the title was derived from the content (an explicit title
+// stays). An amend shadows later plain updates of the same fields: a governance decision is not undone by an ordinary write; amend
+// again to change it.
+//
+// Retract. A retract that is approved also performs the real CRDT
+// retract of the target in the same transaction (final, content purged on
+// every replica); the edit record stays as the audit entry. A replica
+// that has the edit before the purge arrives already hides the memory.
+// Derived data: a memory whose lineage or a "source:<id>" provenance
+// entry names a memory retracted by an approved edit is flagged in the
+// view (Memory.NeedsResummary, computed, not stored, so it needs no
+// extra record and cannot be forgotten), and Audit lists such memories.
+
+// Edit operations.
+const (
+	OpRetract    = "retract"
+	OpBlock      = "block"
+	OpQuarantine = "quarantine"
+	OpAmend      = "amend"
+	OpAttenuate  = "attenuate"
+)
+
+// Edit statuses.
+const (
+	StatusPending  = "pending"
+	StatusApproved = "approved"
+	StatusRejected = "rejected"
+)
+
+// EditOps lists the operations in precedence order.
+var EditOps = []string{OpRetract, OpBlock, OpQuarantine, OpAmend, OpAttenuate}
+
+// Limits of an edit.
+const (
+	MaxReasonBytes = 4 << 10
+	maxSealedBytes = 128 << 10
+)
+
+const (
+	fEdit          = "ed" // edit records: the sealed edit
+	fDecision      = "dc" // decision records: the sealed decision
+	kindEdit       = "edit"
+	kindDecision   = "appr"
+	editPrefix     = "edit:"
+	decisionPrefix = "appr:"
+	sealVersion    = 1
+	editDomain     = "mnemo/edit/v1\x00"
+	decisionDomain = "mnemo/decision/v1\x00"
+)
+
+// EditPatch is what an edit changes; which fields apply depends on the op.
+type EditPatch struct {
+	Text            *string  `json:"text,omitempty"`             // amend: the new content
+	Importance      *float64 `json:"importance,omitempty"`       // amend, attenuate: absolute, 0..1
+	ImportanceDelta *float64 `json:"importance_delta,omitempty"` // attenuate: added, result clamped to 0..1
+	Channel         string   `json:"channel,omitempty"`          // block: the channel hidden from
+}
+
+// EditRequest proposes an edit of one memory.
+type EditRequest struct {
+	TargetID string    `json:"target_id"`
+	Op       string    `json:"op"`
+	Reason   string    `json:"reason"`
+	Patch    EditPatch `json:"patch"`
+}
+
+// EditResult is the edit recorded and its status.
+type EditResult struct {
+	EditID string `json:"edit_id"`
+	Status string `json:"status"`
+}
+
+// Edit is one audit entry.
+type Edit struct {
+	EditID        string     `json:"edit_id"`
+	TargetID      string     `json:"target_id"`
+	Namespace     string     `json:"namespace"`
+	Op            string     `json:"op"`
+	Reason        string     `json:"reason"`
+	Proposer      string     `json:"proposer"`
+	Patch         EditPatch  `json:"patch"`
+	Status        string     `json:"status"`
+	NeedsApproval bool       `json:"needs_approval"`
+	Approver      string     `json:"approver,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	DecidedAt     *time.Time `json:"decided_at,omitempty"`
+
+	ts crdt.Timestamp // orders edits within an op
+}
+
+// AuditQuery selects audit entries. ID "" means every memory.
+type AuditQuery struct {
+	ID        string `json:"id,omitempty"`        // a memory id: its history
+	Status    string `json:"status,omitempty"`    // pending, approved or rejected
+	Namespace string `json:"namespace,omitempty"` // restrict to one namespace (and below)
+}
+
+// Resummary is a derived memory whose sources include a retracted memory.
+type Resummary struct {
+	ID        string   `json:"id"`
+	Namespace string   `json:"namespace"`
+	Type      string   `json:"type"`
+	Title     string   `json:"title"`
+	Retracted []string `json:"retracted_sources"`
+}
+
+// AuditResult lists edits, oldest first, and the derived memories that
+// need re-summarising.
+type AuditResult struct {
+	Edits          []Edit      `json:"edits"`
+	NeedsResummary []Resummary `json:"needs_resummary,omitempty"`
+}
+
+// Approvals says which edit operations need an admin's approval, per
+// namespace: keys are a namespace address (a root covers its paths) or "*"
+// for every namespace, values are ops. The most specific key decides:
+// exact namespace, then its root, then "*". Default (nil): none.
+type Approvals map[string][]string
+
+// Validate checks the keys and ops.
+func (a Approvals) Validate() error {
+	for k, ops := range a {
+		if k != "*" {
+			if ns, err := namespace.Parse(k); err != nil || ns.String() != k {
+				return invalid("approvals: %q is not a namespace address or \"*\"", k)
+			}
+		}
+		for _, op := range ops {
+			if !slices.Contains(EditOps, op) {
+				return invalid("approvals[%q]: unknown op %q (one of %s)", k, op, strings.Join(EditOps, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+func (a Approvals) requires(ns namespace.Address, op string) bool {
+	for _, k := range []string{ns.String(), ns.Root().String(), "*"} {
+		if ops, ok := a[k]; ok {
+			return slices.Contains(ops, op)
+		}
+	}
+	return false
+}
+
+// editBody is the signed content of an edit; its msgpack array form is
+// canonical (decode re-encodes and compares), so the id is stable.
+type editBody struct {
+	_msgpack      struct{} `msgpack:",as_array"`
+	Version       uint8
+	Namespace     string
+	Target        string
+	Op            string
+	Reason        string
+	Proposer      string
+	Key           []byte // the signing node's ed25519 public key
+	Text          *string
+	Importance    *float64
+	Delta         *float64
+	Channel       string
+	TS            uint64
+	NeedsApproval bool
+}
+
+type sealedEdit struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Body     editBody
+	Sig      []byte
+}
+
+// decisionBody is the signed content of an approval or rejection.
+type decisionBody struct {
+	_msgpack  struct{} `msgpack:",as_array"`
+	Version   uint8
+	Namespace string
+	Edit      string // the edit id
+	Approve   bool
+	Approver  string
+	Key       []byte
+	TS        uint64
+}
+
+type sealedDecision struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Body     decisionBody
+	Sig      []byte
+}
+
+// seal signs body (domain-separated) and returns the encoding of
+// [body, sig] built by wrap, and the id: hex of the first 16 bytes of the
+// sha256 of the signed bytes.
+func seal(id acl.Identity, domain string, body any, wrap func(sig []byte) any) (enc []byte, sid string, err error) {
+	signed, err := signedBytes(domain, body)
+	if err != nil {
+		return nil, "", err
+	}
+	enc, err = msgpack.Marshal(wrap(id.Sign(signed)))
+	return enc, sealID(signed), err
+}
+
+func signedBytes(domain string, body any) ([]byte, error) {
+	b, err := msgpack.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(domain), b...), nil
+}
+
+func sealID(signed []byte) string {
+	sum := sha256.Sum256(signed)
+	return hex.EncodeToString(sum[:16])
+}
+
+// unseal decodes b into v (a *sealedEdit or *sealedDecision) and insists
+// on the canonical encoding. Errors wrap ErrInvalid.
+func unseal(b []byte, v any) error {
+	if len(b) > maxSealedBytes {
+		return invalid("sealed record of %d bytes (max %d)", len(b), maxSealedBytes)
+	}
+	if err := msgpack.Unmarshal(b, v); err != nil {
+		return invalid("sealed record does not decode: %v", err)
+	}
+	if re, err := msgpack.Marshal(v); err != nil || !bytes.Equal(re, b) {
+		return invalid("sealed record is not canonically encoded")
+	}
+	return nil
+}
+
+// verifySeal checks sig by key over body and returns the record's id.
+// Errors wrap ErrInvalid and acl.ErrBadSignature.
+func verifySeal(domain string, body any, key, sig []byte) (string, error) {
+	signed, err := signedBytes(domain, body)
+	if err != nil {
+		return "", invalid("sealed record: %v", err)
+	}
+	if len(key) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize || !ed25519.Verify(key, signed, sig) {
+		return "", fmt.Errorf("%w: %w: sealed record %s does not verify", ErrInvalid, acl.ErrBadSignature, sealID(signed))
+	}
+	return sealID(signed), nil
+}
+
+func decodeEdit(b []byte) (editBody, string, error) {
+	var se sealedEdit
+	if err := unseal(b, &se); err != nil {
+		return se.Body, "", err
+	}
+	if err := se.Body.check(); err != nil {
+		return se.Body, "", err
+	}
+	id, err := verifySeal(editDomain, &se.Body, se.Body.Key, se.Sig)
+	return se.Body, id, err
+}
+
+func decodeDecision(b []byte) (decisionBody, string, error) {
+	var sd sealedDecision
+	if err := unseal(b, &sd); err != nil {
+		return sd.Body, "", err
+	}
+	if err := sd.Body.check(); err != nil {
+		return sd.Body, "", err
+	}
+	id, err := verifySeal(decisionDomain, &sd.Body, sd.Body.Key, sd.Sig)
+	return sd.Body, id, err
+}
+
+func checkAddress(field, v string, principal bool) error {
+	ns, err := namespace.Parse(v)
+	if err != nil || ns.String() != v {
+		return invalid("%s %q is not a canonical address", field, v)
+	}
+	if principal && (ns.Kind != namespace.KindAgent || ns.Path != "") {
+		return invalid("%s %q is not a principal (agent://NAME)", field, v)
+	}
+	return nil
+}
+
+func (b *editBody) check() error {
+	if b.Version != sealVersion {
+		return invalid("edit version %d", b.Version)
+	}
+	if err := checkAddress("namespace", b.Namespace, false); err != nil {
+		return err
+	}
+	if err := checkAddress("proposer", b.Proposer, true); err != nil {
+		return err
+	}
+	if b.Target == "" || len(b.Target) > MaxKeyBytes || isReserved(b.Target) {
+		return invalid("edit target %q", b.Target)
+	}
+	return checkEdit(b.Op, b.Reason, b.patch())
+}
+
+func (b *editBody) patch() EditPatch {
+	return EditPatch{Text: b.Text, Importance: b.Importance, ImportanceDelta: b.Delta, Channel: b.Channel}
+}
+
+func (b *decisionBody) check() error {
+	if b.Version != sealVersion {
+		return invalid("decision version %d", b.Version)
+	}
+	if err := checkAddress("namespace", b.Namespace, false); err != nil {
+		return err
+	}
+	if err := checkAddress("approver", b.Approver, true); err != nil {
+		return err
+	}
+	if len(b.Edit) != 32 {
+		return invalid("decision names edit %q", b.Edit)
+	}
+	return nil
+}
+
+// checkEdit validates an op, its reason and its patch. Errors wrap
+// ErrInvalid (ErrTooLarge for over-long text).
+func checkEdit(op, reason string, p EditPatch) error {
+	if strings.TrimSpace(reason) == "" {
+		return invalid("reason is required: say why the memory is edited")
+	}
+	if len(reason) > MaxReasonBytes {
+		return invalid("reason is %d bytes (max %d)", len(reason), MaxReasonBytes)
+	}
+	finite01 := func(name string, v *float64, lo float64) error {
+		if v != nil && (math.IsNaN(*v) || *v < lo || *v > 1) {
+			return invalid("%s must be %g..1, got %v", name, lo, *v)
+		}
+		return nil
+	}
+	if err := finite01("patch.importance", p.Importance, 0); err != nil {
+		return err
+	}
+	if err := finite01("patch.importance_delta", p.ImportanceDelta, -1); err != nil {
+		return err
+	}
+	only := func(allowed ...string) error {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"text", p.Text != nil}, {"importance", p.Importance != nil}, {"importance_delta", p.ImportanceDelta != nil}, {"channel", p.Channel != ""}} {
+			if f.set && !slices.Contains(allowed, f.name) {
+				return invalid("%s takes no patch.%s", op, f.name)
+			}
+		}
+		return nil
+	}
+	switch op {
+	case OpRetract, OpQuarantine:
+		return only()
+	case OpAmend:
+		if p.Text == nil && p.Importance == nil {
+			return invalid("amend needs patch.text or patch.importance")
+		}
+		if p.Text != nil {
+			if strings.TrimSpace(*p.Text) == "" {
+				return invalid("amend: patch.text is empty")
+			}
+			if len(*p.Text) > MaxContentBytes {
+				return fmt.Errorf("%w: patch.text is %d bytes (max %d)", ErrTooLarge, len(*p.Text), MaxContentBytes)
+			}
+		}
+		return only("text", "importance")
+	case OpAttenuate:
+		if (p.Importance == nil) == (p.ImportanceDelta == nil) {
+			return invalid("attenuate needs exactly one of patch.importance (absolute) or patch.importance_delta")
+		}
+		return only("importance", "importance_delta")
+	case OpBlock:
+		if p.Channel == "" {
+			return invalid("block needs patch.channel (one of %s)", strings.Join(channels, ", "))
+		}
+		if err := oneOf("patch.channel", p.Channel, channels); err != nil {
+			return err
+		}
+		return only("channel")
+	case "":
+		return invalid("op is required (one of %s)", strings.Join(EditOps, ", "))
+	}
+	return invalid("unknown op %q (one of %s)", op, strings.Join(EditOps, ", "))
+}
+
+func isReserved(id string) bool {
+	return strings.HasPrefix(id, editPrefix) || strings.HasPrefix(id, decisionPrefix) || strings.HasPrefix(id, aclPrefix)
+}
+
+func isEditRec(r *crdt.Record) bool     { return str(r, fKind) == kindEdit }
+func isDecisionRec(r *crdt.Record) bool { return str(r, fKind) == kindDecision }
+
+// editEntry is an admitted edit record.
+type editEntry struct {
+	id   string
+	ns   string
+	body editBody
+}
+
+// decisionEntry is an admitted decision record.
+type decisionEntry struct {
+	id   string
+	body decisionBody
+}
+
+// surgeryState is the Service's view of the edit and decision records in
+// its store, kept in memory so a read costs O(edits of that memory).
+type surgeryState struct {
+	approvals Approvals
+
+	mu        sync.RWMutex
+	edits     map[string]*editEntry      // edit id → edit
+	byTarget  map[string][]*editEntry    // target id → its edits
+	decisions map[string][]decisionEntry // edit id → decisions, possibly before the edit
+	governed  map[string]string          // target id → namespace, for targets with edits needing approval
+	policy    *acl.Policy                // the policy governed targets were last viewed under
+	loading   *[]pendingRec              // during Open's scan: memory records to index once every edit is known
+	retracts  int                        // edits with op retract (0: no derived-data lookups)
+	writeMu   sync.Mutex                 // serialises decide: check, then write
+}
+
+func (st *surgeryState) init(a Approvals) {
+	st.approvals = a
+	st.edits = map[string]*editEntry{}
+	st.byTarget = map[string][]*editEntry{}
+	st.decisions = map[string][]decisionEntry{}
+	st.governed = map[string]string{}
+}
+
+// admitEdit adds the edit record stored as id in ns (called from index)
+// and re-views its target.
+func (s *Service) admitEdit(ns, id string, rec *crdt.Record) {
+	b, eid, err := decodeEditRecord(ns, id, rec)
+	if err != nil {
+		s.log.Warn("edit record refused", "namespace", ns, "id", id, "err", err)
+		return
+	}
+	st := &s.surg
+	st.mu.Lock()
+	if _, ok := st.edits[eid]; ok {
+		st.mu.Unlock()
+		return
+	}
+	e := &editEntry{id: eid, ns: ns, body: b}
+	st.edits[eid] = e
+	st.byTarget[b.Target] = append(st.byTarget[b.Target], e)
+	if b.NeedsApproval {
+		st.governed[b.Target] = ns
+	}
+	if b.Op == OpRetract {
+		st.retracts++
+	}
+	st.mu.Unlock()
+	s.review(ns, b.Target)
+}
+
+func decodeEditRecord(ns, id string, rec *crdt.Record) (editBody, string, error) {
+	f, ok := rec.Field(fEdit)
+	if !ok {
+		return editBody{}, "", invalid("edit record %s in %s has no edit", id, ns)
+	}
+	b, eid, err := decodeEdit(f.Value)
+	if err != nil {
+		return b, "", err
+	}
+	if id != editPrefix+eid || b.Namespace != ns {
+		return b, "", invalid("edit record %s in %s holds edit %s of %s", id, ns, eid, b.Namespace)
+	}
+	return b, eid, nil
+}
+
+func decodeDecisionRecord(ns, id string, rec *crdt.Record) (decisionBody, string, error) {
+	f, ok := rec.Field(fDecision)
+	if !ok {
+		return decisionBody{}, "", invalid("decision record %s in %s has no decision", id, ns)
+	}
+	b, did, err := decodeDecision(f.Value)
+	if err != nil {
+		return b, "", err
+	}
+	if id != decisionPrefix+did || b.Namespace != ns {
+		return b, "", invalid("decision record %s in %s holds decision %s of %s", id, ns, did, b.Namespace)
+	}
+	return b, did, nil
+}
+
+// admitDecision adds the decision record stored as id in ns.
+func (s *Service) admitDecision(ns, id string, rec *crdt.Record) {
+	b, did, err := decodeDecisionRecord(ns, id, rec)
+	if err != nil {
+		s.log.Warn("decision record refused", "namespace", ns, "id", id, "err", err)
+		return
+	}
+	st := &s.surg
+	st.mu.Lock()
+	if slices.ContainsFunc(st.decisions[b.Edit], func(d decisionEntry) bool { return d.id == did }) {
+		st.mu.Unlock()
+		return
+	}
+	st.decisions[b.Edit] = append(st.decisions[b.Edit], decisionEntry{id: did, body: b})
+	e := st.edits[b.Edit]
+	st.mu.Unlock()
+	if e != nil {
+		s.review(e.ns, e.body.Target)
+	}
+}
+
+// review re-indexes a target after its edits or their status changed.
+func (s *Service) review(ns, target string) {
+	s.surg.mu.RLock()
+	loading := s.surg.loading != nil
+	s.surg.mu.RUnlock()
+	if loading {
+		return // indexed once the scan is over, with all its edits
+	}
+	rec, err := s.st.Record(ns, target)
+	if err != nil {
+		s.log.Warn("edit target unreadable", "namespace", ns, "id", target, "err", err)
+		return
+	}
+	if rec.Empty() {
+		return // not here (yet), or retracted: nothing indexed to change
+	}
+	s.index(ns, target, rec)
+}
+
+// pendingRec is a memory record held back during Open's scan.
+type pendingRec struct {
+	ns, id string
+	rec    *crdt.Record
+}
+
+// deferReviews starts Open's scan: memory records are held (deferIndex)
+// and indexed by flushReviews once every edit is known, so each is viewed
+// and indexed once, in scan order (edits sort after the memories they
+// edit, and re-putting a document costs more than putting it).
+func (s *Service) deferReviews() {
+	s.surg.mu.Lock()
+	s.surg.loading = &[]pendingRec{}
+	s.surg.mu.Unlock()
+}
+
+// deferIndex holds a memory record during Open's scan; false otherwise.
+func (s *Service) deferIndex(ns, id string, rec *crdt.Record) bool {
+	s.surg.mu.Lock()
+	defer s.surg.mu.Unlock()
+	if s.surg.loading == nil {
+		return false
+	}
+	*s.surg.loading = append(*s.surg.loading, pendingRec{ns, id, rec})
+	return true
+}
+
+func (s *Service) flushReviews() {
+	s.surg.mu.Lock()
+	var recs []pendingRec
+	if s.surg.loading != nil {
+		recs = *s.surg.loading
+	}
+	s.surg.loading = nil
+	s.surg.policy = s.Policy() // what the records below are viewed under
+	s.surg.mu.Unlock()
+	for _, p := range recs {
+		s.index(p.ns, p.id, p.rec)
+	}
+}
+
+// revisitEdits re-views the targets whose edits need approval when the
+// policy changed since they were last viewed: who holds admin decides
+// which decisions count.
+func (s *Service) revisitEdits() {
+	p := s.Policy()
+	st := &s.surg
+	st.mu.Lock()
+	if st.policy == p || st.loading != nil {
+		st.mu.Unlock()
+		return
+	}
+	st.policy = p
+	targets := make(map[string]string, len(st.governed))
+	for t, ns := range st.governed {
+		targets[t] = ns
+	}
+	st.mu.Unlock()
+	for t, ns := range targets {
+		s.review(ns, t)
+	}
+}
+
+// editsOf returns the edits of target stored in ns with their status.
+func (s *Service) editsOf(ns, target string) []Edit {
+	st := &s.surg
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	es := st.byTarget[target]
+	if len(es) == 0 {
+		return nil
+	}
+	out := make([]Edit, 0, len(es))
+	for _, e := range es {
+		if e.ns == ns {
+			out = append(out, s.toEdit(e))
+		}
+	}
+	return out
+}
+
+// toEdit builds an audit entry with its status. Call with surg.mu held.
+func (s *Service) toEdit(e *editEntry) Edit {
+	b := &e.body
+	ts := crdt.Timestamp(b.TS)
+	out := Edit{EditID: e.id, TargetID: b.Target, Namespace: e.ns, Op: b.Op, Reason: b.Reason, Proposer: b.Proposer,
+		Patch: b.patch(), NeedsApproval: b.NeedsApproval, CreatedAt: ts.Time(), ts: ts, Status: StatusApproved}
+	if !b.NeedsApproval {
+		out.DecidedAt = &out.CreatedAt
+		return out
+	}
+	out.Status = StatusPending
+	var best *decisionEntry
+	for i := range s.surg.decisions[e.id] {
+		d := &s.surg.decisions[e.id][i]
+		if d.body.Namespace != e.ns || !s.decisionCounts(d) {
+			continue
+		}
+		if best == nil || cmp.Or(cmp.Compare(d.body.TS, best.body.TS), cmp.Compare(d.id, best.id)) < 0 {
+			best = d
+		}
+	}
+	if best != nil {
+		out.Status = StatusRejected
+		if best.body.Approve {
+			out.Status = StatusApproved
+		}
+		out.Approver = best.body.Approver
+		t := crdt.Timestamp(best.body.TS).Time()
+		out.DecidedAt = &t
+	}
+	return out
+}
+
+// decisionCounts: the signer key is the approver's, who holds admin now.
+func (s *Service) decisionCounts(d *decisionEntry) bool {
+	p, err := namespace.Parse(d.body.Approver)
+	if err != nil {
+		return false
+	}
+	ns, err := namespace.Parse(d.body.Namespace)
+	if err != nil {
+		return false
+	}
+	key, ok := s.keyOf(p)
+	if !ok || !bytes.Equal(key, d.body.Key) {
+		return false
+	}
+	return s.check(p, ns.Root(), acl.Admin) == nil
+}
+
+// viewFlags is what the effective view decides beyond the memory's fields.
+type viewFlags struct {
+	retracted   bool
+	quarantined bool
+	blocked     []string
+}
+
+var opRank = map[string]int{OpRetract: 0, OpBlock: 1, OpQuarantine: 2, OpAmend: 3, OpAttenuate: 4}
+
+// effective applies the approved edits to m: by op precedence (retract,
+// block, quarantine, amend, attenuate), within an op by (clock, edit id).
+// It is pure: the same memory and edits give the same view, in any order.
+func effective(m Memory, edits []Edit) (Memory, viewFlags) {
+	var fl viewFlags
+	var app []Edit
+	for _, e := range edits {
+		if e.Status == StatusApproved {
+			app = append(app, e)
+		}
+	}
+	if len(app) == 0 {
+		return m, fl
+	}
+	slices.SortFunc(app, func(a, b Edit) int {
+		return cmp.Or(cmp.Compare(opRank[a.Op], opRank[b.Op]), cmp.Compare(a.ts, b.ts), cmp.Compare(a.EditID, b.EditID))
+	})
+	clamp := func(v float64) float64 { return min(1, max(0, v)) }
+	for _, e := range app {
+		switch e.Op {
+		case OpRetract:
+			fl.retracted = true
+		case OpBlock:
+			if !slices.Contains(fl.blocked, e.Patch.Channel) {
+				fl.blocked = append(fl.blocked, e.Patch.Channel)
+			}
+		case OpQuarantine:
+			fl.quarantined = true
+		case OpAmend:
+			if e.Patch.Text != nil {
+				if m.Title == deriveTitle(m.Content) {
+					m.Title = deriveTitle(*e.Patch.Text) // a title taken from the old text goes with it
+				}
+				m.Content = *e.Patch.Text
+				m.ContentHash = contentHash(m.Content)
+			}
+			if e.Patch.Importance != nil {
+				m.Importance = clamp(*e.Patch.Importance)
+			}
+		case OpAttenuate:
+			if e.Patch.Importance != nil {
+				m.Importance = clamp(*e.Patch.Importance)
+			} else if e.Patch.ImportanceDelta != nil {
+				m.Importance = clamp(m.Importance + *e.Patch.ImportanceDelta)
+			}
+		}
+	}
+	slices.Sort(fl.blocked)
+	m.EditsApplied = len(app)
+	m.Quarantined = fl.quarantined
+	m.BlockedChannels = fl.blocked
+	return m, fl
+}
+
+// view is the effective view of the memory stored as id in ns: every
+// read goes through it (see the comment at the top of this file).
+func (s *Service) view(ns, id string, rec *crdt.Record) (Memory, viewFlags) {
+	m, fl := effective(toMemory(ns, id, rec), s.editsOf(ns, id))
+	m.NeedsResummary = s.retractedSources(m)
+	return m, fl
+}
+
+// retractedSources lists the ids m was derived from (lineage, "source:"
+// provenance) that an approved edit retracted.
+func (s *Service) retractedSources(m Memory) []string {
+	if m.Lineage == "" && len(m.Provenance) == 0 {
+		return nil
+	}
+	s.surg.mu.RLock()
+	defer s.surg.mu.RUnlock()
+	if s.surg.retracts == 0 {
+		return nil
+	}
+	var out []string
+	try := func(id string) {
+		for _, e := range s.surg.byTarget[id] {
+			if e.body.Op == OpRetract && s.toEdit(e).Status == StatusApproved && !slices.Contains(out, id) {
+				out = append(out, id)
+				return
+			}
+		}
+	}
+	if m.Lineage != "" {
+		try(m.Lineage)
+	}
+	for _, p := range m.Provenance {
+		if src, ok := strings.CutPrefix(p, "source:"); ok {
+			try(src)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkRemoteSurgery refuses a peer's delta that would retract or change
+// an edit or decision record, or that holds one that does not decode,
+// verify or belong where it is stored.
+func (s *Service) checkRemoteSurgery(ns string, delta *crdt.Map) error {
+	for _, id := range delta.RetractedIDs() {
+		if strings.HasPrefix(id, editPrefix) || strings.HasPrefix(id, decisionPrefix) {
+			return invalid("audit record %s in %s cannot be retracted", id, ns)
+		}
+	}
+	var bad error
+	delta.Records(func(id string, rec *crdt.Record) bool {
+		var field string
+		var err error
+		switch {
+		case strings.HasPrefix(id, editPrefix):
+			field = fEdit
+			if !isEditRec(rec) {
+				err = invalid("entry %s in %s is not an edit record", id, ns)
+			} else {
+				_, _, err = decodeEditRecord(ns, id, rec)
+			}
+		case strings.HasPrefix(id, decisionPrefix):
+			field = fDecision
+			if !isDecisionRec(rec) {
+				err = invalid("entry %s in %s is not a decision record", id, ns)
+			} else {
+				_, _, err = decodeDecisionRecord(ns, id, rec)
+			}
+		case isEditRec(rec) || isDecisionRec(rec):
+			err = invalid("entry %s in %s is marked as an audit record without its prefix", id, ns)
+		default:
+			return true
+		}
+		if err == nil {
+			var cur *crdt.Record
+			if cur, err = s.st.Record(ns, id); err == nil {
+				nf, _ := rec.Field(field)
+				if f, ok := cur.Field(field); ok && !bytes.Equal(f.Value, nf.Value) {
+					err = invalid("audit record %s in %s cannot be changed", id, ns)
+				}
+			}
+		}
+		bad = err
+		return err == nil
+	})
+	return bad
+}
+
+// ProposeEdit records an edit of a memory the caller may write. It is
+// approved at once unless Config.Approvals says the op needs approval in
+// the memory's namespace; then it is pending and has no effect until an
+// admin approves it. An approved retract also retracts the memory (final).
+// Errors: ErrInvalid (bad op, reason or patch), ErrNotFound (no such
+// memory the caller can read), acl.ErrDenied (no write, or a principal
+// this node cannot sign for).
+func (s *Service) ProposeEdit(ctx context.Context, c Caller, req EditRequest) (EditResult, error) {
+	if strings.TrimSpace(req.TargetID) == "" {
+		return EditResult{}, invalid("target_id is required")
+	}
+	if err := checkEdit(req.Op, req.Reason, req.Patch); err != nil {
+		return EditResult{}, err
+	}
+	if c.Principal.IsZero() {
+		return EditResult{}, invalid("no caller principal")
+	}
+	ns, _, err := s.locate(c, req.TargetID, true)
+	if err != nil {
+		return EditResult{}, err
+	}
+	if err := s.auth.CheckWrite(c.Principal, ns); err != nil {
+		return EditResult{}, err
+	}
+	if err := s.signer(c); err != nil {
+		return EditResult{}, err
+	}
+	_, ts := s.now()
+	b := editBody{Version: sealVersion, Namespace: ns.String(), Target: req.TargetID, Op: req.Op, Reason: req.Reason,
+		Proposer: c.Principal.String(), Key: s.acl.id.Public, Text: req.Patch.Text, Importance: req.Patch.Importance,
+		Delta: req.Patch.ImportanceDelta, Channel: req.Patch.Channel, TS: uint64(ts),
+		NeedsApproval: s.surg.approvals.requires(ns, req.Op)}
+	enc, eid, err := seal(s.acl.id, editDomain, &b, func(sig []byte) any { return &sealedEdit{Body: b, Sig: sig} })
+	if err != nil {
+		return EditResult{}, err
+	}
+	err = s.write(func(tx *store.Tx) error {
+		if err := putSealed(tx, ns.String(), editPrefix+eid, kindEdit, fEdit, enc, ts); err != nil {
+			return err
+		}
+		if req.Op == OpRetract && !b.NeedsApproval {
+			return tx.Retract(ns.String(), req.TargetID)
+		}
+		return nil
+	})
+	if err != nil {
+		return EditResult{}, err
+	}
+	st := StatusApproved
+	if b.NeedsApproval {
+		st = StatusPending
+	}
+	return EditResult{EditID: eid, Status: st}, nil
+}
+
+func putSealed(tx *store.Tx, ns, id, kind, field string, enc []byte, ts crdt.Timestamp) error {
+	e, err := tx.Edit(ns, id)
+	if err != nil {
+		return err
+	}
+	if err := e.Set(ts, fKind, []byte(kind)); err != nil {
+		return err
+	}
+	if err := e.Set(ts, field, enc); err != nil {
+		return err
+	}
+	tx.Commit(ns, id, e)
+	return nil
+}
+
+// DecideEdit approves or rejects a pending edit. The caller needs admin on
+// the edit's namespace (acl.ErrDenied otherwise) and must be a principal of
+// this node. An edit already decided, or one that needed no approval, is
+// ErrConflict; an unknown one (or one the caller cannot read) ErrNotFound.
+func (s *Service) DecideEdit(ctx context.Context, c Caller, editID string, approve bool) (Edit, error) {
+	editID = strings.TrimPrefix(strings.TrimSpace(editID), editPrefix)
+	if editID == "" {
+		return Edit{}, invalid("edit id is required")
+	}
+	if c.Principal.IsZero() {
+		return Edit{}, invalid("no caller principal")
+	}
+	s.surg.writeMu.Lock()
+	defer s.surg.writeMu.Unlock()
+	cur, ok := s.auditEntry(editID)
+	if !ok {
+		return Edit{}, fmt.Errorf("%w: edit %q", ErrNotFound, editID)
+	}
+	ns, err := namespace.Parse(cur.Namespace)
+	if err != nil {
+		return Edit{}, err
+	}
+	if s.auth.CheckRead(c.Principal, ns) != nil {
+		return Edit{}, fmt.Errorf("%w: edit %q", ErrNotFound, editID)
+	}
+	if err := s.check(c.Principal, ns.Root(), acl.Admin); err != nil {
+		return Edit{}, err
+	}
+	if !cur.NeedsApproval {
+		return Edit{}, fmt.Errorf("%w: edit %s needed no approval (approved when made)", ErrConflict, editID)
+	}
+	if cur.Status != StatusPending {
+		return Edit{}, fmt.Errorf("%w: edit %s is already %s by %s", ErrConflict, editID, cur.Status, cur.Approver)
+	}
+	if err := s.signer(c); err != nil {
+		return Edit{}, err
+	}
+	_, ts := s.now()
+	b := decisionBody{Version: sealVersion, Namespace: ns.String(), Edit: editID, Approve: approve,
+		Approver: c.Principal.String(), Key: s.acl.id.Public, TS: uint64(ts)}
+	enc, did, err := seal(s.acl.id, decisionDomain, &b, func(sig []byte) any { return &sealedDecision{Body: b, Sig: sig} })
+	if err != nil {
+		return Edit{}, err
+	}
+	err = s.write(func(tx *store.Tx) error {
+		if err := putSealed(tx, ns.String(), decisionPrefix+did, kindDecision, fDecision, enc, ts); err != nil {
+			return err
+		}
+		if approve && cur.Op == OpRetract {
+			if gone, err := tx.Retracted(ns.String(), cur.TargetID); err != nil || gone {
+				return err
+			}
+			return tx.Retract(ns.String(), cur.TargetID)
+		}
+		return nil
+	})
+	if err != nil {
+		return Edit{}, err
+	}
+	out, _ := s.auditEntry(editID)
+	return out, nil
+}
+
+func (s *Service) auditEntry(editID string) (Edit, bool) {
+	s.surg.mu.RLock()
+	defer s.surg.mu.RUnlock()
+	e, ok := s.surg.edits[editID]
+	if !ok {
+		return Edit{}, false
+	}
+	return s.toEdit(e), true
+}
+
+// Audit lists the edits the caller can read (those of one memory with
+// q.ID), oldest first, and the derived memories that need re-summarising
+// because a source was retracted (a scan of what the caller can read; an
+// operator's command, not a hot path).
+func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResult, error) {
+	if q.Status != "" {
+		if err := oneOf("status", q.Status, []string{StatusPending, StatusApproved, StatusRejected}); err != nil {
+			return AuditResult{}, err
+		}
+	}
+	sf, err := s.readScope(c, q.Namespace)
+	if err != nil {
+		return AuditResult{}, err
+	}
+	readable := func(ns string) bool {
+		for _, n := range sf.Namespaces {
+			if n == ns || strings.HasPrefix(ns, strings.TrimSuffix(n, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	res := AuditResult{Edits: []Edit{}}
+	s.surg.mu.RLock()
+	var entries []*editEntry
+	if q.ID != "" {
+		entries = s.surg.byTarget[q.ID]
+	} else {
+		for _, e := range s.surg.edits {
+			entries = append(entries, e)
+		}
+	}
+	for _, e := range entries {
+		if !readable(e.ns) {
+			continue
+		}
+		if ed := s.toEdit(e); q.Status == "" || ed.Status == q.Status {
+			res.Edits = append(res.Edits, ed)
+		}
+	}
+	retracts := s.surg.retracts
+	s.surg.mu.RUnlock()
+	slices.SortFunc(res.Edits, func(a, b Edit) int { return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.EditID, b.EditID)) })
+	if retracts == 0 || q.Status == StatusPending || q.Status == StatusRejected {
+		return res, nil
+	}
+	sf.IncludeDeleted, sf.IncludeHidden = true, true
+	for _, m := range s.load(metaIDs(s.ix.List(sf, false, 0))) {
+		if len(m.NeedsResummary) == 0 || q.ID != "" && m.ID != q.ID && !slices.Contains(m.NeedsResummary, q.ID) {
+			continue
+		}
+		res.NeedsResummary = append(res.NeedsResummary, Resummary{ID: m.ID, Namespace: m.Namespace, Type: m.Type, Title: m.Title, Retracted: m.NeedsResummary})
+	}
+	return res, nil
+}
+
+// GetOptions are Get's read options beyond include_deleted.
+type GetOptions struct {
+	IncludeDeleted     bool
+	IncludeQuarantined bool   // a quarantined memory is ErrNotFound without it
+	Channel            string // a memory blocked for this channel is ErrNotFound
+}
+
+// GetFor is Get as the read API serves it: a memory quarantined (unless
+// asked for) or blocked for the caller's channel is not found, with a
+// message saying so. Service.Get itself shows quarantined memories
+// (flagged): an id asked for by name is explicit retrieval.
+func (s *Service) GetFor(ctx context.Context, c Caller, id string, o GetOptions) (Memory, error) {
+	if o.Channel != "" {
+		if err := oneOf("channel", o.Channel, channels); err != nil {
+			return Memory{}, err
+		}
+	}
+	m, err := s.Get(ctx, c, id, o.IncludeDeleted)
+	if err != nil {
+		return m, err
+	}
+	if m.Quarantined && !o.IncludeQuarantined {
+		return Memory{}, fmt.Errorf("%w: memory %q is quarantined (include_quarantined=true shows it)", ErrNotFound, id)
+	}
+	if o.Channel != "" && slices.Contains(m.BlockedChannels, o.Channel) {
+		return Memory{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
+	}
+	return m, nil
+}

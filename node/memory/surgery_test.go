@@ -1,0 +1,748 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/store"
+)
+
+var rewriteSurgery = flag.Bool("rewrite", false, "rewrite the expected output of testdata/surgery/*.txt")
+
+// TestSurgeryScenarios runs testdata/surgery/*.txt. A file is blocks
+// separated by blank lines; a block is a command line, "----", and its
+// expected output (`go test -run TestSurgeryScenarios -rewrite`
+// regenerates them). Lines starting with # are comments. Two replicas, a
+// and b, hold team://t (alice created it; bob and carol are members, dave
+// reads; every principal is local to both). Values use _ for spaces.
+//
+//	open [approvals=OP,OP]                 (first) open the replicas; ops needing approval in team://t
+//	save NAME [content=T] [importance=X] [channel=C] [prov=NAME]
+//	edit NAME OP [reason=R] [text=T] [importance=X] [delta=D] [channel=C] [as=P] [on=b]
+//	approve|reject EDIT [as=P] [on=b]
+//	sync                                   join a and b both ways
+//	clock b -1m                            move a replica's wall clock
+//	show NAME [on=b] [channel=C]           the effective view (Get)
+//	search WORD [channel=C] [quarantined=true] [on=b]
+//	context [channel=C] [quarantined=true] [on=b]
+//	timeline NAME [on=b]
+//	audit [NAME] [status=S] [on=b]
+//
+// Commands default to replica a and principal alice. Edits are named e1,
+// e2, … in the order made.
+func TestSurgeryScenarios(t *testing.T) {
+	files, _ := filepath.Glob("testdata/surgery/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no scenarios")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) { runSurgeryScenario(t, file) })
+	}
+}
+
+type surgeryWorld struct {
+	t       *testing.T
+	reps    map[string]*Service
+	clocks  map[string]*fakeClock
+	mems    map[string]string // name → id
+	names   map[string]string // id → name
+	edits   map[string]string // name → edit id
+	enames  map[string]string // edit id → name
+	counter int
+}
+
+const scenarioNS = "team://t"
+
+func runSurgeryScenario(t *testing.T, file string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &surgeryWorld{t: t, reps: map[string]*Service{}, clocks: map[string]*fakeClock{}, mems: map[string]string{},
+		names: map[string]string{}, edits: map[string]string{}, enames: map[string]string{}}
+	var out strings.Builder
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			out.WriteString(line + "\n")
+			continue
+		}
+		cmdLine := i + 1
+		if i+1 >= len(lines) || lines[i+1] != "----" {
+			t.Fatalf("%s:%d: command not followed by ----", file, cmdLine)
+		}
+		var want []string
+		for i += 2; i < len(lines) && lines[i] != ""; i++ {
+			want = append(want, lines[i])
+		}
+		got, err := w.run(line)
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		got = w.rename(got)
+		out.WriteString(line + "\n----\n" + got + "\n")
+		if i < len(lines) {
+			out.WriteString("\n")
+		}
+		if !*rewriteSurgery && got != strings.Join(want, "\n") {
+			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, cmdLine, line, got, strings.Join(want, "\n"))
+		}
+	}
+	if *rewriteSurgery {
+		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (w *surgeryWorld) open(approvals Approvals) {
+	for i, r := range []string{"a", "b"} {
+		s, clk := openAccessWith(w.t, crdt.ReplicaID(i+1), approvals)
+		w.reps[r], w.clocks[r] = s, clk
+	}
+	accCreate(w.t, w.reps["a"], "alice", scenarioNS)
+	accGrant(w.t, w.reps["a"], "alice", scenarioNS, "bob", "member")
+	accGrant(w.t, w.reps["a"], "alice", scenarioNS, "carol", "member")
+	accGrant(w.t, w.reps["a"], "alice", scenarioNS, "dave", "read")
+	w.sync()
+}
+
+func (w *surgeryWorld) sync() {
+	for _, p := range [][2]string{{"a", "b"}, {"b", "a"}} {
+		st, err := w.reps[p[0]].Store().State(scenarioNS)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if err := w.reps[p[1]].ApplyRemote(scenarioNS, st); err != nil {
+			w.t.Fatalf("sync %s → %s: %v", p[0], p[1], err)
+		}
+	}
+}
+
+func (w *surgeryWorld) run(line string) (string, error) {
+	fields := strings.Fields(line)
+	cmd, args := fields[0], map[string]string{}
+	var pos []string
+	for _, f := range fields[1:] {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			args[k] = strings.ReplaceAll(v, "_", " ")
+		} else {
+			pos = append(pos, f)
+		}
+	}
+	if cmd == "open" {
+		var ap Approvals
+		if v := args["approvals"]; v != "" {
+			ap = Approvals{scenarioNS: strings.Split(v, ",")}
+		}
+		w.open(ap)
+		return "ok", nil
+	}
+	if len(w.reps) == 0 {
+		w.open(nil)
+	}
+	ctx := context.Background()
+	on := w.reps["a"]
+	if args["on"] != "" {
+		on = w.reps[args["on"]]
+	}
+	as := accAgent("alice")
+	if args["as"] != "" {
+		as = accAgent(args["as"])
+	}
+	num := func(k string) *float64 {
+		v, ok := args[k]
+		if !ok {
+			return nil
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			w.t.Fatalf("%s: %v", line, err)
+		}
+		return &x
+	}
+	strp := func(k string) *string {
+		if v, ok := args[k]; ok {
+			return &v
+		}
+		return nil
+	}
+	filter := Filter{Channel: args["channel"], IncludeQuarantined: args["quarantined"] == "true"}
+	switch cmd {
+	case "sync":
+		w.sync()
+		return "ok", nil
+	case "clock":
+		d, err := time.ParseDuration(pos[1])
+		if err != nil {
+			return "", err
+		}
+		w.clocks[pos[0]].advance(d)
+		return "ok", nil
+	case "save":
+		req := SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "content of " + pos[0], Importance: num("importance"), Channel: args["channel"]}
+		if v, ok := args["content"]; ok {
+			req.Content = v
+		}
+		p, err := normaliseSave(&req)
+		if err != nil {
+			return "", err
+		}
+		if src := args["prov"]; src != "" {
+			p.provenance = []string{"source:" + w.mems[src]}
+			req.Type = "compaction_summary"
+		}
+		ns := namespace.MustParse(scenarioNS)
+		var id string
+		err = on.write(func(tx *store.Tx) error {
+			r, err := on.saveTx(tx, as, ns, req, p)
+			id = r.ID
+			return err
+		})
+		if err != nil {
+			return "", err
+		}
+		w.mems[pos[0]], w.names[id] = id, pos[0]
+		return "ok", nil
+	case "edit":
+		reason := "scenario"
+		if v, ok := args["reason"]; ok {
+			reason = v
+		}
+		target := w.mems[pos[0]]
+		if target == "" {
+			target = pos[0]
+		}
+		op := ""
+		if len(pos) > 1 {
+			op = pos[1]
+		}
+		res, err := on.ProposeEdit(ctx, as, EditRequest{TargetID: target, Op: op, Reason: reason,
+			Patch: EditPatch{Text: strp("text"), Importance: num("importance"), ImportanceDelta: num("delta"), Channel: args["channel"]}})
+		if err != nil {
+			return "", err
+		}
+		w.counter++
+		name := fmt.Sprintf("e%d", w.counter)
+		w.edits[name], w.enames[res.EditID] = res.EditID, name
+		return name + " " + res.Status, nil
+	case "approve", "reject":
+		e, err := on.DecideEdit(ctx, as, w.edits[pos[0]], cmd == "approve")
+		if err != nil {
+			return "", err
+		}
+		return w.fmtEdit(e), nil
+	case "show":
+		m, err := on.Get(ctx, as, w.mems[pos[0]], true)
+		if err != nil {
+			return "", err
+		}
+		return w.fmtMem(m), nil
+	case "search":
+		r, err := on.Search(ctx, as, SearchQuery{Query: pos[0], Filter: filter, Limit: 100})
+		if err != nil {
+			return "", err
+		}
+		var out []string
+		for _, h := range r.Results {
+			out = append(out, w.rename(w.fmtMem(h.Memory)))
+		}
+		slices.Sort(out) // equal scores tie by random id: the set is what counts
+		return orNone(out), nil
+	case "context":
+		r, err := on.Context(ctx, as, ContextQuery{Filter: filter})
+		if err != nil {
+			return "", err
+		}
+		var out []string
+		for _, m := range r.Memories {
+			out = append(out, w.rename(w.fmtMem(m)))
+		}
+		slices.Sort(out) // saved at the same instant: order ties by random id
+		return orNone(out), nil
+	case "timeline":
+		tl, err := on.Timeline(ctx, as, TimelineQuery{ID: w.mems[pos[0]], Filter: filter})
+		if err != nil {
+			return "", err
+		}
+		var out []string
+		for _, m := range append(append(tl.Before, tl.Center), tl.After...) {
+			out = append(out, w.names[m.ID])
+		}
+		return strings.Join(out, " "), nil
+	case "audit":
+		q := AuditQuery{Status: args["status"]}
+		if len(pos) > 0 {
+			q.ID = w.mems[pos[0]]
+		}
+		r, err := on.Audit(ctx, as, q)
+		if err != nil {
+			return "", err
+		}
+		var out []string
+		for _, e := range r.Edits {
+			out = append(out, w.fmtEdit(e))
+		}
+		for _, rs := range r.NeedsResummary {
+			var src []string
+			for _, id := range rs.Retracted {
+				src = append(src, w.names[id])
+			}
+			out = append(out, fmt.Sprintf("resummary %s (sources %s retracted)", w.names[rs.ID], strings.Join(src, ",")))
+		}
+		return orNone(out), nil
+	}
+	return "", fmt.Errorf("unknown command %q", cmd)
+}
+
+// rename replaces memory and edit ids (random) by their scenario names.
+func (w *surgeryWorld) rename(s string) string {
+	for id, name := range w.names {
+		s = strings.ReplaceAll(s, id, name)
+	}
+	for id, name := range w.enames {
+		s = strings.ReplaceAll(s, id, name)
+	}
+	return s
+}
+
+func orNone(out []string) string {
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, "\n")
+}
+
+func (w *surgeryWorld) fmtMem(m Memory) string {
+	s := fmt.Sprintf("%s: %q importance=%g", w.names[m.ID], m.Content, m.Importance)
+	if m.Quarantined {
+		s += " quarantined"
+	}
+	if len(m.BlockedChannels) > 0 {
+		s += " blocked=" + strings.Join(m.BlockedChannels, ",")
+	}
+	if m.EditsApplied > 0 {
+		s += fmt.Sprintf(" edits=%d", m.EditsApplied)
+	}
+	if len(m.NeedsResummary) > 0 {
+		var src []string
+		for _, id := range m.NeedsResummary {
+			src = append(src, w.names[id])
+		}
+		s += " needs_resummary=" + strings.Join(src, ",")
+	}
+	return s
+}
+
+func (w *surgeryWorld) fmtEdit(e Edit) string {
+	s := fmt.Sprintf("%s %s %s by %s: %s", w.enames[e.EditID], e.Op, w.names[e.TargetID], strings.TrimPrefix(e.Proposer, "agent://"), e.Status)
+	if e.Approver != "" {
+		s += " (" + strings.TrimPrefix(e.Approver, "agent://") + ")"
+	}
+	return s
+}
+
+// openAccessWith is openAccess with an approvals configuration.
+func openAccessWith(t *testing.T, replica crdt.ReplicaID, approvals Approvals) (*Service, *fakeClock) {
+	t.Helper()
+	clk := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	local := func(p namespace.Address) bool {
+		return p.Kind == namespace.KindAgent && p.Path == "" && slices.Contains(accPrincipals, p.Name)
+	}
+	s, err := Open(Config{Agent: accAgent("alice").Principal, Now: clk.now, IsLocal: local, Replica: replica, Approvals: approvals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, clk
+}
+
+// TestEffectiveIsOrderFree: the view does not depend on the order the
+// edits are listed in (replicas learn them in different orders).
+func TestEffectiveIsOrderFree(t *testing.T) {
+	text1, text2 := "one", "two"
+	imp, d1, d2 := 0.9, -0.3, 0.1
+	edits := []Edit{
+		{EditID: "a", Op: OpAmend, Status: StatusApproved, ts: 5, Patch: EditPatch{Text: &text2}},
+		{EditID: "b", Op: OpAmend, Status: StatusApproved, ts: 3, Patch: EditPatch{Text: &text1, Importance: &imp}},
+		{EditID: "c", Op: OpAttenuate, Status: StatusApproved, ts: 1, Patch: EditPatch{ImportanceDelta: &d1}},
+		{EditID: "d", Op: OpAttenuate, Status: StatusApproved, ts: 1, Patch: EditPatch{ImportanceDelta: &d2}},
+		{EditID: "e", Op: OpBlock, Status: StatusApproved, ts: 2, Patch: EditPatch{Channel: "public"}},
+		{EditID: "f", Op: OpQuarantine, Status: StatusPending, ts: 2},
+		{EditID: "g", Op: OpRetract, Status: StatusRejected, ts: 9},
+	}
+	base := Memory{ID: "m", Content: "orig", Importance: 0.5}
+	want, wf := effective(base, edits)
+	if want.Content != "two" || math.Abs(want.Importance-0.7) > 1e-9 || wf.quarantined || wf.retracted || !slices.Equal(wf.blocked, []string{"public"}) {
+		t.Fatalf("view %+v %+v", want, wf)
+	}
+	for i := range 50 {
+		perm := slices.Clone(edits)
+		for j := range perm {
+			k := (i*7 + j*13) % len(perm)
+			perm[j], perm[k] = perm[k], perm[j]
+		}
+		got, gf := effective(base, perm)
+		if got.Content != want.Content || got.Importance != want.Importance || !slices.Equal(gf.blocked, wf.blocked) {
+			t.Fatalf("order %v: %+v want %+v", perm, got, want)
+		}
+	}
+}
+
+// TestSurgeryReplicas: an edit made on one replica shows in every query
+// on the other once the namespace's state arrives, and an approval made
+// there takes effect back here.
+func TestSurgeryReplicas(t *testing.T) {
+	ctx := context.Background()
+	w := &surgeryWorld{t: t, reps: map[string]*Service{}, clocks: map[string]*fakeClock{}, mems: map[string]string{},
+		names: map[string]string{}, edits: map[string]string{}, enames: map[string]string{}}
+	w.open(Approvals{scenarioNS: {OpQuarantine}})
+	a, b := w.reps["a"], w.reps["b"]
+	alice, bob := accAgent("alice"), accAgent("bob")
+	m := mustSave(t, a, alice, SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "kafka retention is seven days", Channel: "public"})
+	other := mustSave(t, a, alice, SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "kafka brokers run on three hosts"})
+	w.sync()
+	text := "kafka retention is thirty days"
+	if _, err := b.ProposeEdit(ctx, bob, EditRequest{TargetID: m.ID, Op: OpAmend, Reason: "wrong number", Patch: EditPatch{Text: &text}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ProposeEdit(ctx, bob, EditRequest{TargetID: m.ID, Op: OpBlock, Reason: "internal", Patch: EditPatch{Channel: "public"}}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := b.ProposeEdit(ctx, bob, EditRequest{TargetID: other.ID, Op: OpQuarantine, Reason: "unverified"})
+	if err != nil || q.Status != StatusPending {
+		t.Fatalf("quarantine: %+v %v", q, err)
+	}
+	w.sync()
+	for name, s := range map[string]*Service{"a": a, "b": b} {
+		got, err := s.Get(ctx, alice, m.ID, false)
+		if err != nil || got.Content != text {
+			t.Fatalf("%s: get %+v %v", name, got, err)
+		}
+		if r, _ := s.Search(ctx, alice, SearchQuery{Query: "seven"}); r.Total != 0 {
+			t.Fatalf("%s: the old text is still searchable: %+v", name, r)
+		}
+		if r, _ := s.Search(ctx, alice, SearchQuery{Query: "thirty"}); r.Total != 1 {
+			t.Fatalf("%s: the amended text is not searchable: %+v", name, r)
+		}
+		if r, _ := s.Search(ctx, alice, SearchQuery{Query: "kafka", Filter: Filter{Channel: "public"}}); r.Total != 0 {
+			t.Fatalf("%s: blocked memory in a public search: %+v", name, r)
+		}
+		cx, _ := s.Context(ctx, alice, ContextQuery{})
+		if !slices.Contains(memIDs(cx.Memories), other.ID) || strings.Contains(cx.Text, "seven") {
+			t.Fatalf("%s: context %q", name, cx.Text)
+		}
+		ex, _ := s.Export(ctx, alice, scenarioNS)
+		if slices.ContainsFunc(ex.Memories, func(x Memory) bool { return strings.Contains(x.Content, "seven") }) {
+			t.Fatalf("%s: export has the old text", name)
+		}
+		au, _ := s.Audit(ctx, alice, AuditQuery{})
+		if len(au.Edits) != 3 {
+			t.Fatalf("%s: audit %+v", name, au)
+		}
+	}
+	// The pending quarantine is approved on a: it hides the memory on b.
+	if _, err := a.DecideEdit(ctx, alice, q.EditID, true); err != nil {
+		t.Fatal(err)
+	}
+	w.sync()
+	for name, s := range map[string]*Service{"a": a, "b": b} {
+		cx, _ := s.Context(ctx, alice, ContextQuery{})
+		if slices.Contains(memIDs(cx.Memories), other.ID) {
+			t.Fatalf("%s: quarantined memory in the context", name)
+		}
+		if r, _ := s.Search(ctx, alice, SearchQuery{Query: "brokers", Filter: Filter{IncludeQuarantined: true}}); r.Total != 1 {
+			t.Fatalf("%s: include_quarantined does not show it: %+v", name, r)
+		}
+	}
+	// A retract on b purges the record on a.
+	if _, err := b.ProposeEdit(ctx, bob, EditRequest{TargetID: m.ID, Op: OpRetract, Reason: "pii"}); err != nil {
+		t.Fatal(err)
+	}
+	w.sync()
+	for name, s := range map[string]*Service{"a": a, "b": b} {
+		if _, err := s.Get(ctx, alice, m.ID, true); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s: retracted memory readable: %v", name, err)
+		}
+		if rec, _ := s.Store().Record(scenarioNS, m.ID); !rec.Empty() {
+			t.Fatalf("%s: retracted memory's record still stored", name)
+		}
+		if au, _ := s.Audit(ctx, alice, AuditQuery{ID: m.ID}); len(au.Edits) != 3 {
+			t.Fatalf("%s: audit of the retracted memory %+v", name, au)
+		}
+	}
+	// Reopen-equivalent: a fresh replica that gets the whole state agrees.
+	c, _ := openAccessWith(t, 3, nil)
+	st, _ := a.Store().State(scenarioNS)
+	if err := c.ApplyRemote(scenarioNS, st); err != nil {
+		t.Fatal(err)
+	}
+	if snapshot(t, c, alice) != snapshot(t, a, alice) {
+		t.Fatal("a fresh replica's view differs")
+	}
+}
+
+// auditLen is the number of audit entries alice sees on s.
+func auditLen(t *testing.T, s *Service) int {
+	t.Helper()
+	au, err := s.Audit(context.Background(), accAgent("alice"), AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(au.Edits)
+}
+
+// TestAuditCannotShrink tries every verb that deletes or overwrites and
+// checks the audit log never gets shorter (invariant 5).
+func TestAuditCannotShrink(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	open := func() *Service {
+		s, err := Open(Config{Dir: dir, Agent: accAgent("alice").Principal, Now: clk.now, Approvals: Approvals{"*": {OpAmend}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	alice := accAgent("alice")
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, mustSave(t, s, alice, SaveRequest{Type: "decision", Content: fmt.Sprintf("memory %d", i)}).ID)
+	}
+	text := "amended"
+	propose := func(id, op string, p EditPatch) EditResult {
+		t.Helper()
+		r, err := s.ProposeEdit(ctx, alice, EditRequest{TargetID: id, Op: op, Reason: "test", Patch: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	propose(ids[0], OpQuarantine, EditPatch{})
+	am := propose(ids[1], OpAmend, EditPatch{Text: &text})
+	propose(ids[2], OpBlock, EditPatch{Channel: "team"})
+	n := auditLen(t, s)
+	if n != 3 {
+		t.Fatalf("audit %d", n)
+	}
+	grew := func(what string) {
+		t.Helper()
+		if m := auditLen(t, s); m < n {
+			t.Fatalf("%s: audit shrank from %d to %d", what, n, m)
+		} else {
+			n = m
+		}
+	}
+	var editIDs []string
+	s.surg.mu.RLock()
+	for id := range s.surg.edits {
+		editIDs = append(editIDs, id)
+	}
+	s.surg.mu.RUnlock()
+	ns := "agent://alice"
+	for _, id := range editIDs {
+		for _, target := range []string{id, editPrefix + id} {
+			_ = s.Delete(ctx, alice, target, false)
+			_ = s.Delete(ctx, alice, target, true)
+			_ = s.Retract(ctx, alice, target)
+			_, _ = s.Update(ctx, alice, target, UpdateRequest{Content: &text})
+			_, _ = s.Compact(ctx, alice, CompactRequest{CompactIDs: []string{target}, SummaryTitle: "s", SummaryContent: "s"})
+		}
+		grew("memory verbs on " + id)
+		if _, err := s.Save(ctx, alice, SaveRequest{Type: "x", Content: "y", TopicKey: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		// A peer's retract of the record, and an overwrite with another edit's bytes.
+		rec, err := s.Store().Record(ns, editPrefix+id)
+		if err != nil || rec.Empty() {
+			t.Fatalf("edit record %s: %v", id, err)
+		}
+		if err := s.ApplyRemote(ns, crdt.RetractDelta(rec, editPrefix+id)); err == nil {
+			t.Fatal("ApplyRemote accepted the retract of an edit record")
+		}
+		other := editIDs[(slices.Index(editIDs, id)+1)%len(editIDs)]
+		orec, _ := s.Store().Record(ns, editPrefix+other)
+		f, _ := orec.Field(fEdit)
+		d := crdt.NewMap()
+		e, _ := d.Edit(99, editPrefix+id, crdt.Limits{})
+		_ = e.Set(crdt.Timestamp(1)<<62, fKind, []byte(kindEdit))
+		_ = e.Set(crdt.Timestamp(1)<<62, fEdit, f.Value)
+		if err := s.ApplyRemote(ns, e.Delta()); err == nil {
+			t.Fatal("ApplyRemote accepted an overwrite of an edit record")
+		}
+		grew("ApplyRemote on " + id)
+	}
+	// Soft and hard deletes of the targets, compaction, import over them.
+	if _, err := s.Compact(ctx, alice, CompactRequest{CompactIDs: []string{ids[0]}, SummaryTitle: "sum", SummaryContent: "sum"}); err != nil {
+		t.Fatal(err)
+	}
+	grew("compact execute")
+	if err := s.Delete(ctx, alice, ids[2], true); err != nil {
+		t.Fatal(err)
+	}
+	grew("hard delete of a target")
+	ex, _ := s.Export(ctx, alice, "")
+	b, _ := json.Marshal(ex)
+	if _, err := s.Import(ctx, alice, "", b); err != nil {
+		t.Fatal(err)
+	}
+	grew("import")
+	// Decisions add; a decided edit cannot be decided again.
+	if _, err := s.DecideEdit(ctx, alice, am.EditID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DecideEdit(ctx, alice, am.EditID, true); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second decision: %v", err)
+	}
+	grew("decide")
+	s.Close()
+	s = open()
+	defer s.Close()
+	grew("reopen")
+	if e, _ := s.auditEntry(am.EditID); e.Status != StatusRejected {
+		t.Fatalf("after reopen: %+v", e)
+	}
+}
+
+// TestSurgeryValidation: bad requests are refused with a message and
+// record nothing; permissions are checked.
+func TestSurgeryValidation(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openAccessWith(t, 0, Approvals{"*": {OpRetract}})
+	alice, bob, dave := accAgent("alice"), accAgent("bob"), accAgent("dave")
+	accCreate(t, s, "alice", scenarioNS)
+	accGrant(t, s, "alice", scenarioNS, "bob", "member")
+	accGrant(t, s, "alice", scenarioNS, "dave", "read")
+	m := mustSave(t, s, alice, SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "x"})
+	imp, bad := 0.5, 1.5
+	txt := "t"
+	for _, tc := range []struct {
+		c    Caller
+		req  EditRequest
+		want error
+		msg  string
+	}{
+		{alice, EditRequest{TargetID: m.ID, Op: OpQuarantine}, ErrInvalid, "reason is required"},
+		{alice, EditRequest{TargetID: m.ID, Op: "erase", Reason: "r"}, ErrInvalid, "unknown op"},
+		{alice, EditRequest{TargetID: m.ID, Reason: "r"}, ErrInvalid, "op is required"},
+		{alice, EditRequest{TargetID: m.ID, Op: OpAmend, Reason: "r"}, ErrInvalid, "amend needs"},
+		{alice, EditRequest{TargetID: m.ID, Op: OpAttenuate, Reason: "r"}, ErrInvalid, "attenuate needs"},
+		{alice, EditRequest{TargetID: m.ID, Op: OpBlock, Reason: "r"}, ErrInvalid, "block needs"},
+		{alice, EditRequest{TargetID: m.ID, Op: OpBlock, Reason: "r", Patch: EditPatch{Channel: "tv"}}, ErrInvalid, "channel"},
+		{alice, EditRequest{TargetID: m.ID, Op: OpAmend, Reason: "r", Patch: EditPatch{Importance: &bad}}, ErrInvalid, "0..1"},
+		{alice, EditRequest{TargetID: m.ID, Op: OpRetract, Reason: "r", Patch: EditPatch{Text: &txt}}, ErrInvalid, "no patch.text"},
+		{alice, EditRequest{TargetID: "01NOSUCHMEMORY000000000000", Op: OpQuarantine, Reason: "r"}, ErrNotFound, "not found"},
+		{accAgent("eve"), EditRequest{TargetID: m.ID, Op: OpQuarantine, Reason: "r"}, ErrNotFound, "not found"},
+		{dave, EditRequest{TargetID: m.ID, Op: OpAttenuate, Reason: "r", Patch: EditPatch{Importance: &imp}}, acl.ErrDenied, "write"},
+	} {
+		_, err := s.ProposeEdit(ctx, tc.c, tc.req)
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%+v: %v, want %v containing %q", tc.req, err, tc.want, tc.msg)
+		}
+	}
+	if n := auditLen(t, s); n != 0 {
+		t.Fatalf("refused edits were recorded: %d", n)
+	}
+	r, err := s.ProposeEdit(ctx, bob, EditRequest{TargetID: m.ID, Op: OpRetract, Reason: "pii"})
+	if err != nil || r.Status != StatusPending {
+		t.Fatalf("pending retract: %+v %v", r, err)
+	}
+	if _, err := s.Get(ctx, alice, m.ID, false); err != nil {
+		t.Fatalf("a pending retract took effect: %v", err)
+	}
+	if _, err := s.DecideEdit(ctx, bob, r.EditID, true); !errors.Is(err, acl.ErrDenied) {
+		t.Fatalf("bob (no admin) approves: %v", err)
+	}
+	if _, err := s.DecideEdit(ctx, alice, "0123456789abcdef0123456789abcdef", true); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown edit: %v", err)
+	}
+	if e, err := s.DecideEdit(ctx, alice, r.EditID, true); err != nil || e.Status != StatusApproved || e.Approver != "agent://alice" || e.DecidedAt == nil {
+		t.Fatalf("alice approves: %+v %v", e, err)
+	}
+	if _, err := s.Get(ctx, bob, m.ID, true); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("approved retract: %v", err)
+	}
+	if _, err := s.Audit(ctx, alice, AuditQuery{Status: "maybe"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad status: %v", err)
+	}
+	if _, err := s.Save(ctx, alice, SaveRequest{Type: "x", Content: "y"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Approvals{"*": {"erase"}}).Validate(); err == nil {
+		t.Fatal("approvals with an unknown op validate")
+	}
+}
+
+// TestSubjectFiltersEveryRead: search, context and timeline filter by
+// scope, subject and project (immutability: TestSubjectImmutable), and an
+// amend leaves the subject alone.
+func TestSubjectFiltersEveryRead(t *testing.T) {
+	ctx := context.Background()
+	s, _, c := openTest(t, "")
+	m := mustSave(t, s, c, SaveRequest{Type: "preference", Content: "likes tea", Scope: "user", SubjectType: "user", SubjectID: "u1", Project: "p"})
+	mustSave(t, s, c, SaveRequest{Type: "preference", Content: "likes coffee", Scope: "user", SubjectType: "user", SubjectID: "u2", Project: "p"})
+	for _, req := range []UpdateRequest{{SubjectID: ptr("u2")}, {SubjectType: ptr("team")}} {
+		if _, err := s.Update(ctx, c, m.ID, req); !errors.Is(err, ErrConflict) {
+			t.Fatalf("subject changed: %v", err)
+		}
+	}
+	f := Filter{SubjectType: "user", SubjectID: "u1", Scope: "user", Project: "p"}
+	if r, _ := s.Search(ctx, c, SearchQuery{Query: "likes", Filter: f}); r.Total != 1 || r.Results[0].Memory.ID != m.ID {
+		t.Fatalf("search by subject: %+v", r)
+	}
+	if cx, _ := s.Context(ctx, c, ContextQuery{Filter: f}); len(cx.Memories) != 1 || cx.Memories[0].ID != m.ID {
+		t.Fatalf("context by subject: %+v", cx.Memories)
+	}
+	if tl, _ := s.Timeline(ctx, c, TimelineQuery{ID: m.ID, Filter: f}); len(tl.Before)+len(tl.After) != 0 {
+		t.Fatalf("timeline by subject: %+v", tl)
+	}
+	if tl, _ := s.Timeline(ctx, c, TimelineQuery{ID: m.ID}); len(tl.Before)+len(tl.After) != 1 {
+		t.Fatalf("timeline without a filter: %+v", tl)
+	}
+	text := "likes green tea"
+	if _, err := s.ProposeEdit(ctx, c, EditRequest{TargetID: m.ID, Op: OpAmend, Reason: "precision", Patch: EditPatch{Text: &text}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(ctx, c, m.ID, false); got.Content != text || got.SubjectID != "u1" || got.SubjectType != "user" || got.Scope != "user" {
+		t.Fatalf("after amend: %+v", got)
+	}
+}
+
+// TestShareCopiesTheView: sharing an amended memory copies the amended
+// text, never the original.
+func TestShareCopiesTheView(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openAccessWith(t, 0, nil)
+	alice := accAgent("alice")
+	accCreate(t, s, "alice", scenarioNS)
+	m := mustSave(t, s, alice, SaveRequest{Type: "decision", Content: "the password is hunter2"})
+	text := "the password is in the vault"
+	if _, err := s.ProposeEdit(ctx, alice, EditRequest{TargetID: m.ID, Op: OpAmend, Reason: "secret", Patch: EditPatch{Text: &text}}); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := s.Share(ctx, alice, ShareRequest{ID: m.ID, Namespace: scenarioNS})
+	if err != nil || sh.Memory.Content != text || strings.Contains(sh.Memory.Title, "hunter2") {
+		t.Fatalf("share: %+v %v", sh, err)
+	}
+	rec, _ := s.Store().Record(scenarioNS, sh.Memory.ID)
+	if strings.Contains(str(rec, fContent), "hunter2") || strings.Contains(str(rec, fTitle), "hunter2") {
+		t.Fatal("the copy stores the original text")
+	}
+}
