@@ -60,7 +60,9 @@ async function main() {
     "mem_get_observation", "mem_suggest_topic_key", "mem_save_prompt", "mem_session_start",
     "mem_session_end", "mem_session_summary", "mem_stats", "mem_compact", "mem_progress",
   ];
-  check("all 15 tools listed", expected.every((n) => byName[n]) && tools.length === expected.length, tools.map((t) => t.name));
+  // engram's tools plus mem_compact and mem_progress must all be there;
+  // later issues add more (sharing, surgery, capsules), so no exact count.
+  check("the engram-compatible tools are listed", expected.every((n) => byName[n]), tools.map((t) => t.name));
   check("mem_save requires content", JSON.stringify(byName.mem_save.inputSchema.required) === '["content"]', byName.mem_save.inputSchema.required);
   check("mem_search requires query", byName.mem_search.inputSchema.required?.includes("query"));
   check("mem_timeline takes observation_id", byName.mem_timeline.inputSchema.required?.includes("observation_id"));
