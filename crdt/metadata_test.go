@@ -62,8 +62,20 @@ func causalMetadata(tb testing.TB, n int) (setCtx, setDots, mapCtx, mapDots int)
 		}
 	}
 	setDots, _, _ = sets[0].MetadataSize()
+	witness := 0
 	for _, id := range maps[0].EntryIDs() {
-		mapDots += len(maps[0].Entry(id).Dots())
+		for _, d := range maps[0].Entry(id).Dots() {
+			if maps[0].Entry(id).HasElement(WitnessSet, d.Replica.String()) {
+				witness++
+			} else {
+				mapDots++
+			}
+		}
+	}
+	// A record keeps one removal witness per replica that removed from it:
+	// bounded by records × replicas, whatever the number of removes.
+	if witness > len(reps)*len(maps[0].EntryIDs()) {
+		tb.Fatalf("%d witness dots on %d records from %d replicas", witness, len(maps[0].EntryIDs()), len(reps))
 	}
 	if len(sets[0].Elements()) != 0 || maps[0].Len() != 0 {
 		tb.Fatalf("%d elements and %d records left after removing everything", len(sets[0].Elements()), maps[0].Len())
@@ -72,7 +84,9 @@ func causalMetadata(tb testing.TB, n int) (setCtx, setDots, mapCtx, mapDots int)
 }
 
 // TestCausalMetadataBounded: 100k adds then 100k removes leave under 1 KiB of
-// causal metadata (context plus element dots, ~10 bytes a dot encoded).
+// causal metadata (context plus element dots, ~10 bytes a dot encoded). A
+// Map's records also keep one removal witness per removing replica (see
+// WitnessSet), checked against its bound in causalMetadata.
 func TestCausalMetadataBounded(t *testing.T) {
 	n := 100_000
 	if testing.Short() || raceEnabled {

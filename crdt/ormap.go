@@ -274,3 +274,51 @@ func RemovedDots(ctx, have *Context, attached map[Dot]struct{}) *Context {
 	}
 	return removed
 }
+
+// DependsOn reports whether every dot of m's context that m's records do
+// not hold — a dot m overwrote or removed — is in have, except the dots of
+// replica origin from counter from on, which m itself created (and then
+// overwrote within the same delta group). A delta that claims a dot stands
+// for the operation that made it having been seen; applied before that
+// operation's own delta, it would hide the operation's effects (an element
+// it removed, say) from every later comparison of contexts. Receivers hold
+// a live delta back until DependsOn holds.
+func (m *Map) DependsOn(have *Context, origin ReplicaID, from uint64) bool {
+	attached := map[Dot]struct{}{}
+	for _, r := range m.records {
+		for _, d := range r.Dots() {
+			attached[d] = struct{}{}
+		}
+	}
+	for _, rid := range sortedReplicas(m.ctx.spans) {
+		for _, sp := range m.ctx.spans[rid] {
+			for c := sp.lo; c <= sp.hi; c++ {
+				if rid == origin && c >= from {
+					break
+				}
+				d := Dot{rid, c}
+				if _, ok := attached[d]; ok {
+					continue
+				}
+				if !have.Contains(d) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// FirstDot is the smallest counter of replica r held by m's records, or 0
+// if none: where a local delta's own new dots begin.
+func (m *Map) FirstDot(r ReplicaID) uint64 {
+	first := uint64(0)
+	for _, rec := range m.records {
+		for _, d := range rec.Dots() {
+			if d.Replica == r && (first == 0 || d.Counter < first) {
+				first = d.Counter
+			}
+		}
+	}
+	return first
+}

@@ -206,6 +206,9 @@ func mapView(m *Map) string {
 			lines = append(lines, fmt.Sprintf("%s %s=%s", id, n, f.Value))
 		}
 		for set := range r.sets {
+			if set == WitnessSet {
+				continue // bookkeeping for digest sync, not user data
+			}
 			for _, e := range r.Elements(set) {
 				lines = append(lines, fmt.Sprintf("%s %s[%s]", id, set, e))
 			}

@@ -108,9 +108,18 @@ func (r *Record) HasElement(set, elem string) bool {
 	return ok
 }
 
-// Empty reports whether the record holds no field and no element.
+// Empty reports whether the record holds no field and no element (the
+// witness set, bookkeeping for removals, does not count).
 func (r *Record) Empty() bool {
-	return r == nil || (len(r.fields) == 0 && len(r.sets) == 0)
+	if r == nil || len(r.fields) > 0 {
+		return r == nil
+	}
+	for name := range r.sets {
+		if name != WitnessSet {
+			return false
+		}
+	}
+	return true
 }
 
 // MaxTimestamp is the largest field timestamp in the record.
@@ -257,7 +266,18 @@ type Edit struct {
 	lim     Limits
 	delta   *Map
 	rec     *Record
+	removed bool // the edit removed an element someone may still hold
+	sealed  bool
 }
+
+// WitnessSet is the reserved set in which a record keeps, per replica, the
+// dot of that replica's latest edit that removed an element. Removals add
+// no dot of their own, and a field written with them can be overwritten by
+// a concurrent edit that never saw them; the witness cannot (nobody removes
+// it), so digest sync, which finds records through dots the other side
+// lacks, still finds every record a removal touched. It costs at most one
+// dot per replica that ever removed an element from the record.
+const WitnessSet = "~w"
 
 // NewEdit starts an edit of record id (base may be nil for a new record) by
 // replica r, in a state whose context is ctx.
@@ -328,6 +348,9 @@ func (e *Edit) Add(set, elem string) error {
 // Remove removes elem from set: the delta covers the dots this replica has
 // seen for it; a concurrent add elsewhere survives.
 func (e *Edit) Remove(set, elem string) {
+	if e.base.HasElement(set, elem) {
+		e.removed = true
+	}
 	e.coverElement(set, elem)
 	if s := e.rec.sets[set]; s != nil {
 		delete(s, elem)
@@ -346,7 +369,21 @@ func (e *Edit) coverElement(set, elem string) {
 }
 
 // Delta returns the delta built so far. The edit must not be used afterwards.
-func (e *Edit) Delta() *Map { return e.delta }
+func (e *Edit) Delta() *Map {
+	if e.removed && !e.sealed {
+		e.sealed = true
+		w := e.replica.String()
+		e.coverElement(WitnessSet, w)
+		if e.rec.sets == nil {
+			e.rec.sets = make(map[string]map[string]DotSet)
+		}
+		if e.rec.sets[WitnessSet] == nil {
+			e.rec.sets[WitnessSet] = make(map[string]DotSet)
+		}
+		e.rec.sets[WitnessSet][w] = DotSet{e.dot()}
+	}
+	return e.delta
+}
 
 // HasDotOutside reports whether any dot of r is missing from c.
 func (r *Record) HasDotOutside(c *Context) bool {

@@ -16,6 +16,9 @@ go vet ./...
 echo "== go test -race"
 go test -race -count=1 ./...
 
+echo "== simulator sweep (200 seeds, mixed faults, 5-20 nodes; without -race)"
+go test -count=1 -run TestSweep ./sim/ -sweep=200
+
 bash scripts/test-mcp-ts.sh
 echo "== fuzz"
 FUZZTIME=${FUZZTIME:-8s} bash scripts/fuzz.sh

@@ -55,6 +55,7 @@ Cluster (talk to a running node):
 ` + surgeryUsage + `
 ` + projectionUsage + `
 Other:
+  sim        simulate a cluster under faults  mnemo sim --nodes 20 --ops 2000 --seed 7 --loss 0.1
   version    print the version
   help       help on a command         mnemo help search
 
@@ -92,6 +93,7 @@ func commands() map[string]command {
 		"export":      {runExport, "write everything readable as JSON"},
 		"import":      {runImport, "read a mnemo or engram export"},
 		"version":     {runVersion, "print the version"},
+		"sim":         {runSim, "deterministic cluster simulator"},
 		"members":     {runMembers, "list cluster members"},
 		"cluster-key": {runClusterKey, "print a new cluster key"},
 		"status":      {runStatus, "replication status per peer"},

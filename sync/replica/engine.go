@@ -81,6 +81,9 @@ type Config struct {
 	Limits crdt.Limits
 	// Seed for the engine's random choices (anti-entropy peer).
 	Seed uint64
+	// PendingMax bounds the live deltas held back until what they depend on
+	// arrives. Default 4096; overflow drops the oldest and syncs instead.
+	PendingMax int
 }
 
 func (c *Config) withDefaults() {
@@ -104,6 +107,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.Limits == (crdt.Limits{}) {
 		c.Limits = crdt.DefaultLimits()
+	}
+	if c.PendingMax <= 0 {
+		c.PendingMax = 4096
 	}
 }
 
@@ -161,6 +167,7 @@ type PeerStats struct {
 type queued struct {
 	ns    string
 	delta *crdt.Map
+	from  uint64 // first counter of this replica created by the joined deltas
 }
 
 type inflight struct {
@@ -193,6 +200,17 @@ type Engine struct {
 	now    time.Time
 	nextAE time.Time
 	ready  Ready
+	// pending holds live deltas waiting for their dependencies, oldest first.
+	pending []held
+}
+
+// held is a checked live delta whose dependencies have not all arrived.
+type held struct {
+	from   PeerID
+	origin crdt.ReplicaID
+	first  uint64 // NamespaceDelta.From
+	ns     string
+	d      *crdt.Map
 }
 
 // New returns an engine over st and pol.
@@ -281,6 +299,10 @@ func (e *Engine) Stats() []PeerStats {
 // hold ns, and sends what the windows allow.
 func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 	size := len(d.Encode())
+	from := d.FirstDot(e.cfg.Replica)
+	if from == 0 {
+		from = ^uint64(0) // creates nothing (a retract, a bare remove)
+	}
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]
 		if !e.pol.PeerMayRead(p.Peer, ns) {
@@ -294,12 +316,12 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 			p.needSync[ns] = true
 			continue
 		}
-		e.enqueue(p, ns, d, size)
+		e.enqueue(p, ns, d, size, from)
 	}
 	e.flushAll()
 }
 
-func (e *Engine) enqueue(p *peerState, ns string, d *crdt.Map, size int) {
+func (e *Engine) enqueue(p *peerState, ns string, d *crdt.Map, size int, from uint64) {
 	if p.needSync[ns] {
 		return // a digest sync is pending for ns: it will carry this too
 	}
@@ -310,9 +332,10 @@ func (e *Engine) enqueue(p *peerState, ns string, d *crdt.Map, size int) {
 	}
 	if i, ok := p.index[ns]; ok {
 		p.queue[i].delta.Join(d)
+		p.queue[i].from = min(p.queue[i].from, from)
 	} else {
 		p.index[ns] = len(p.queue)
-		p.queue = append(p.queue, queued{ns: ns, delta: d.Clone()})
+		p.queue = append(p.queue, queued{ns: ns, delta: d.Clone(), from: from})
 	}
 	p.qDeltas++
 	p.qBytes += size
@@ -364,7 +387,7 @@ func (e *Engine) flush(p *peerState) {
 			if len(msg.Deltas) > 0 && size+len(enc) > e.cfg.BatchMaxBytes {
 				break
 			}
-			msg.Deltas = append(msg.Deltas, wire.NamespaceDelta{Namespace: q.ns, Delta: enc})
+			msg.Deltas = append(msg.Deltas, wire.NamespaceDelta{Namespace: q.ns, Delta: enc, From: q.from})
 			nss = append(nss, q.ns)
 			size += len(enc)
 			p.queue = p.queue[1:]
@@ -467,6 +490,7 @@ func retractedSum(ids []string) [32]byte {
 // and anti-entropy picks a random peer.
 func (e *Engine) Tick(now time.Time) {
 	e.now = now
+	e.release()
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]
 		for seq, f := range p.inflight {
@@ -503,20 +527,22 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownPeer, from)
 	}
+	e.release() // what was applied since the last input may free held deltas
 	switch m.Kind {
 	case wire.KindAck:
 		delete(p.inflight, m.Seq)
 	case wire.KindDeltas:
 		for _, nd := range m.Deltas {
-			e.receiveDelta(p, nd)
+			e.receiveDelta(p, nd, true)
 		}
 		e.send(from, &wire.Message{Kind: wire.KindAck, Seq: m.Seq})
 	case wire.KindSyncRequest:
 		e.answerSync(p, m)
 	case wire.KindSyncReply:
 		for _, nd := range m.Deltas {
-			e.receiveDelta(p, nd)
+			e.receiveDelta(p, nd, false)
 		}
+		e.release() // a sync reply may complete what held deltas wait for
 		if len(m.Contexts) > 0 {
 			// The responder's contexts: answer with what it lacks.
 			e.answerSync(p, &wire.Message{Kind: wire.KindSyncRequest, Contexts: m.Contexts})
@@ -532,7 +558,7 @@ func (e *Engine) reject(p *peerState, ns string, err error) {
 }
 
 // receiveDelta checks a namespace delta and, if it passes, hands it out to apply.
-func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta) {
+func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 	if !e.pol.ShouldHold(nd.Namespace) {
 		e.reject(p, nd.Namespace, ErrNotHeld)
 		return
@@ -564,8 +590,64 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta) {
 		return
 	}
 	p.stats.DeltasRecv++
+	if live && !d.DependsOn(e.haveFor(nd.Namespace), p.Replica, nd.From) {
+		e.hold(p, nd.Namespace, d, nd.From)
+		return
+	}
 	e.ready.Apply = append(e.ready.Apply, Apply{From: p.ID, Namespace: nd.Namespace, Delta: d})
 }
+
+// haveFor is what this node has seen of ns, counting what it is about to
+// apply.
+func (e *Engine) haveFor(ns string) *crdt.Context {
+	have := e.st.Context(ns)
+	for _, a := range e.ready.Apply {
+		if a.Namespace == ns {
+			have.Join(a.Delta.Context())
+		}
+	}
+	return have
+}
+
+// hold keeps a live delta until what it depends on has arrived. The buffer
+// is bounded: the oldest entry goes first, and its namespace is synced with
+// its sender instead.
+func (e *Engine) hold(p *peerState, ns string, d *crdt.Map, first uint64) {
+	if len(e.pending) >= e.cfg.PendingMax {
+		old := e.pending[0]
+		e.pending = e.pending[1:]
+		if op, ok := e.peers[old.from]; ok {
+			op.needSync[old.ns] = true
+			op.stats.Fallbacks++
+		}
+	}
+	e.pending = append(e.pending, held{from: p.ID, origin: p.Replica, first: first, ns: ns, d: d})
+}
+
+// release applies held deltas whose dependencies have arrived, and drops
+// those that became redundant.
+func (e *Engine) release() {
+	if len(e.pending) == 0 {
+		return
+	}
+	kept := e.pending[:0]
+	for _, h := range e.pending {
+		have := e.haveFor(h.ns)
+		switch {
+		case allIn(h.d, have):
+			// everything it carries is already here
+		case h.d.DependsOn(have, h.origin, h.first):
+			e.ready.Apply = append(e.ready.Apply, Apply{From: h.from, Namespace: h.ns, Delta: h.d})
+		default:
+			kept = append(kept, h)
+		}
+	}
+	clear(e.pending[len(kept):])
+	e.pending = kept
+}
+
+// allIn reports whether every dot of d's context is in have.
+func allIn(d *crdt.Map, have *crdt.Context) bool { return len(have.Missing(d.Context())) == 0 }
 
 // answerSync replies with what the requester lacks, in batches.
 func (e *Engine) answerSync(p *peerState, m *wire.Message) {

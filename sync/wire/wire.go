@@ -53,6 +53,10 @@ func (k Kind) String() string {
 type NamespaceDelta struct {
 	Namespace string `msgpack:"n"`
 	Delta     []byte `msgpack:"d"`
+	// From is the first counter the sender created in this live delta
+	// group (its dots from From on are its own new operations); 0 in sync
+	// replies. Receivers use it to tell dependencies from new dots.
+	From uint64 `msgpack:"f,omitempty"`
 }
 
 // NamespaceContext is one namespace's causal context (crdt.Context encoding)

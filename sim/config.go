@@ -1,0 +1,174 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mnemohq/mnemo/sync/replica"
+)
+
+// Config describes one simulated run. Zero fields take the defaults noted.
+// Every random choice is drawn from Seed.
+type Config struct {
+	// Nodes in the cluster. Default 5.
+	Nodes int
+	// Ops is the number of workload operations (memory edits, retracts,
+	// grants, revocations, forged writes). Default 200.
+	Ops int
+	// Seed drives every random choice of the run.
+	Seed uint64
+	// Loss is the probability that a message is dropped. Default 0.
+	Loss float64
+	// Dup is the probability that a message is delivered twice. Default 0.
+	Dup float64
+	// Reorder is the probability that a message gets an extra delay of up
+	// to 10x the link latency, overtaking later ones. Default 0.
+	Reorder float64
+	// Partitions, Crashes, Stalls and Churn are the numbers of random
+	// partition/heal pairs, crash/restart pairs, stalled-subscriber episodes
+	// and leave/rejoin pairs in the fault schedule. Default 0.
+	Partitions, Crashes, Stalls, Churn int
+	// Joins is the number of nodes that start outside the membership and
+	// join during the workload. Default 0.
+	Joins int
+	// Teams and Projects are the numbers of team:// and project://
+	// namespaces. Default 3 and 2.
+	Teams, Projects int
+	// Span is the virtual time over which operations and faults are spread.
+	// Default 30s + 5ms per operation.
+	Span time.Duration
+	// LatencyMin and LatencyMax bound a link's base one-way latency (drawn
+	// per link); each message adds exponential jitter of mean
+	// (LatencyMax-LatencyMin)/4. Defaults 2ms and 40ms.
+	LatencyMin, LatencyMax time.Duration
+	// TickInterval between Engine.Tick calls on each node. Default 250ms.
+	TickInterval time.Duration
+	// QuietLimit bounds the virtual time allowed to converge once the last
+	// fault is healed. Default 5m.
+	QuietLimit time.Duration
+	// Engine is the engine configuration; Self, Replica and Seed are set per
+	// node. Defaults: the engine's (Window 4, AckTimeout 10s,
+	// AntiEntropyInterval 10s) except QueueMaxDeltas 64, so that stalled
+	// subscribers overflow their queues within a run.
+	Engine replica.Config
+	// Track is the number of updates whose spread is recorded for the plot
+	// and the rounds figure. Default 24.
+	Track int
+	// NoSetRemoves keeps element removes out of the workload (tags are only
+	// added): a narrower workload, for comparing runs.
+	NoSetRemoves bool
+	// Scenario, when set, replaces the random fault schedule (and sets the
+	// fields it names).
+	Scenario *Scenario
+
+	measureState bool  // count what state-based sync of the same workload would ship
+	hooks        hooks // test-only fault injection into the checker's inputs
+}
+
+// hooks break the run on purpose, so tests can show each invariant's
+// checker reports a violation.
+type hooks struct {
+	openRead    bool // engines believe every peer may read every namespace
+	openWrite   bool // engines believe every replica may write every namespace
+	dropAcked   bool // the first save is acknowledged but never persisted nor sent
+	lostRetract bool // retracts are acknowledged and applied locally but never sent
+	queueBound  int  // check queues against this bound instead of the configured one
+	tamper      bool // after quiet, one replica gets a write nobody else sees
+}
+
+func (c *Config) withDefaults() {
+	if c.Scenario != nil {
+		c.Scenario.apply(c)
+	}
+	if c.Nodes <= 0 {
+		c.Nodes = 5
+	}
+	if c.Ops <= 0 {
+		c.Ops = 200
+	}
+	if c.Teams <= 0 && c.Projects <= 0 {
+		c.Teams, c.Projects = 3, 2
+	}
+	if c.Span <= 0 {
+		c.Span = 30*time.Second + time.Duration(c.Ops)*5*time.Millisecond
+	}
+	if c.LatencyMin <= 0 {
+		c.LatencyMin = 2 * time.Millisecond
+	}
+	if c.LatencyMax <= c.LatencyMin {
+		c.LatencyMax = c.LatencyMin + 38*time.Millisecond
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = 250 * time.Millisecond
+	}
+	if c.QuietLimit <= 0 {
+		c.QuietLimit = 5 * time.Minute
+	}
+	if c.Engine.QueueMaxDeltas <= 0 {
+		c.Engine.QueueMaxDeltas = 64
+	}
+	if c.Engine.Window <= 0 {
+		c.Engine.Window = 4
+	}
+	if c.Engine.AckTimeout <= 0 {
+		c.Engine.AckTimeout = 10 * time.Second // the engine's default
+	}
+	if c.Engine.AntiEntropyInterval <= 0 {
+		c.Engine.AntiEntropyInterval = 10 * time.Second // the engine's default
+	}
+	if c.Track <= 0 {
+		c.Track = 24
+	}
+	if c.Joins >= c.Nodes {
+		c.Joins = c.Nodes - 1
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Loss < 0 || c.Loss >= 1:
+		return fmt.Errorf("sim: loss %v outside [0,1)", c.Loss)
+	case c.Dup < 0 || c.Dup > 1, c.Reorder < 0 || c.Reorder > 1:
+		return fmt.Errorf("sim: dup and reorder must be in [0,1]")
+	case c.Nodes > 10000:
+		return fmt.Errorf("sim: %d nodes is too many", c.Nodes)
+	case c.Partitions < 0 || c.Crashes < 0 || c.Stalls < 0 || c.Churn < 0 || c.Joins < 0:
+		return fmt.Errorf("sim: fault counts must not be negative")
+	}
+	if c.Scenario != nil {
+		return c.Scenario.check(c.Nodes)
+	}
+	return nil
+}
+
+// ReplayCommand is the one-line command that replays this run.
+func (c Config) ReplayCommand() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mnemo sim --nodes %d --ops %d --seed %d", c.Nodes, c.Ops, c.Seed)
+	if c.Scenario != nil && c.Scenario.Path != "" {
+		fmt.Fprintf(&b, " --scenario %s", c.Scenario.Path)
+		return b.String()
+	}
+	if c.NoSetRemoves {
+		b.WriteString(" --no-set-removes")
+	}
+	if c.Loss > 0 {
+		fmt.Fprintf(&b, " --loss %g", c.Loss)
+	}
+	if c.Dup > 0 {
+		fmt.Fprintf(&b, " --dup %g", c.Dup)
+	}
+	if c.Reorder > 0 {
+		fmt.Fprintf(&b, " --reorder %g", c.Reorder)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"partitions", c.Partitions}, {"crashes", c.Crashes}, {"stalls", c.Stalls}, {"churn", c.Churn}, {"joins", c.Joins}} {
+		if f.v > 0 {
+			fmt.Fprintf(&b, " --%s %d", f.name, f.v)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,229 @@
+package sim
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Scenario is a fixed cluster shape and fault script, read from a file.
+// The format is one directive per line; '#' starts a comment:
+//
+//	nodes 6              # cluster size
+//	ops 300              # workload operations
+//	teams 2              # team:// namespaces (projects N likewise)
+//	loss 0.05            # also dup P, reorder P
+//	span 40s             # virtual time the workload is spread over
+//	absent n5            # n5 starts outside the membership (join it later)
+//	at 5s partition n0,n1 | n2,n3   # unlisted nodes join the first group
+//	at 20s heal
+//	at 8s crash n2
+//	at 12s restart n2
+//	at 3s stall n1 for 10s
+//	at 4s leave n3
+//	at 9s join n3
+//
+// The seed still comes from the command line: a scenario fixes the faults,
+// the seed the workload and the network's draws.
+type Scenario struct {
+	Path   string
+	set    map[string]string
+	absent []int
+	faults []*fault
+}
+
+// LoadScenario reads a scenario file.
+func LoadScenario(path string) (*Scenario, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc, err := ParseScenario(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	sc.Path = path
+	return sc, nil
+}
+
+// ParseScenario reads the scenario format described on Scenario.
+func ParseScenario(r io.Reader) (*Scenario, error) {
+	sc := &Scenario{set: map[string]string{}}
+	in := bufio.NewScanner(r)
+	line := 0
+	for in.Scan() {
+		line++
+		text, _, _ := strings.Cut(in.Text(), "#")
+		f := strings.Fields(text)
+		if len(f) == 0 {
+			continue
+		}
+		if err := sc.directive(f); err != nil {
+			return nil, fmt.Errorf("sim: scenario line %d: %w", line, err)
+		}
+	}
+	if err := in.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(sc.faults, func(a, b *fault) int { return int(a.at - b.at) })
+	return sc, nil
+}
+
+func (sc *Scenario) directive(f []string) error {
+	switch f[0] {
+	case "nodes", "ops", "teams", "projects", "loss", "dup", "reorder", "span":
+		if len(f) != 2 {
+			return fmt.Errorf("%s takes one value", f[0])
+		}
+		if err := checkValue(f[0], f[1]); err != nil {
+			return err
+		}
+		sc.set[f[0]] = f[1]
+	case "absent":
+		for _, a := range f[1:] {
+			n, err := nodeRef(a)
+			if err != nil {
+				return err
+			}
+			sc.absent = append(sc.absent, n)
+		}
+	case "at":
+		if len(f) < 3 {
+			return fmt.Errorf("at TIME ACTION")
+		}
+		at, err := time.ParseDuration(f[1])
+		if err != nil || at < 0 {
+			return fmt.Errorf("bad time %q", f[1])
+		}
+		return sc.action(at, f[2], f[3:])
+	default:
+		return fmt.Errorf("unknown directive %q", f[0])
+	}
+	return nil
+}
+
+func checkValue(key, v string) error {
+	switch key {
+	case "span":
+		_, err := time.ParseDuration(v)
+		return err
+	case "loss", "dup", "reorder":
+		_, err := strconv.ParseFloat(v, 64)
+		return err
+	}
+	_, err := strconv.Atoi(v)
+	return err
+}
+
+func nodeRef(s string) (int, error) {
+	if !strings.HasPrefix(s, "n") {
+		return 0, fmt.Errorf("bad node %q (want nN)", s)
+	}
+	n, err := strconv.Atoi(s[1:])
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad node %q (want nN)", s)
+	}
+	return n, nil
+}
+
+func (sc *Scenario) action(at time.Duration, verb string, args []string) error {
+	kinds := map[string]faultKind{"crash": fCrash, "restart": fRestart, "leave": fLeave, "join": fJoin, "stall": fStall}
+	switch verb {
+	case "heal":
+		sc.faults = append(sc.faults, &fault{at: at, kind: fHeal})
+	case "partition":
+		var groups [][]int
+		for _, g := range strings.Split(strings.Join(args, " "), "|") {
+			var nodes []int
+			for _, a := range strings.Split(strings.ReplaceAll(g, " ", ""), ",") {
+				if a == "" {
+					continue
+				}
+				n, err := nodeRef(a)
+				if err != nil {
+					return err
+				}
+				nodes = append(nodes, n)
+			}
+			groups = append(groups, nodes)
+		}
+		if len(groups) < 2 {
+			return fmt.Errorf("partition needs two groups separated by |")
+		}
+		sc.faults = append(sc.faults, &fault{at: at, kind: fPartition, groups: groups})
+	default:
+		k, ok := kinds[verb]
+		if !ok || len(args) < 1 {
+			return fmt.Errorf("unknown action %q", verb)
+		}
+		n, err := nodeRef(args[0])
+		if err != nil {
+			return err
+		}
+		sc.faults = append(sc.faults, &fault{at: at, kind: k, node: n})
+		if k == fStall {
+			if len(args) != 3 || args[1] != "for" {
+				return fmt.Errorf("stall nN for DURATION")
+			}
+			d, err := time.ParseDuration(args[2])
+			if err != nil {
+				return err
+			}
+			sc.faults = append(sc.faults, &fault{at: at + d, kind: fUnstall, node: n})
+		}
+	}
+	return nil
+}
+
+// apply sets the fields the scenario names and checks its node references.
+func (sc *Scenario) apply(c *Config) {
+	for _, k := range sortedKeys(sc.set) {
+		v := sc.set[k]
+		switch k {
+		case "nodes":
+			c.Nodes, _ = strconv.Atoi(v)
+		case "ops":
+			c.Ops, _ = strconv.Atoi(v)
+		case "teams":
+			c.Teams, _ = strconv.Atoi(v)
+		case "projects":
+			c.Projects, _ = strconv.Atoi(v)
+		case "loss":
+			c.Loss, _ = strconv.ParseFloat(v, 64)
+		case "dup":
+			c.Dup, _ = strconv.ParseFloat(v, 64)
+		case "reorder":
+			c.Reorder, _ = strconv.ParseFloat(v, 64)
+		case "span":
+			c.Span, _ = time.ParseDuration(v)
+		}
+	}
+	c.Partitions, c.Crashes, c.Stalls, c.Churn, c.Joins = 0, 0, 0, 0, 0
+}
+
+func (sc *Scenario) check(nodes int) error {
+	for _, n := range sc.absent {
+		if n >= nodes {
+			return fmt.Errorf("sim: scenario names n%d of %d nodes", n, nodes)
+		}
+	}
+	for _, f := range sc.faults {
+		if f.kind != fPartition && f.kind != fHeal && f.node >= nodes {
+			return fmt.Errorf("sim: scenario names n%d of %d nodes", f.node, nodes)
+		}
+		for _, g := range f.groups {
+			for _, n := range g {
+				if n >= nodes {
+					return fmt.Errorf("sim: scenario names n%d of %d nodes", n, nodes)
+				}
+			}
+		}
+	}
+	return nil
+}
