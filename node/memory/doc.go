@@ -1,0 +1,51 @@
+// Package memory is the node's memory service: every operation an agent or
+// operator performs (save, get, update, delete, search, timeline, context,
+// compaction, sessions, progress, export and import; namespaces, grants,
+// share, promote, retract; projections; surgery and audit; capsules,
+// context bundles, duplicates) and the one place where permissions are
+// enforced. The HTTP API, the MCP tools, the CLI (through the API) and
+// replication all call a Service; none of them checks access on its own.
+//
+// # Storage
+//
+// A memory is a crdt.Record in its namespace's crdt.Map, kept in Badger by
+// node/store: fields are LWW registers under short names (record.go), tags,
+// linked files and provenance are add-wins sets. Every write is an Edit
+// against the stored record, applied as a delta in one synced transaction —
+// the same path a peer's delta takes (ApplyRemote) — so replication adds
+// transport, not a second write path, and an acknowledged write survives a
+// crash. Every edit also writes updated_at, so each change adds a dot to its
+// record (digest sync finds records by their dots).
+//
+// Besides memories, a namespace's map holds special records, each with a
+// kind field and never offered to memory operations: sessions ("s:" ids),
+// signed acl records ("acl:", access.go), signed surgery edits and
+// approvals ("edit:", "appr:", surgery.go), projection specs ("spec",
+// projections.go) and capsule metadata ("capsule", capsules.go). The signed
+// ones are written once and refused as changes from peers, so those logs
+// only grow.
+//
+// # Reads
+//
+// The search index (node/search) is derived: rebuilt from the store at Open
+// and updated after every write. Every read goes through one effective view
+// (surgery.go) that applies approved edits, and through readScope, which
+// limits a query to the namespaces the caller may read: with no namespace,
+// every namespace the node holds that the caller may read, merged into one
+// ranked list. Token budgets (Context, bundles) estimate one token per four
+// bytes, rounded up.
+//
+// # Permissions
+//
+// The default Authorizer is the acl Policy built from the verified signed
+// records the store holds (access.go), plus the inbox rule (inbox.go):
+// agent://TARGET/.inbox/WRITER/... is written only by WRITER and read by
+// TARGET and WRITER; projections and capsules are delivered that way. An id
+// the caller cannot read is reported as not found, so ids do not leak.
+//
+// # Errors
+//
+// Methods return errors wrapping ErrInvalid (400), ErrNotFound (404),
+// ErrConflict (409), ErrTooLarge (413) or acl.ErrDenied (403), with a
+// message that says what was wrong; a rejected request changes nothing.
+package memory
