@@ -116,6 +116,7 @@ func (n *Node) start() error {
 			"addr", n.ln.Addr().String())
 	}
 	n.baseCtx, n.cancel = context.WithCancel(context.Background())
+	go n.housekeep(n.baseCtx)
 	n.srv = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10e9,
