@@ -275,6 +275,9 @@ func unseal(b []byte, v any) error {
 	if len(b) > maxSealedBytes {
 		return invalid("sealed record of %d bytes (max %d)", len(b), maxSealedBytes)
 	}
+	if err := crdt.CheckMsgpack(b, 8); err != nil { // lengths checked before msgpack allocates them
+		return invalid("sealed record does not decode: %v", err)
+	}
 	if err := msgpack.Unmarshal(b, v); err != nil {
 		return invalid("sealed record does not decode: %v", err)
 	}

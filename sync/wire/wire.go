@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/mnemohq/mnemo/crdt"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -167,6 +169,11 @@ func (c *Codec) Decode(frame []byte) (*Message, error) {
 		}
 	default:
 		return nil, fmt.Errorf("%w: unknown flags %#x", ErrCorrupt, frame[0]&0x0f)
+	}
+	// msgpack allocates a container of the declared length before reading
+	// it; check every length against the bytes first.
+	if err := crdt.CheckMsgpack(body, 8); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	var m Message
 	dec := msgpack.NewDecoder(bytes.NewReader(body))
