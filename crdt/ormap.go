@@ -13,6 +13,7 @@ type Map struct {
 	ctx       Context
 	records   map[string]*Record
 	retracted map[string]struct{}
+	joins     uint64 // Join calls: see Joins
 }
 
 // NewMap returns an empty map.
@@ -94,6 +95,7 @@ func (m *Map) IsEmpty() bool {
 // joining a delta equals joining the state that produced it. The cost is
 // proportional to o's size, not m's.
 func (m *Map) Join(o *Map) {
+	m.joins++
 	for id := range o.retracted {
 		m.retracted[id] = struct{}{}
 		delete(m.records, id)
@@ -106,6 +108,12 @@ func (m *Map) Join(o *Map) {
 	}
 	m.ctx.Join(&o.ctx)
 }
+
+// Joins counts the Join calls made on m (Clone starts again from zero).
+// Join is the only way a map changes once built, so an index kept beside a
+// map is current as long as this count is what it was when the index was
+// last brought up to date.
+func (m *Map) Joins() uint64 { return m.joins }
 
 // Clone returns an independent copy.
 func (m *Map) Clone() *Map {
@@ -244,32 +252,92 @@ func AssembleMap(ctx *Context, records map[string]*Record, retracted []string) *
 // Missing reports what a replica whose context is have lacks: the record
 // entries holding a dot outside have, and the dots of this map's context
 // outside have that no record holds (removed here; the other side must drop
-// them wherever it holds them).
+// them wherever it holds them). It scans every record (a caller answering
+// many syncs keeps an index instead: replica.MemState does), but allocates
+// only for what it reports.
 func (m *Map) Missing(have *Context) (records map[string]*Record, removed *Context) {
 	records = map[string]*Record{}
-	attached := map[Dot]struct{}{}
+	var attached []Dot
 	for id, r := range m.records {
-		for _, d := range r.Dots() {
-			if !have.Contains(d) {
-				attached[d] = struct{}{}
-			}
-		}
-		if r.HasDotOutside(have) {
+		n := len(attached)
+		attached = r.appendDotsOutside(attached, have)
+		if len(attached) > n {
 			records[id] = r
 		}
 	}
-	return records, RemovedDots(&m.ctx, have, attached)
+	return records, removedDots(&m.ctx, have, attached)
+}
+
+// appendDotsOutside appends the dots of r (unsorted, repeats kept) that c
+// lacks.
+func (r *Record) appendDotsOutside(out []Dot, c *Context) []Dot {
+	if r == nil {
+		return out
+	}
+	for _, f := range r.fields {
+		if !c.Contains(f.Dot) {
+			out = append(out, f.Dot)
+		}
+	}
+	for _, s := range r.sets {
+		for _, ds := range s {
+			for _, d := range ds {
+				if !c.Contains(d) {
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // RemovedDots is the dots of ctx outside have that are not in attached.
 func RemovedDots(ctx, have *Context, attached map[Dot]struct{}) *Context {
+	dots := make([]Dot, 0, len(attached))
+	for d := range attached {
+		dots = append(dots, d)
+	}
+	return removedDots(ctx, have, dots)
+}
+
+// removedDots is the dots of ctx outside have that are not in attached (in
+// any order, repeats allowed; it is sorted in place). It walks the ranges of
+// ctx outside have and the sorted attached dots together, so it costs
+// O(ranges + attached), not one lookup per counter.
+func removedDots(ctx, have *Context, attached []Dot) *Context {
 	removed := NewContext()
-	for _, rg := range have.Missing(ctx) {
-		for c := rg.From; c <= rg.To; c++ {
-			d := Dot{rg.Replica, c}
-			if _, ok := attached[d]; !ok && ctx.Contains(d) && !have.Contains(d) {
-				removed.Add(d)
+	ranges := have.Missing(ctx) // ordered by replica, then counter
+	if len(ranges) == 0 {
+		return removed
+	}
+	slices.SortFunc(attached, compareDots)
+	i := 0
+	for _, rg := range ranges {
+		lo := max(rg.From, 1) // counter 0 is never a dot
+		if lo > rg.To {
+			continue
+		}
+		// skip attached dots before the range
+		for i < len(attached) && compareDots(attached[i], Dot{rg.Replica, lo}) < 0 {
+			i++
+		}
+		next, open := lo, true // next counter not yet accounted for
+		for ; i < len(attached) && attached[i].Replica == rg.Replica && attached[i].Counter <= rg.To; i++ {
+			c := attached[i].Counter
+			if !open || c < next {
+				continue // a repeat
 			}
+			if c > next {
+				removed.addSpan(rg.Replica, span{next, c - 1})
+			}
+			if c == rg.To {
+				open = false // rg.To may be the largest counter: do not wrap
+			} else {
+				next = c + 1
+			}
+		}
+		if open {
+			removed.addSpan(rg.Replica, span{next, rg.To})
 		}
 	}
 	return removed

@@ -281,7 +281,7 @@ func (s *Sim) op() {
 	if (s.cfg.hooks.dropAcked && kind == "save" && s.stats.saves == 1) || (s.cfg.hooks.lostRetract && kind == "retract") {
 		return // test hooks: acknowledged, then neither persisted nor sent
 	}
-	m.Join(d)
+	n.st.Apply(replica.Apply{Namespace: ns, Delta: d})
 	n.dirty[ns] = true
 	s.stats.minDeltaBytes += uint64(len(d.Encode())) * uint64(s.holders(s.nsIdx[ns], n.idx))
 	if s.cfg.measureState {

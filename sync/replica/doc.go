@@ -33,7 +33,9 @@
 // there; the last batch also claims the dots removed here that the requester
 // never saw, and carries the retracted ids when the digests differ. No batch
 // claims a dot of a record still to come, so a lost batch is found missing
-// again by the next sync. Sync runs on queue overflow, after an ack timeout,
+// again by the next sync. Sync runs on queue overflow, after an ack timeout
+// (unless this side has answered a sync of that namespace from the peer
+// since the batch left: that answer already carried what the batch did),
 // on request (RequestSync: catch-up), when a peer joins, and every
 // AntiEntropyInterval with one random peer. Requests ask for the responder's
 // context back, so one exchange repairs both directions.

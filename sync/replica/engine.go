@@ -184,7 +184,8 @@ type peerState struct {
 	inflight map[uint64]inflight
 	nextSeq  uint64
 	needSync map[string]bool
-	readable map[string]bool // namespaces the peer could read when last asked
+	answered map[string]time.Time // ns → when the peer was last sent all of ns it lacked (answerSync)
+	readable map[string]bool      // namespaces the peer could read when last asked
 	stats    PeerStats
 }
 
@@ -241,7 +242,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 		seen[p.ID] = true
 		ps, ok := e.peers[p.ID]
 		if !ok {
-			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, readable: map[string]bool{}}
+			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, answered: map[string]time.Time{}, readable: map[string]bool{}}
 			ps.stats.Peer = p.ID
 			e.peers[p.ID] = ps
 			ps.Peer = p
@@ -471,8 +472,11 @@ func (e *Engine) namespaceContext(ns string) (wire.NamespaceContext, error) {
 	if err != nil {
 		return wire.NamespaceContext{}, err
 	}
-	sum := retractedSum(ret)
-	return wire.NamespaceContext{Namespace: ns, Context: e.st.Context(ns).Encode(), Retracted: uint64(len(ret)), RetSum: sum[:]}, nil
+	return namespaceContextOf(ns, e.st.Context(ns), ret, retractedSum(ret)), nil
+}
+
+func namespaceContextOf(ns string, ctx *crdt.Context, ret []string, sum [32]byte) wire.NamespaceContext {
+	return wire.NamespaceContext{Namespace: ns, Context: ctx.Encode(), Retracted: uint64(len(ret)), RetSum: sum[:]}
 }
 
 func retractedSum(ids []string) [32]byte {
@@ -496,10 +500,23 @@ func (e *Engine) Tick(now time.Time) {
 		for seq, f := range p.inflight {
 			if now.Sub(f.sentAt) >= e.cfg.AckTimeout {
 				delete(p.inflight, seq)
+				fell := false
 				for _, ns := range f.nss {
+					// The peer was sent everything of ns it lacked (a sync
+					// answer to its context) after this batch left, so from
+					// a state that held the batch's deltas: another sync now
+					// would only repeat that answer. (An answer lost on the
+					// way is what anti-entropy and the next timeout repair,
+					// as for any sync.)
+					if t, ok := p.answered[ns]; ok && t.After(f.sentAt) {
+						continue
+					}
 					p.needSync[ns] = true
+					fell = true
 				}
-				p.stats.Fallbacks++
+				if fell {
+					p.stats.Fallbacks++
+				}
 			}
 		}
 	}
@@ -590,12 +607,17 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 		return
 	}
 	p.stats.DeltasRecv++
-	if live && !d.DependsOn(e.haveFor(nd.Namespace), p.Replica, nd.From) {
+	// (A delta that overwrote nothing depends on nothing: no need to build
+	// what this node has seen.)
+	if live && !d.DependsOn(noDots, p.Replica, nd.From) && !d.DependsOn(e.haveFor(nd.Namespace), p.Replica, nd.From) {
 		e.hold(p, nd.Namespace, d, nd.From)
 		return
 	}
 	e.ready.Apply = append(e.ready.Apply, Apply{From: p.ID, Namespace: nd.Namespace, Delta: d})
 }
+
+// noDots is the empty context. Never modified.
+var noDots = crdt.NewContext()
 
 // haveFor is what this node has seen of ns, counting what it is about to
 // apply.
@@ -630,14 +652,22 @@ func (e *Engine) release() {
 	if len(e.pending) == 0 {
 		return
 	}
+	// haves[ns] is haveFor(ns), built once per namespace and kept equal to
+	// it as deltas are released (each joins its context in).
+	haves := map[string]*crdt.Context{}
 	kept := e.pending[:0]
 	for _, h := range e.pending {
-		have := e.haveFor(h.ns)
+		have, ok := haves[h.ns]
+		if !ok {
+			have = e.haveFor(h.ns)
+			haves[h.ns] = have
+		}
 		switch {
 		case allIn(h.d, have):
 			// everything it carries is already here
 		case h.d.DependsOn(have, h.origin, h.first):
 			e.ready.Apply = append(e.ready.Apply, Apply{From: h.from, Namespace: h.ns, Delta: h.d})
+			have.Join(h.d.Context())
 		default:
 			kept = append(kept, h)
 		}
@@ -662,22 +692,21 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			e.reject(p, ns, err)
 			continue
 		}
-		if m.Reply {
-			// Our context reveals no content, and it lets the requester send
-			// what we lack even when we cannot yet tell it may read ns (the
-			// grant that says so may be among what we lack).
-			if nctx, err := e.namespaceContext(ns); err == nil {
-				own = append(own, nctx)
-			}
-		}
-		if !e.pol.PeerMayRead(p.Peer, ns) {
-			continue // never send a namespace's content to a peer that may not read it
-		}
 		ret, err := e.st.Retracted(ns)
 		if err != nil {
 			continue
 		}
 		sum := retractedSum(ret)
+		ctx := e.st.Context(ns)
+		if m.Reply {
+			// Our context reveals no content, and it lets the requester send
+			// what we lack even when we cannot yet tell it may read ns (the
+			// grant that says so may be among what we lack).
+			own = append(own, namespaceContextOf(ns, ctx, ret, sum))
+		}
+		if !e.pol.PeerMayRead(p.Peer, ns) {
+			continue // never send a namespace's content to a peer that may not read it
+		}
 		sendRetracted := uint64(len(ret)) != nc.Retracted || !bytes.Equal(sum[:], nc.RetSum)
 		if len(ret) == 0 {
 			sendRetracted = false
@@ -688,7 +717,7 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 		// the last batch also claims the dots removed here that the requester
 		// never saw. No batch claims a dot of a record still to come, so a
 		// lost batch is found missing again by the next sync.
-		shared := e.st.Context(ns).Intersect(have)
+		shared := ctx.Intersect(have)
 		batch := map[string]*crdt.Record{}
 		size := 0
 		emit := func(last bool, removed *crdt.Context) {
@@ -722,6 +751,7 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 		if len(batch) > 0 || (removed != nil && !removed.IsEmpty()) || sendRetracted {
 			emit(true, removed)
 		}
+		p.answered[ns] = e.now
 	}
 	if len(own) > 0 {
 		e.send(p.ID, &wire.Message{Kind: wire.KindSyncReply, Contexts: own})
