@@ -186,7 +186,12 @@ type peerState struct {
 	needSync map[string]bool
 	answered map[string]time.Time // ns → when the peer was last sent all of ns it lacked (answerSync)
 	readable map[string]bool      // namespaces the peer could read when last asked
-	stats    PeerStats
+	// joining: namespaces the peer has just become a reader of, until its
+	// first sync answer goes out. Live deltas wait for that answer (which
+	// carries them), so they cannot reach the peer before the records —
+	// such as the signed grant — that authorise them.
+	joining map[string]time.Time
+	stats   PeerStats
 }
 
 // Engine is the replication state machine of one node. It is not safe for
@@ -242,7 +247,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 		seen[p.ID] = true
 		ps, ok := e.peers[p.ID]
 		if !ok {
-			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, answered: map[string]time.Time{}, readable: map[string]bool{}}
+			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, answered: map[string]time.Time{}, readable: map[string]bool{}, joining: map[string]time.Time{}}
 			ps.stats.Peer = p.ID
 			e.peers[p.ID] = ps
 			ps.Peer = p
@@ -300,6 +305,8 @@ func (e *Engine) Stats() []PeerStats {
 // hold ns, and sends what the windows allow.
 func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 	size := len(d.Encode())
+	// A namespace this delta created has no history a new reader lacks.
+	fresh := len(d.Context().Missing(e.st.Context(ns))) == 0
 	from := d.FirstDot(e.cfg.Replica)
 	if from == 0 {
 		from = ^uint64(0) // creates nothing (a retract, a bare remove)
@@ -311,11 +318,14 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 			continue
 		}
 		if !p.readable[ns] {
-			// The peer has just become a reader (a grant): it lacks the
-			// namespace's history, not only this delta.
 			p.readable[ns] = true
-			p.needSync[ns] = true
-			continue
+			if !fresh {
+				// The peer has just become a reader (a grant): it lacks the
+				// namespace's history, not only this delta.
+				p.needSync[ns] = true
+				p.joining[ns] = e.now
+				continue
+			}
 		}
 		e.enqueue(p, ns, d, size, from)
 	}
@@ -325,6 +335,12 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 func (e *Engine) enqueue(p *peerState, ns string, d *crdt.Map, size int, from uint64) {
 	if p.needSync[ns] {
 		return // a digest sync is pending for ns: it will carry this too
+	}
+	if t, ok := p.joining[ns]; ok {
+		if e.now.Sub(t) < e.cfg.AckTimeout {
+			return // the new reader's first sync answer will carry this
+		}
+		delete(p.joining, ns) // no answer in time: back to live deltas
 	}
 	if p.qDeltas+1 > e.cfg.QueueMaxDeltas || p.qBytes+size > e.cfg.QueueMaxBytes {
 		e.overflow(p)
@@ -752,6 +768,7 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			emit(true, removed)
 		}
 		p.answered[ns] = e.now
+		delete(p.joining, ns)
 	}
 	if len(own) > 0 {
 		e.send(p.ID, &wire.Message{Kind: wire.KindSyncReply, Contexts: own})

@@ -263,3 +263,53 @@ func TestRemovedDotsReachRecordsNotResent(t *testing.T) {
 		t.Fatal("not converged")
 	}
 }
+
+// togglePolicy lets a set of peers read; others may not.
+type togglePolicy struct{ readers map[PeerID]bool }
+
+func (togglePolicy) ShouldHold(string) bool                      { return true }
+func (p togglePolicy) PeerMayRead(peer Peer, _ string) bool      { return p.readers[peer.ID] }
+func (togglePolicy) ReplicaMayWrite(crdt.ReplicaID, string) bool { return true }
+
+// A peer granted read on a namespace with history gets that history by sync
+// before any live delta, so nothing it receives depends on records (such as
+// the grant itself) it has not seen yet.
+func TestNewReaderSyncsBeforeLiveDeltas(t *testing.T) {
+	pol := togglePolicy{readers: map[PeerID]bool{}}
+	c := newCluster(t, 2, Config{}, pol, 9)
+	c.pump(10)
+	for i := range 3 {
+		c.write(0, "team://a", fmt.Sprintf("m%d", i), "title", "before the grant")
+	}
+	c.pump(10)
+	pol.readers["n1"] = true
+	n0 := c.nodes[0]
+	m := n0.st.Map("team://a")
+	n0.clock.Observe(m.MaxTimestamp(), c.now)
+	d, err := m.Set(n0.rep, n0.clock.Now(c.now), "m9", "title", []byte("after the grant"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n0.eng.LocalDelta("team://a", d)
+	d2, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m10", "title", []byte("and another"))
+	n0.eng.LocalDelta("team://a", d2)
+	var kinds []wire.Kind
+	for _, env := range n0.eng.Ready().Messages {
+		kinds = append(kinds, env.Msg.Kind)
+		if env.Msg.Kind == wire.KindDeltas {
+			t.Fatalf("a live delta went to the new reader before its sync: %v", kinds)
+		}
+		f, err := c.codec.Encode(env.Msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.byID(env.To).inbox = append(c.byID(env.To).inbox, envelopeFrom{n0.id, f})
+	}
+	if len(kinds) == 0 || kinds[0] != wire.KindSyncRequest {
+		t.Fatalf("no sync with the new reader: %v", kinds)
+	}
+	c.pump(20)
+	if !c.converged("team://a") {
+		t.Fatal("the new reader did not converge")
+	}
+}
