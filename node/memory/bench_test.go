@@ -19,7 +19,13 @@ import (
 
 // Benchmarks run on disk (b.TempDir). Each uses b.Loop, so its setup runs
 // once however many iterations are timed, and reports percentiles from
-// per-operation timings with b.ReportMetric.
+// per-operation timings with b.ReportMetric. The README figures come from
+//
+//	go test -run XXX -bench 'SaveDurable|Search10k|Search100k$' -benchtime 3000x ./node/memory/
+//	go test -run XXX -bench Compact200 -benchtime 300x ./node/memory/
+//
+// and the resident memory of a real node process from TestResidentMemoryNode
+// in cmd/mnemo (rss_test.go).
 
 var benchAgent = namespace.MustParse("agent://alice")
 
@@ -127,7 +133,10 @@ func BenchmarkSearch100k(b *testing.B) { benchSearch(b, 100_000) }
 
 // BenchmarkCompact200 soft-deletes 200 memories and writes their summary,
 // synced, among 10k others. The 200 are written before each timed
-// operation in one transaction (one fsync), outside the timer.
+// operation in one transaction (one fsync), outside the timer, so the
+// corpus grows by 201 memories per iteration: use a fixed count,
+//
+//	go test -run XXX -bench Compact200 -benchtime 300x ./node/memory/
 func BenchmarkCompact200(b *testing.B) {
 	s, c := loaded(b, 10_000, 11)
 	caller := Caller{Principal: benchAgent}
@@ -177,7 +186,9 @@ func bulkSave(tb testing.TB, s *Service, caller Caller, c *corpus, n int) []stri
 }
 
 // TestResidentMemory100k reports the heap and RSS of an idle service and of
-// one holding 100k memories. It takes a while, so it runs only with
+// one holding 100k memories, in the test process: the figures include the
+// loader's garbage and no memory limit (cmd/mnemo's TestResidentMemoryNode
+// measures a real `mnemo node`). It takes a while, so it runs only with
 // MNEMO_MEM_TEST=1 (MNEMO_MEM_N changes the count, MNEMO_MEM_PROFILE=FILE
 // writes a heap profile at the end):
 //

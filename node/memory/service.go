@@ -138,6 +138,7 @@ func Open(cfg Config) (*Service, error) {
 		st.Close()
 		return nil, err
 	}
+	st.ReleaseFilePages() // the rebuild read every data file once; they need not stay resident
 	s.resyncProjections()
 	s.sweepCapsulesLogged() // capsules.go: collect expired capsules
 	return s, nil
@@ -154,7 +155,9 @@ func (s *Service) rebuild() error {
 	})
 	s.clock.Restore(maxTS)
 	s.refreshPolicy()
-	s.flushReviews()
+	if ferr := s.flushReviews(); err == nil {
+		err = ferr
+	}
 	s.revisitEdits()
 	return err
 }

@@ -579,10 +579,11 @@ func (s *Service) review(ns, target string) {
 	s.index(ns, target, rec)
 }
 
-// pendingRec is a memory record held back during Open's scan.
+// pendingRec is the key of a memory record held back during Open's scan.
+// Only the key is held: 100k decoded records would hold about 300 MB at
+// start; flushReviews reads them again in a second scan.
 type pendingRec struct {
 	ns, id string
-	rec    *crdt.Record
 }
 
 // deferReviews starts Open's scan: memory records are held (deferIndex)
@@ -602,11 +603,14 @@ func (s *Service) deferIndex(ns, id string, rec *crdt.Record) bool {
 	if s.surg.loading == nil {
 		return false
 	}
-	*s.surg.loading = append(*s.surg.loading, pendingRec{ns, id, rec})
+	*s.surg.loading = append(*s.surg.loading, pendingRec{ns, id})
 	return true
 }
 
-func (s *Service) flushReviews() {
+// flushReviews indexes the held memory records, reading them in a second
+// scan of the store: both scans run in key order, so the held keys are met
+// in the order they were held (Open runs before any writer).
+func (s *Service) flushReviews() error {
 	s.surg.mu.Lock()
 	var recs []pendingRec
 	if s.surg.loading != nil {
@@ -615,9 +619,20 @@ func (s *Service) flushReviews() {
 	s.surg.loading = nil
 	s.surg.policy = s.Policy() // what the records below are viewed under
 	s.surg.mu.Unlock()
-	for _, p := range recs {
-		s.index(p.ns, p.id, p.rec)
+	if len(recs) == 0 {
+		return nil
 	}
+	i := 0
+	return s.st.Scan("", func(ns, id string, rec *crdt.Record) error {
+		for i < len(recs) && (recs[i].ns < ns || recs[i].ns == ns && recs[i].id < id) {
+			i++ // gone since the first scan
+		}
+		if i < len(recs) && recs[i].ns == ns && recs[i].id == id {
+			i++
+			s.index(ns, id, rec)
+		}
+		return nil
+	})
 }
 
 // revisitEdits re-views the targets whose edits need approval when the

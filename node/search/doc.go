@@ -41,7 +41,10 @@
 // Each document version occupies a slot. Catalog strings are interned per
 // field (namespaces, types, tags, … become small ints). Each term has one
 // packed posting list of varint slot deltas with the weighted frequency in
-// half units (a single content occurrence takes a single byte). A replaced
+// half units (a single content occurrence takes a single byte). A Put that
+// keeps a document's text (title, content, tags; compared by a 64-bit hash
+// kept per slot) and CreatedAt — a soft delete, a metadata edit — rewrites
+// its catalog entry in place, without tokenizing. Otherwise the replaced
 // or deleted document's slot is marked in a dead bitmap and skipped; once
 // dead slots exceed a quarter of all slots the writer compacts: it
 // renumbers live slots, rewrites postings and drops unused terms and

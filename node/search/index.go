@@ -2,7 +2,9 @@ package search
 
 import (
 	"cmp"
+	"hash/maphash"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -68,16 +70,21 @@ const (
 // slot is the catalog entry of one document version. String fields are
 // interned per field; 0 is the empty string.
 type slot struct {
-	id               string
-	created, updated int64
-	tags             []uint32
+	// What Search reads for every matching posting comes first, so the
+	// filter and the length usually cost one cache line.
+	created          int64
 	dl               uint32 // weighted length in half units
 	ns, typ, project uint32
 	scope, subjType  uint32
 	subjID, session  uint32
-	channel, topic   uint32
-	blocked          []uint32 // channel ids (channel interner) the doc is hidden from
+	channel          uint32
 	flags            uint8
+	tags             []uint32
+	blocked          []uint32 // channel ids (channel interner) the doc is hidden from
+	id               string
+	updated          int64
+	topic            uint32
+	text             uint64 // hash of the indexed text (title, content, tags)
 }
 
 // fields holds one interner per catalog field.
@@ -117,6 +124,7 @@ type Index struct {
 	// Writer scratch, guarded by mu held for writing.
 	wtf  map[uint32]uint32
 	wbuf []byte
+	seed maphash.Seed // for slot.text
 
 	scratch sync.Pool // *scratch for Search
 }
@@ -129,6 +137,7 @@ func New() *Index {
 		dict:   make(map[string]uint32),
 		topics: make(map[uint64][]uint32),
 		wtf:    make(map[uint32]uint32),
+		seed:   maphash.MakeSeed(),
 	}
 }
 
@@ -151,11 +160,19 @@ func (ix *Index) Stats() Stats {
 	return st
 }
 
-// Put inserts d, or replaces the document with the same ID.
+// Put inserts d, or replaces the document with the same ID. A replacement
+// whose indexed text (title, content, tags) and CreatedAt are unchanged —
+// a soft delete, a move, a metadata edit — updates the catalog entry in
+// place: no tokenizing, no new slot, no dead postings.
 func (ix *Index) Put(d Doc) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	text := ix.textHash(&d)
 	if old, ok := ix.byID[d.ID]; ok {
+		if sl := &ix.slots[old]; sl.text == text && sl.created == d.CreatedAt {
+			ix.setMeta(old, &d)
+			return
+		}
 		ix.kill(old)
 	}
 	s := uint32(len(ix.slots))
@@ -182,14 +199,36 @@ func (ix *Index) Put(d Doc) {
 		ix.terms[t].add(s, tf2)
 	}
 
-	sl := slot{
-		id: d.ID, created: d.CreatedAt, updated: d.UpdatedAt, dl: dl,
-		ns: ix.f.ns.intern(d.Namespace), typ: ix.f.typ.intern(d.Type),
-		project: ix.f.project.intern(d.Project), scope: ix.f.scope.intern(d.Scope),
-		subjType: ix.f.subjType.intern(d.SubjectType), subjID: ix.f.subjID.intern(d.SubjectID),
-		session: ix.f.session.intern(d.SessionID), channel: ix.f.channel.intern(d.Channel),
-		topic: ix.f.topic.intern(d.TopicKey),
+	// The id is copied: callers often pass a substring of a larger string
+	// (a store key holding the namespace too) that it would keep alive.
+	d.ID = strings.Clone(d.ID)
+	sl := slot{id: d.ID, created: d.CreatedAt, dl: dl, text: text}
+	ix.catalog(&sl, &d)
+	ix.slots = append(ix.slots, sl)
+	if int(s)/64 >= len(ix.dead) {
+		ix.dead = append(ix.dead, 0)
 	}
+	ix.byID[d.ID] = s
+	ix.live++
+	ix.totalLen += uint64(dl)
+	ix.insertOrder(s)
+	if sl.topic != 0 {
+		k := topicMapKey(sl.ns, sl.topic)
+		ix.topics[k] = append(ix.topics[k], s)
+	}
+	ix.maybeCompact()
+}
+
+// catalog fills sl's catalog fields (everything but id, created, dl and
+// text) from d.
+func (ix *Index) catalog(sl *slot, d *Doc) {
+	sl.updated = d.UpdatedAt
+	sl.ns, sl.typ = ix.f.ns.intern(d.Namespace), ix.f.typ.intern(d.Type)
+	sl.project, sl.scope = ix.f.project.intern(d.Project), ix.f.scope.intern(d.Scope)
+	sl.subjType, sl.subjID = ix.f.subjType.intern(d.SubjectType), ix.f.subjID.intern(d.SubjectID)
+	sl.session, sl.channel = ix.f.session.intern(d.SessionID), ix.f.channel.intern(d.Channel)
+	sl.topic = ix.f.topic.intern(d.TopicKey)
+	sl.tags, sl.blocked = nil, nil
 	if len(d.Tags) > 0 {
 		sl.tags = make([]uint32, 0, len(d.Tags))
 		for _, tag := range d.Tags {
@@ -205,25 +244,61 @@ func (ix *Index) Put(d Doc) {
 			sl.blocked = append(sl.blocked, id)
 		}
 	}
+	sl.flags = 0
 	if d.Deleted {
 		sl.flags |= flagDeleted
 	}
 	if d.Hidden {
 		sl.flags |= flagHidden
 	}
-	ix.slots = append(ix.slots, sl)
-	if int(s)/64 >= len(ix.dead) {
-		ix.dead = append(ix.dead, 0)
+}
+
+// setMeta replaces the catalog entry of live slot s, whose indexed text and
+// CreatedAt d keeps: its postings, length and place in order stay valid.
+func (ix *Index) setMeta(s uint32, d *Doc) {
+	sl := &ix.slots[s]
+	oldKey := topicMapKey(sl.ns, sl.topic)
+	hadTopic := sl.topic != 0
+	ix.catalog(sl, d)
+	if newKey := topicMapKey(sl.ns, sl.topic); hadTopic && sl.topic != 0 && newKey == oldKey {
+		return
 	}
-	ix.byID[d.ID] = s
-	ix.live++
-	ix.totalLen += uint64(dl)
-	ix.insertOrder(s)
+	if hadTopic {
+		ix.dropTopic(oldKey, s)
+	}
 	if sl.topic != 0 {
 		k := topicMapKey(sl.ns, sl.topic)
 		ix.topics[k] = append(ix.topics[k], s)
 	}
-	ix.maybeCompact()
+}
+
+func (ix *Index) dropTopic(k uint64, s uint32) {
+	l := slices.DeleteFunc(ix.topics[k], func(x uint32) bool { return x == s })
+	if len(l) == 0 {
+		delete(ix.topics, k)
+	} else {
+		ix.topics[k] = l
+	}
+}
+
+// textHash hashes what Put tokenizes, each part length-prefixed.
+func (ix *Index) textHash(d *Doc) uint64 {
+	var h maphash.Hash
+	h.SetSeed(ix.seed)
+	part := func(s string) {
+		var n [8]byte
+		for i, l := 0, uint64(len(s)); i < 8; i, l = i+1, l>>8 {
+			n[i] = byte(l)
+		}
+		h.Write(n[:])
+		h.WriteString(s)
+	}
+	part(d.Title)
+	part(d.Content)
+	for _, t := range d.Tags {
+		part(t)
+	}
+	return h.Sum64()
 }
 
 // Delete removes the document entirely. Unknown ids are ignored.
@@ -249,13 +324,7 @@ func (ix *Index) kill(s uint32) {
 		ix.order = slices.Delete(ix.order, pos, pos+1)
 	}
 	if sl.topic != 0 {
-		k := topicMapKey(sl.ns, sl.topic)
-		l := slices.DeleteFunc(ix.topics[k], func(x uint32) bool { return x == s })
-		if len(l) == 0 {
-			delete(ix.topics, k)
-		} else {
-			ix.topics[k] = l
-		}
+		ix.dropTopic(topicMapKey(sl.ns, sl.topic), s)
 	}
 	sl.tags = nil
 	sl.blocked = nil

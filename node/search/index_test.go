@@ -184,3 +184,52 @@ func TestPutReplacesAndDelete(t *testing.T) {
 		t.Fatal("topic after delete")
 	}
 }
+
+// TestPutMetadataOnly covers the in-place catalog update of a Put that
+// keeps the text: no dead slot, the new metadata filters and the topic key
+// moves with the namespace.
+func TestPutMetadataOnly(t *testing.T) {
+	ix := New()
+	d := Doc{ID: "a", Namespace: "agent://x", Type: "fact", Title: "postgres", Content: "migration plan",
+		Tags: []string{"db"}, TopicKey: "t/1", CreatedAt: 10, UpdatedAt: 10}
+	ix.Put(d)
+	ix.Put(Doc{ID: "b", Namespace: "agent://x", Type: "fact", Title: "other", Content: "postgres", CreatedAt: 11})
+	before, _ := ix.Search("postgres migration", Filter{}, 10)
+
+	d.Deleted, d.UpdatedAt = true, 20
+	ix.Put(d)
+	if st := ix.Stats(); st.DeadSlots != 0 || st.Slots != 2 {
+		t.Fatalf("soft delete made a new slot: %+v", st)
+	}
+	if hits, n := ix.Search("migration", Filter{}, 10); n != 0 {
+		t.Fatalf("deleted doc still found: %v", hits)
+	}
+	hits, _ := ix.Search("postgres migration", Filter{IncludeDeleted: true}, 10)
+	if len(hits) != 2 || hits[0] != before[0] || hits[1] != before[1] {
+		t.Fatalf("scores changed: %v, before %v", hits, before)
+	}
+	if m, _ := ix.Meta("a"); !m.Deleted || m.UpdatedAt != 20 {
+		t.Fatalf("meta %+v", m)
+	}
+	if _, ok := ix.ByTopicKey("agent://x", "t/1"); ok {
+		t.Fatal("a deleted doc answers its topic key")
+	}
+
+	d.Deleted, d.Namespace, d.Type = false, "agent://y", "decision"
+	ix.Put(d)
+	if id, ok := ix.ByTopicKey("agent://y", "t/1"); !ok || id != "a" {
+		t.Fatalf("topic key not moved: %q %v", id, ok)
+	}
+	if _, n := ix.Search("migration", Filter{Namespaces: []string{"agent://x"}}, 10); n != 0 {
+		t.Fatal("old namespace still matches")
+	}
+	if _, n := ix.Search("migration", Filter{Namespaces: []string{"agent://y"}, Types: []string{"decision"}}, 10); n != 1 {
+		t.Fatal("new namespace and type do not match")
+	}
+
+	d.Content = "migration plan, revised"
+	ix.Put(d)
+	if _, n := ix.Search("revised", Filter{}, 10); n != 1 {
+		t.Fatal("a text change must re-index")
+	}
+}

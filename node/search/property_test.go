@@ -193,6 +193,11 @@ func TestAgainstReference(t *testing.T) {
 					for range rng.IntN(3) {
 						d.Tags = append(d.Tags, pick(words[:4]))
 					}
+					if old, ok := ref.docs[id]; ok && rng.IntN(3) == 0 {
+						// Same text and creation time, new metadata: the
+						// in-place catalog update.
+						d.Title, d.Content, d.Tags, d.CreatedAt = old.Title, old.Content, old.Tags, old.CreatedAt
+					}
 					ix.Put(d)
 					ref.docs[id] = d
 				}
