@@ -18,7 +18,9 @@
 // seen but its store no longer holds was overwritten or removed there; a dot
 // the other side has never seen survives. This is the optimized ("tombstone
 // free") OR-Set: metadata is one dot per live element or field plus the
-// context, which compacts into a version vector as gaps fill.
+// context. A context keeps each replica's dots as sorted intervals: a version
+// vector when nothing is missing, one interval per gap otherwise, however
+// scattered the losses were.
 //
 // Retract is final: a grow-only set of retracted ids dominates every
 // concurrent or later update of that id, and the record's content is dropped.
@@ -37,6 +39,14 @@
 //     entry. It keeps the invariant that every dot of the context belongs to
 //     an entry of the store or to a retracted id, which lets Join look only at
 //     the entries of its argument: applying a delta costs O(size of the delta).
+//   - A removal adds no dot of its own, and the field written with it (the
+//     node's updated_at) can be overwritten by a concurrent edit that never
+//     saw it. So an edit that removes an element also leaves a witness dot
+//     for its replica in the record (WitnessSet), which nothing removes:
+//     digest sync, which finds records by dots the other side lacks, then
+//     still finds every record a removal touched. At most one witness dot
+//     per replica per record. Map.DependsOn lets receivers hold a live delta
+//     until the dots it overwrote have arrived.
 //   - The caller's Clock must observe every timestamp it receives (Clock.Observe)
 //     before it writes again, so local writes order after what they overwrite;
 //     Edit.Set refuses a timestamp not newer than the field it overwrites.
