@@ -41,8 +41,20 @@
 // context back, so one exchange repairs both directions.
 //
 // Finding a record through its dots needs every change to a record to add a
-// dot: the node writes updated_at with every edit, so a change that only
-// removes elements still carries one.
+// dot that stays: the node writes updated_at with every edit, and an edit
+// that removes an element also leaves a witness dot (crdt.WitnessSet) that
+// a concurrent field write cannot overwrite.
+//
+// # Order
+//
+// A live delta claims the dots it overwrote. Applied before the delta that
+// made those dots, it would hide that delta's effects from every later
+// comparison of contexts, so a receiver holds it (Config.PendingMax, oldest
+// dropped into a digest sync) until crdt.Map.DependsOn holds; the sender
+// marks where its own new dots begin (wire.NamespaceDelta.From). A peer that
+// has just become a reader of a namespace with history gets no live delta of
+// it before its first sync answer, which carries them: nothing reaches it
+// ahead of the signed grant that authorises it.
 //
 // # Checks on arrival
 //
