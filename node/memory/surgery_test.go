@@ -746,3 +746,38 @@ func TestShareCopiesTheView(t *testing.T) {
 		t.Fatal("the copy stores the original text")
 	}
 }
+
+// A plain hard delete is a retract like any other: it lands on the audit
+// log, and where retracts need approval it is refused, changing nothing.
+func TestHardDeleteIsAuditedAndGated(t *testing.T) {
+	ctx := context.Background()
+	alice := accAgent("alice")
+	s, _ := openAccessWith(t, 1, Approvals{"agent://alice/gated": {OpRetract}})
+	free, err := s.Save(ctx, alice, SaveRequest{Content: "retract me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, alice, free.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, alice, free.ID, true); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("hard delete did not retract: %v", err)
+	}
+	a, err := s.Audit(ctx, alice, AuditQuery{ID: free.ID})
+	if err != nil || len(a.Edits) != 1 || a.Edits[0].Op != OpRetract || a.Edits[0].Status != StatusApproved {
+		t.Fatalf("hard delete left no audit entry: %+v %v", a, err)
+	}
+	gated, err := s.Save(ctx, alice, SaveRequest{Namespace: "gated", Content: "needs approval"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, alice, gated.ID, true); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a hard delete skipped the approval rule: %v", err)
+	}
+	if _, err := s.Get(ctx, alice, gated.ID, false); err != nil {
+		t.Fatalf("a refused hard delete changed the memory: %v", err)
+	}
+	if a, _ := s.Audit(ctx, alice, AuditQuery{ID: gated.ID}); len(a.Edits) != 0 {
+		t.Fatalf("a refused hard delete recorded an edit: %+v", a.Edits)
+	}
+}
