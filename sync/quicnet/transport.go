@@ -282,6 +282,15 @@ func (t *Transport) Send(ctx context.Context, addr string, peerKey ed25519.Publi
 			if ctx.Err() != nil {
 				return fmt.Errorf("quicnet: send to %s: %w", addr, context.Cause(ctx))
 			}
+			var appErr *quic.ApplicationError
+			if !fresh && attempt == 0 && errors.As(err, &appErr) && appErr.Remote {
+				// The peer had closed the cached connection (because of an
+				// earlier frame) before this stream got through: redial once.
+				// A frame that did get handled is delivered twice, which the
+				// replication protocol tolerates.
+				t.forget(peerKey, conn)
+				continue
+			}
 			return t.sendError(addr, err)
 		}
 		return nil
