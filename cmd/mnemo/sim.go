@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/mnemohq/mnemo/sim"
@@ -18,6 +19,9 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			"workload and fault schedule drawn from one seed, then checks convergence and\n"+
 			"the invariants. A failing run prints the command that replays it.\n"+
 			"Exit status 1 if any invariant is violated.", stdout, stderr)
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(sim.GCPercent) // a batch job: trade memory for wall time (sim.GCPercent)
+	}
 	var cfg sim.Config
 	fs.IntVar(&cfg.Nodes, "nodes", 5, "cluster size")
 	fs.IntVar(&cfg.Ops, "ops", 200, "workload operations")
