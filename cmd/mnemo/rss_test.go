@@ -67,7 +67,7 @@ func TestResidentMemoryNode(t *testing.T) {
 		p := startNode(t, empty, agent, extra...)
 		p.healthz()
 		p.searches([]string{"database latency", "postgres"})
-		time.Sleep(2 * time.Second)
+		p.settled(5 * time.Second)
 		rows = append(rows, p.rssRow(lim, "empty, idle"))
 		p.stop(syscall.SIGTERM)
 
@@ -87,8 +87,8 @@ func TestResidentMemoryNode(t *testing.T) {
 			p.searches([]string{g.text(1 + g.rng.IntN(3))})
 		}
 		rows = append(rows, p.rssRow(lim, fmt.Sprintf("%d, after 2000 more", n)))
-		time.Sleep(10 * time.Second)
-		rows = append(rows, p.rssRow(lim, fmt.Sprintf("%d, then idle 10 s", n)))
+		p.settled(15 * time.Second)
+		rows = append(rows, p.rssRow(lim, fmt.Sprintf("%d, then idle until settled", n)))
 		p.stop(syscall.SIGTERM)
 	}
 	fmt.Printf("%-8s %-34s %9s %9s %9s %9s\n", "limit", "state", "VmRSS", "RssAnon", "RssFile", "VmHWM")
@@ -115,7 +115,33 @@ func (p *nodeProc) searches(qs []string) {
 }
 
 // rssRow formats the process's memory figures from /proc/PID/status in MiB.
+// settled waits until the node's resident size stops moving — two readings
+// 500 ms apart within 1% — or within passes, so an "idle" figure is one.
+func (p *nodeProc) settled(within time.Duration) {
+	p.t.Helper()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(within)
+	prev := p.procStatus()["VmRSS"]
+	for time.Now().Before(deadline) {
+		<-tick.C
+		cur := p.procStatus()["VmRSS"]
+		if d := cur - prev; d*d*10000 <= prev*prev {
+			return
+		}
+		prev = cur
+	}
+}
+
 func (p *nodeProc) rssRow(limit, state string) string {
+	p.t.Helper()
+	v := p.procStatus()
+	return fmt.Sprintf("%-8s %-34s %6.1f MiB %6.1f MiB %6.1f MiB %6.1f MiB", limit, state,
+		v["VmRSS"], v["RssAnon"], v["RssFile"], v["VmHWM"])
+}
+
+// procStatus reads the node's /proc status fields, in MiB.
+func (p *nodeProc) procStatus() map[string]float64 {
 	p.t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
@@ -131,8 +157,7 @@ func (p *nodeProc) rssRow(limit, state string) string {
 			v[k] = kb / 1024
 		}
 	}
-	return fmt.Sprintf("%-8s %-34s %6.1f MiB %6.1f MiB %6.1f MiB %6.1f MiB", limit, state,
-		v["VmRSS"], v["RssAnon"], v["RssFile"], v["VmHWM"])
+	return v
 }
 
 // fillNodeDir saves n realistic memories into dir for agent, without fsync,
