@@ -111,37 +111,11 @@ func (a *api) grantOrRevoke(w http.ResponseWriter, r *http.Request, do func(ctx 
 }
 
 func (a *api) share(w http.ResponseWriter, r *http.Request) error {
-	var req memory.ShareRequest
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.Share(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, copiedStatus(res), res)
-	return nil
+	return bodyCallStatus(a, a.svc.Share, copiedStatus)(w, r)
 }
 
 func (a *api) promote(w http.ResponseWriter, r *http.Request) error {
-	var req memory.PromoteRequest
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.Promote(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, copiedStatus(res), res)
-	return nil
+	return bodyCallStatus(a, a.svc.Promote, copiedStatus)(w, r)
 }
 
 // copiedStatus is 201 for a new copy, 200 when the same copy existed.

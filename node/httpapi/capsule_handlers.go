@@ -28,20 +28,7 @@ func (a *api) capsuleRoutes() []struct {
 }
 
 func (a *api) createCapsule(w http.ResponseWriter, r *http.Request) error {
-	var req memory.CapsuleRequest
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.CreateCapsule(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, res)
-	return nil
+	return bodyCall(a, a.svc.CreateCapsule, http.StatusCreated)(w, r)
 }
 
 func (a *api) listCapsules(w http.ResponseWriter, r *http.Request) error {
@@ -135,18 +122,5 @@ func (a *api) duplicates(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) mergeDuplicates(w http.ResponseWriter, r *http.Request) error {
-	var req memory.MergeRequest
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.MergeDuplicates(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	return bodyCall(a, a.svc.MergeDuplicates, http.StatusOK)(w, r)
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -178,4 +179,30 @@ func (p *params) filter() memory.Filter {
 
 func with(list []string, more ...string) []string {
 	return append(append([]string(nil), list...), more...)
+}
+
+// bodyCall is a POST handler whose JSON body is the request of one Service
+// method and whose answer, with status code, is that method's result.
+func bodyCall[In, Out any](a *api, call func(context.Context, memory.Caller, In) (Out, error), code int) handlerFunc {
+	return bodyCallStatus(a, call, func(Out) int { return code })
+}
+
+// bodyCallStatus is bodyCall with the status code chosen from the result.
+func bodyCallStatus[In, Out any](a *api, call func(context.Context, memory.Caller, In) (Out, error), status func(Out) int) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var req In
+		if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
+			return err
+		}
+		c, err := a.callerFor(r)
+		if err != nil {
+			return err
+		}
+		res, err := call(r.Context(), c, req)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, status(res), res)
+		return nil
+	}
 }

@@ -25,20 +25,7 @@ func savedStatus(res memory.SaveResult) int {
 }
 
 func (a *api) save(w http.ResponseWriter, r *http.Request) error {
-	var req memory.SaveRequest
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.Save(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, savedStatus(res), res)
-	return nil
+	return bodyCallStatus(a, a.svc.Save, savedStatus)(w, r)
 }
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) error {
@@ -204,20 +191,7 @@ func (a *api) context(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) compact(w http.ResponseWriter, r *http.Request) error {
-	var req memory.CompactRequest
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.Compact(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	return bodyCall(a, a.svc.Compact, http.StatusOK)(w, r)
 }
 
 func (a *api) stats(w http.ResponseWriter, r *http.Request) error {
@@ -285,20 +259,7 @@ func (a *api) importData(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) startSession(w http.ResponseWriter, r *http.Request) error {
-	var req memory.SessionStart
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	s, err := a.svc.StartSession(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, s)
-	return nil
+	return bodyCall(a, a.svc.StartSession, http.StatusCreated)(w, r)
 }
 
 // sessionEndBody is the optional body of POST /v1/sessions/{id}/end; the id
@@ -354,35 +315,9 @@ func (a *api) sessionSummary(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) prompt(w http.ResponseWriter, r *http.Request) error {
-	var req memory.PromptRequest
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.SavePrompt(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, savedStatus(res), res)
-	return nil
+	return bodyCallStatus(a, a.svc.SavePrompt, savedStatus)(w, r)
 }
 
 func (a *api) progress(w http.ResponseWriter, r *http.Request) error {
-	var req memory.ProgressRequest
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.Progress(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, savedStatus(res), res)
-	return nil
+	return bodyCallStatus(a, a.svc.Progress, savedStatus)(w, r)
 }

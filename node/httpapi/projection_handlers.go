@@ -31,20 +31,7 @@ type ProjectionsAnswer struct {
 }
 
 func (a *api) createProjection(w http.ResponseWriter, r *http.Request) error {
-	var req memory.ProjectionRequest
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	info, err := a.svc.CreateProjection(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, info)
-	return nil
+	return bodyCall(a, a.svc.CreateProjection, http.StatusCreated)(w, r)
 }
 
 func (a *api) listProjections(w http.ResponseWriter, r *http.Request) error {

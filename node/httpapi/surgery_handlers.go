@@ -26,20 +26,7 @@ func (a *api) surgeryRoutes() []struct {
 
 // proposeEdit is POST /v1/edits: 201 {"edit_id","status"}.
 func (a *api) proposeEdit(w http.ResponseWriter, r *http.Request) error {
-	var req memory.EditRequest
-	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.ProposeEdit(r.Context(), c, req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, res)
-	return nil
+	return bodyCall(a, a.svc.ProposeEdit, http.StatusCreated)(w, r)
 }
 
 func (a *api) approveEdit(w http.ResponseWriter, r *http.Request) error {
