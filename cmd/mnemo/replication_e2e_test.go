@@ -29,7 +29,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func (p *nodeProc) status(t *testing.T) cluster.Status {
 	t.Helper()
-	code, body := p.api("GET", "/v1/status", p.token, "")
+	code, body := p.api("GET", "/v1/status?digests=true", p.token, "")
 	if code != 200 {
 		t.Fatalf("status: %d %s", code, body)
 	}

@@ -75,8 +75,8 @@ type Status struct {
 // nodes exactly when they hold the same state of it.
 type NamespaceDigest struct {
 	Namespace string `json:"namespace"`
-	Digest    string `json:"digest"`
-	Records   int    `json:"records"`
+	Digest    string `json:"digest,omitempty"`  // with ?digests=true
+	Records   int    `json:"records,omitempty"` // with ?digests=true
 }
 
 type localDelta struct {
@@ -287,19 +287,25 @@ func (c *Cluster) do(fn func()) error {
 	}
 }
 
-// Status reports the replication counters.
-func (c *Cluster) Status() Status {
+// Status reports the replication counters and the namespaces held. With
+// digests it also hashes each namespace's whole state (a full scan of each:
+// for convergence checks, not for every metrics scrape).
+func (c *Cluster) Status(digests bool) Status {
 	st := Status{NodeID: string(c.self), Replica: c.cfg.Identity.ReplicaID().String(),
 		QUIC: c.QUICAddr(), Gossip: c.GossipAddr(), Peers: []replica.PeerStats{}}
 	_ = c.do(func() { st.Peers = c.eng.Stats() })
 	st.Applied, st.Rejected, st.DroppedFrames, st.LocalOverflow = c.applied.Load(), c.rejected.Load(), c.dropped.Load(), c.localOver.Load()
 	st.Namespaces = []NamespaceDigest{}
 	for _, ns := range (storeState{c.svc}).Namespaces() {
-		m, err := c.svc.Store().State(ns)
-		if err != nil {
-			continue
+		nd := NamespaceDigest{Namespace: ns}
+		if digests {
+			m, err := c.svc.Store().State(ns)
+			if err != nil {
+				continue
+			}
+			nd.Digest, nd.Records = m.Digest().String(), m.Len()
 		}
-		st.Namespaces = append(st.Namespaces, NamespaceDigest{Namespace: ns, Digest: m.Digest().String(), Records: m.Len()})
+		st.Namespaces = append(st.Namespaces, nd)
 	}
 	return st
 }

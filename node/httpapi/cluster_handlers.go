@@ -16,7 +16,7 @@ import (
 // Config.Cluster nil and those endpoints describe the node alone.
 type ClusterView interface {
 	Members() []cluster.Member
-	Status() cluster.Status
+	Status(digests bool) cluster.Status
 	Sync(peer string) error
 }
 
@@ -53,12 +53,17 @@ func (a *api) members(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) status(w http.ResponseWriter, r *http.Request) error {
-	if _, err := newParams(r); err != nil {
+	p, err := newParams(r, "digests")
+	if err != nil {
 		return err
+	}
+	digests := p.boolean("digests")
+	if p.err != nil {
+		return p.err
 	}
 	st := cluster.Status{NodeID: a.nodeID, Peers: []replica.PeerStats{}}
 	if a.cluster != nil {
-		st = a.cluster.Status()
+		st = a.cluster.Status(digests)
 	}
 	writeJSON(w, http.StatusOK, st)
 	return nil
@@ -94,7 +99,7 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
 	metric("mnemo_memories_deleted", "gauge", "Soft-deleted memories the owner can read.")
 	fmt.Fprintf(&b, "mnemo_memories_deleted %d\n", st.Deleted)
 	if a.cluster != nil {
-		cs := a.cluster.Status()
+		cs := a.cluster.Status(false)
 		for _, c := range []struct {
 			name, help string
 			v          uint64

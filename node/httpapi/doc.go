@@ -39,6 +39,18 @@
 //	POST   /v1/edits/{id}/approve       admin of the memory's namespace; 200 the edit; 409 if decided or needing no approval
 //	POST   /v1/edits/{id}/reject        same
 //	GET    /v1/audit                    ?id=MEMORY &status=pending|approved|rejected &namespace= → {"edits":[…],"needs_resummary":[…]}
+//	POST   /v1/capsules                 {"subject_type","subject_id","project","audience":[…],"ids":[…]|"query":{…},"ttl_days","risks"}: 201
+//	GET    /v1/capsules                 ?subject_type= &subject_id= → those available to the caller, and those it created
+//	GET    /v1/capsules/{id}            with its items (audience and creator; 404 once expired or revoked)
+//	DELETE /v1/capsules/{id}            revoke (creator only)
+//	POST   /v1/context/bundle           {"session_id","channel","subject_type","subject_id","project","max_tokens"}: decisions, capsules, recent; budget split reported
+//	GET    /v1/duplicates               ?namespace= → near-duplicate pairs the caller can read
+//	POST   /v1/duplicates/merge         {"ids":[…],"namespace"}: merge within a shared namespace
+//	GET    /v1/members                  {"members":[{"node_id","agents","addr","state"}]} (the node alone without a cluster key)
+//	GET    /v1/status                   replication per peer; ?digests=true adds each namespace's state digest (a full scan)
+//	POST   /v1/sync                     {"peer"} ("" = every peer): digest sync now; 202, 409 without replication
+//	GET    /metrics                     Prometheus text format (token required)
+//	*      /mcp                         the MCP tools over streamable HTTP (token required; caller resolved as for /v1)
 //
 // Filters (query parameters): namespace, type, tags (comma separated, all
 // of), project, scope, subject_type, subject_id, session_id, channel, since,
