@@ -53,5 +53,14 @@
 //     a free port on the same host rather than failing.
 //   - Serve shuts down with http.Server.Shutdown (bounded by
 //     ShutdownTimeout; requests still running after it are cancelled), then
-//     removes node.json, then closes the Service, which releases the lock.
+//     removes node.json, leaves the cluster, then closes the Service, which
+//     releases the lock.
+//   - Replication (replication.go) starts only with a cluster key
+//     (Config.ClusterKey, `mnemo node --cluster-key FILE`); the node then
+//     runs a node/cluster loop and answers /v1/members, /v1/status,
+//     /v1/sync and the replication part of /metrics. Without a key it is a
+//     complete single-node service.
+//   - Housekeeping (housekeeping.go) runs every SweepInterval: expired
+//     capsules this node created are collected, and Badger's mapped file
+//     pages are handed back to the kernel.
 package node

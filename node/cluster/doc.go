@@ -19,8 +19,12 @@
 // a buffer.
 //
 // Which peers hold what: team and project namespaces replicate to every
-// member whose advertised agents may read them (by this node's policy);
-// writes are accepted from replicas whose node advertises an agent that may
-// write. A member's replica id derives from the public key its gossip
-// metadata carries, and QUIC pins that key.
+// member whose advertised agents may read them (by this node's policy), and
+// an inbox (agent://TARGET/.inbox/WRITER/...) to the node advertising
+// TARGET; writes are accepted from replicas whose node advertises an agent
+// that may write, counting the signed acl records the delta itself carries
+// (a grant travels inside the namespace it governs). A member's replica id
+// derives from the public key its gossip metadata carries, and QUIC pins
+// that key. The principal → node-key bindings learned from membership are
+// stored, so a node restarted alone still verifies the grants it holds.
 package cluster
