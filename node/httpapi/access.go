@@ -76,12 +76,8 @@ func (a *api) issueToken(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
 		return err
 	}
-	_, owner, err := a.resolveCaller(r)
-	if err != nil {
+	if err := a.requireOwner(r, "issue tokens"); err != nil {
 		return err
-	}
-	if !owner {
-		return fmt.Errorf("%w: only the owner token (the node's data directory) may issue tokens", acl.ErrDenied)
 	}
 	if a.tokens == nil {
 		return &apiError{http.StatusNotImplemented, "not_implemented", "this node does not issue principal-bound tokens"}
@@ -98,6 +94,21 @@ func (a *api) issueToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, TokenAnswer{Principal: p.String(), Token: tok})
+	return nil
+}
+
+// requireOwner refuses (acl.ErrDenied, 403) a request that does not carry
+// the owner token, naming what only the owner may do. The owner token with
+// an X-Mnemo-Session header still passes: it is the operator's credential
+// whatever principal the header selects.
+func (a *api) requireOwner(r *http.Request, what string) error {
+	_, owner, err := a.resolveCaller(r)
+	if err != nil {
+		return err
+	}
+	if !owner {
+		return fmt.Errorf("%w: only the owner token (the node's data directory) may %s", acl.ErrDenied, what)
+	}
 	return nil
 }
 

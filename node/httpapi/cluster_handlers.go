@@ -40,6 +40,10 @@ func (a *api) clusterRoutes() []struct {
 	}
 }
 
+// members answers any token: it names the nodes and the agents they host,
+// which a principal needs to choose whom to grant or share with and which
+// every member's gossip carries anyway; it names no team or project
+// namespace and nothing of what is in one.
 func (a *api) members(w http.ResponseWriter, r *http.Request) error {
 	if _, err := newParams(r); err != nil {
 		return err
@@ -52,6 +56,9 @@ func (a *api) members(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// status is owner-only in both forms: the namespace list and the per-peer
+// counters describe traffic in every namespace the node holds, including
+// those a principal may not read, and ?digests=true scans them all.
 func (a *api) status(w http.ResponseWriter, r *http.Request) error {
 	p, err := newParams(r, "digests")
 	if err != nil {
@@ -60,6 +67,9 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) error {
 	digests := p.boolean("digests")
 	if p.err != nil {
 		return p.err
+	}
+	if err := a.requireOwner(r, "read the replication status"); err != nil {
+		return err
 	}
 	st := cluster.Status{NodeID: a.nodeID, Peers: []replica.PeerStats{}}
 	if a.cluster != nil {
@@ -74,6 +84,9 @@ func (a *api) syncNow(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, a.maxBody, &req, true); err != nil {
 		return err
 	}
+	if err := a.requireOwner(r, "start a sync (it covers every namespace)"); err != nil {
+		return err
+	}
 	if a.cluster == nil {
 		return &apiError{http.StatusConflict, "conflict", "replication is not enabled on this node (start it with --gossip/--join)"}
 	}
@@ -84,8 +97,12 @@ func (a *api) syncNow(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// metrics writes Prometheus text exposition format (version 0.0.4).
+// metrics writes Prometheus text exposition format (version 0.0.4). It is
+// owner-only: the figures count every namespace and every peer.
 func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
+	if err := a.requireOwner(r, "read the metrics"); err != nil {
+		return err
+	}
 	var b strings.Builder
 	metric := func(name, kind, help string) {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)

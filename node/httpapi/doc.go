@@ -46,10 +46,10 @@
 //	POST   /v1/context/bundle           {"session_id","channel","subject_type","subject_id","project","max_tokens"}: decisions, capsules, recent; budget split reported
 //	GET    /v1/duplicates               ?namespace= → near-duplicate pairs the caller can read
 //	POST   /v1/duplicates/merge         {"ids":[…],"namespace"}: merge within a shared namespace
-//	GET    /v1/members                  {"members":[{"node_id","agents","addr","state"}]} (the node alone without a cluster key)
-//	GET    /v1/status                   replication per peer; ?digests=true adds each namespace's state digest (a full scan)
-//	POST   /v1/sync                     {"peer"} ("" = every peer): digest sync now; 202, 409 without replication
-//	GET    /metrics                     Prometheus text format (token required)
+//	GET    /v1/members                  {"members":[{"node_id","agents","addr","state"}]} (the node alone without a cluster key); any token
+//	GET    /v1/status                   owner token only: replication per peer; ?digests=true adds each namespace's state digest (a full scan)
+//	POST   /v1/sync                     owner token only: {"peer"} ("" = every peer): digest sync now; 202, 409 without replication
+//	GET    /metrics                     owner token only: Prometheus text format
 //	*      /mcp                         the MCP tools over streamable HTTP (token required; caller resolved as for /v1)
 //
 // Filters (query parameters): namespace, type, tags (comma separated, all
@@ -77,6 +77,15 @@
 //     POST /v1/tokens) acts only as its principal and ignores the header.
 //     /mcp takes its caller the same way, fixed when the MCP session opens;
 //     a later request on that session by another principal is refused (403).
+//   - Node-wide routes are the operator's: POST /v1/tokens, GET /v1/status
+//     (with or without digests), POST /v1/sync and GET /metrics need the
+//     owner token; a principal-bound token gets 403 permission_denied.
+//     Their answers count or scan every namespace the node holds, so even
+//     the plain status (namespace names, per-peer traffic) would tell a
+//     principal about namespaces it may not read. GET /v1/members stays
+//     open to every token: it lists nodes and the agents they host, which a
+//     principal needs to pick whom to grant or share with and which gossip
+//     already tells every member; it names no team or project namespace.
 //   - What the caller may do is decided by the memory Service (acl policy):
 //     a denial is 403 permission_denied naming the missing permission; an
 //     id the caller may not read is 404, as if it did not exist; an unknown

@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/cluster"
+	"github.com/mnemohq/mnemo/sync/replica"
+)
+
+// mapTokens is an in-memory Tokens: token → principal.
+type mapTokens map[string]namespace.Address
+
+func (m mapTokens) Lookup(tok string) (namespace.Address, bool) {
+	p, ok := m[tok]
+	return p, ok
+}
+
+func (m mapTokens) Issue(namespace.Address) (string, error) {
+	return "", errors.New("mapTokens: Issue not offered")
+}
+
+// fakeCluster records what the cluster routes asked of it.
+type fakeCluster struct {
+	mu      sync.Mutex
+	digests int // Status(true) calls
+	syncs   int
+}
+
+func (c *fakeCluster) Members() []cluster.Member {
+	return []cluster.Member{{NodeID: "n1", Agents: []string{"agent://alice"}, State: "alive", Self: true}}
+}
+
+func (c *fakeCluster) Status(digests bool) cluster.Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if digests {
+		c.digests++
+	}
+	return cluster.Status{NodeID: "n1", Peers: []replica.PeerStats{{Peer: "n2", DeltasSent: 7}},
+		Namespaces: []cluster.NamespaceDigest{{Namespace: "team://secret", Digest: "abc", Records: 3}}}
+}
+
+func (c *fakeCluster) Sync(string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.syncs++
+	return nil
+}
+
+const bobToken = "bob-token-0123456789abcdef"
+
+// The node-wide routes answer the owner token only; a principal-bound
+// token gets 403 permission_denied and the cluster is not asked anything.
+// /v1/members stays open to principals.
+func TestNodeWideRoutesAreOwnerOnly(t *testing.T) {
+	fc := &fakeCluster{}
+	f := newFixture(t, func(c *Config) {
+		c.Tokens = mapTokens{bobToken: namespace.MustParse("agent://bob")}
+		c.Cluster = fc
+		c.NodeID = "n1"
+	})
+	bob := "Bearer " + bobToken
+	for _, rt := range []struct{ method, path, body string }{
+		{"GET", "/v1/status?digests=true", ""},
+		{"GET", "/v1/status", ""},
+		{"GET", "/metrics", ""},
+		{"POST", "/v1/sync", `{"peer":"n2"}`},
+		{"POST", "/v1/sync", ""},
+	} {
+		a := f.doAuth(rt.method, rt.path, rt.body, bob)
+		wantStatus(t, a, http.StatusForbidden, "permission_denied")
+		if msg := a.errBody(t).Message; !strings.Contains(msg, "owner token") {
+			t.Errorf("%s %s: message %q does not say the owner token is needed", rt.method, rt.path, msg)
+		}
+		if strings.Contains(string(a.body), "team://secret") {
+			t.Errorf("%s %s: a principal saw a namespace it cannot read: %s", rt.method, rt.path, a.body)
+		}
+	}
+	if fc.digests != 0 || fc.syncs != 0 {
+		t.Fatalf("refused requests reached the cluster: %d digest scans, %d syncs", fc.digests, fc.syncs)
+	}
+	wantStatus(t, f.doAuth("GET", "/v1/members", "", bob), http.StatusOK, "")
+
+	// The owner token (with or without a session header) passes.
+	wantStatus(t, f.do("GET", "/v1/status?digests=true", ""), http.StatusOK, "")
+	wantStatus(t, f.as("bob", "GET", "/v1/status", ""), http.StatusOK, "")
+	wantStatus(t, f.do("POST", "/v1/sync", `{"peer":"n2"}`), http.StatusAccepted, "")
+	if a := f.do("GET", "/metrics", ""); a.status != http.StatusOK || !strings.Contains(string(a.body), "mnemo_peer_deltas_sent_total") {
+		t.Fatalf("owner /metrics: %d %s", a.status, a.body)
+	}
+	if fc.digests != 1 || fc.syncs != 1 {
+		t.Fatalf("owner requests: %d digest scans, %d syncs; want 1 and 1", fc.digests, fc.syncs)
+	}
+}
