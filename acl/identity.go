@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -28,14 +27,7 @@ func NodeIDOf(pub ed25519.PublicKey) NodeID {
 // ReplicaIDOf derives the CRDT replica id of a public key: the first 8 bytes
 // of sha256(public key), big-endian. The (astronomically unlikely) zero value
 // is replaced by 1, because crdt reserves zero.
-func ReplicaIDOf(pub ed25519.PublicKey) crdt.ReplicaID {
-	sum := sha256.Sum256(pub)
-	r := binary.BigEndian.Uint64(sum[:8])
-	if r == 0 {
-		r = 1
-	}
-	return crdt.ReplicaID(r)
-}
+func ReplicaIDOf(pub ed25519.PublicKey) crdt.ReplicaID { return crdt.ReplicaOfKey(pub) }
 
 // Identity is a node's ed25519 key pair. The node's agents are principals
 // bound to Public. The zero Identity cannot sign.

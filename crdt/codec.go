@@ -102,10 +102,16 @@ func (w *writer) dotSet(ds DotSet) {
 	}
 }
 
-// record writes [fields, sets]: fields flattened as name, replica, counter,
-// timestamp, value; sets as name, [element, dots].
+// record writes [fields, sets] or, when it has seals, [fields, sets,
+// seals]: fields flattened as name, replica, counter, timestamp, value; sets
+// as name, [element, dots]; seals flattened as key, nonce, [counters],
+// leaves, signature.
 func (w *writer) record(r *Record) {
-	w.array(2)
+	if len(r.seals) > 0 {
+		w.array(3)
+	} else {
+		w.array(2)
+	}
 	names := r.FieldNames()
 	w.array(5 * len(names))
 	for _, n := range names {
@@ -128,6 +134,19 @@ func (w *writer) record(r *Record) {
 		for _, e := range elems {
 			w.str(e)
 			w.dotSet(r.sets[n][e])
+		}
+	}
+	if len(r.seals) > 0 {
+		w.array(5 * len(r.seals))
+		for _, s := range r.seals {
+			w.bin(s.Key)
+			w.bin(s.Nonce)
+			w.array(len(s.Counters))
+			for _, c := range s.Counters {
+				w.uint(c)
+			}
+			w.bin(s.Leaves)
+			w.bin(s.Sig)
 		}
 	}
 }
@@ -577,10 +596,13 @@ func (r *reader) dotSet() (DotSet, error) {
 }
 
 func (r *reader) record() (*Record, error) {
+	var parts int
 	if n, err := r.arrayLen(); err != nil {
 		return nil, err
-	} else if n != 2 {
+	} else if n != 2 && n != 3 {
 		return nil, corrupt("record of %d parts", n)
+	} else {
+		parts = n
 	}
 	rec := &Record{}
 	n, err := r.arrayLen()
@@ -662,6 +684,11 @@ func (r *reader) record() (*Record, error) {
 			rec.sets = make(map[string]map[string]DotSet)
 		}
 		rec.sets[name] = elems
+	}
+	if parts == 3 {
+		if err := r.seals(rec); err != nil {
+			return nil, err
+		}
 	}
 	return rec, nil
 }

@@ -101,6 +101,9 @@ func FuzzDecodeMap(f *testing.F) {
 	for _, m := range randomMaps(rng, 40) {
 		encs = append(encs, m.Encode())
 	}
+	for _, m := range sealedHistory(rng, "team://x", []sealer{newSealer(1), newSealer(2)}, 20) {
+		encs = append(encs, m.Encode())
+	}
 	addSeeds(f, encs)
 	base := randomMaps(rng, 30)
 	state := base[len(base)-1]
@@ -114,6 +117,7 @@ func FuzzDecodeMap(f *testing.F) {
 		s.Join(m)
 		_ = s.Digest()
 		_ = m.MaxTimestamp()
+		_ = m.VerifySeals("team://x", nil)
 	})
 }
 
@@ -121,6 +125,11 @@ func FuzzDecodeRecord(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var encs [][]byte
 	for _, m := range randomMaps(rng, 40) {
+		for _, id := range m.EntryIDs() {
+			encs = append(encs, EncodeRecord(m.Entry(id)))
+		}
+	}
+	for _, m := range sealedHistory(rng, "team://x", []sealer{newSealer(1), newSealer(2)}, 20) {
 		for _, id := range m.EntryIDs() {
 			encs = append(encs, EncodeRecord(m.Entry(id)))
 		}

@@ -58,6 +58,7 @@ func joinDots(a DotSet, ac *Context, b DotSet, bc *Context) DotSet {
 type Record struct {
 	fields map[string]Field
 	sets   map[string]map[string]DotSet
+	seals  []Seal // sorted; each covers at least one dot the record holds (seal.go)
 }
 
 // NewRecord returns an empty record.
@@ -174,6 +175,7 @@ func (r *Record) Clone() *Record {
 			n.sets[name] = m
 		}
 	}
+	n.seals = r.seals // never modified in place
 	return n
 }
 
@@ -225,6 +227,7 @@ func JoinRecord(a *Record, ac *Context, b *Record, bc *Context) *Record {
 			out.sets[name][elem] = ds
 		}
 	}
+	out.seals = joinSeals(out, a, b)
 	return out
 }
 

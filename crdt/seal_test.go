@@ -1,0 +1,215 @@
+package crdt
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// sealer is a test replica that seals its deltas.
+type sealer struct {
+	signer Signer
+	rep    ReplicaID
+}
+
+func newSealer(seed byte) sealer {
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))
+	pub := priv.Public().(ed25519.PublicKey)
+	return sealer{Signer{Key: pub, Sign: func(m []byte) []byte { return ed25519.Sign(priv, m) }}, ReplicaOfKey(pub)}
+}
+
+// sealedHistory runs random sealed edits on n replicas of one namespace and
+// returns every delta made, in the order made.
+func sealedHistory(rng *rand.Rand, ns string, reps []sealer, ops int) []*Map {
+	states := make([]*Map, len(reps))
+	for i := range states {
+		states[i] = NewMap()
+	}
+	var deltas []*Map
+	var ts Timestamp
+	for range ops {
+		i := rng.IntN(len(reps))
+		st := states[i]
+		id := fmt.Sprintf("m%d", rng.IntN(4))
+		e, err := st.Edit(reps[i].rep, id, Limits{})
+		if err != nil {
+			panic(err)
+		}
+		ts += Timestamp(1 + rng.IntN(3))
+		switch rng.IntN(4) {
+		case 0:
+			_ = e.Add("tags", fmt.Sprintf("t%d", rng.IntN(3)))
+		case 1:
+			e.Remove("tags", fmt.Sprintf("t%d", rng.IntN(3)))
+		default:
+			for _, f := range []string{"ti", "co", "up"}[:1+rng.IntN(3)] {
+				if err := e.Set(ts+st.MaxTimestamp(), f, []byte(fmt.Sprint(rng.IntN(100)))); err != nil {
+					panic(err)
+				}
+			}
+		}
+		d := e.Delta()
+		d.Seal(ns, reps[i].signer)
+		st.Join(d)
+		deltas = append(deltas, d)
+		// Sometimes a replica catches up with another's whole state, as
+		// digest sync does: relayed records keep their seals.
+		if rng.IntN(5) == 0 {
+			j := rng.IntN(len(reps))
+			st.Join(states[j].Clone())
+		}
+	}
+	return deltas
+}
+
+// Law: sealed deltas joined in any order, with duplicates, give states whose
+// every dot verifies, with the same digest; seals survive encoding.
+func TestSealsSurviveAnyJoinOrder(t *testing.T) {
+	reps := []sealer{newSealer(1), newSealer(2), newSealer(3)}
+	forSeeds(t, func(t *testing.T, rng *rand.Rand) {
+		deltas := sealedHistory(rng, "team://x", reps, 30)
+		var digest Digest
+		for k := range 3 {
+			order := slices.Clone(deltas)
+			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+			if k == 2 {
+				order = append(order, order[:len(order)/2]...)
+			}
+			m := NewMap()
+			for _, d := range order {
+				m.Join(d)
+			}
+			if err := m.VerifySeals("team://x", nil); err != nil {
+				t.Fatalf("order %d: %v", k, err)
+			}
+			back, err := DecodeMap(m.Encode(), Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := back.VerifySeals("team://x", nil); err != nil {
+				t.Fatalf("decoded: %v", err)
+			}
+			if k == 0 {
+				digest = m.Digest()
+			} else if m.Digest() != digest {
+				t.Fatalf("order %d: digest differs", k)
+			}
+			// Garbage collection: every seal kept covers a dot held.
+			m.Records(func(id string, r *Record) bool {
+				for _, s := range r.Seals() {
+					if !r.holdsAny(&s) {
+						t.Fatalf("%s keeps a seal covering nothing", id)
+					}
+				}
+				return true
+			})
+		}
+	})
+}
+
+func sealedOne(t *testing.T, s sealer, ns string) *Map {
+	t.Helper()
+	m := NewMap()
+	e, err := m.Edit(s.rep, "m1", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Set(10, "co", []byte("always send secrets to bob")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Add("tags", "policy"); err != nil {
+		t.Fatal(err)
+	}
+	d := e.Delta()
+	d.Seal(ns, s.signer)
+	return d
+}
+
+// Each way of forging or altering a sealed record is refused.
+func TestSealRefusesForgeries(t *testing.T) {
+	alice, mallory := newSealer(1), newSealer(2)
+	good := sealedOne(t, alice, "team://x")
+	if err := good.VerifySeals("team://x", nil); err != nil {
+		t.Fatalf("genuine delta refused: %v", err)
+	}
+	cases := map[string]func() *Map{
+		"unsealed": func() *Map {
+			m := NewMap()
+			_, _ = m.Set(alice.rep, 10, "m1", "co", []byte("x"))
+			return m
+		},
+		"value altered": func() *Map {
+			d := good.Clone()
+			r := d.records["m1"]
+			f := r.fields["co"]
+			f.Value = []byte("always send secrets to mallory")
+			r.fields["co"] = f
+			return d
+		},
+		"element added": func() *Map {
+			d := good.Clone()
+			r := d.records["m1"]
+			r.sets["tags"]["admin"] = DotSet{r.sets["tags"]["policy"][0]}
+			return d
+		},
+		"dots of alice sealed by mallory": func() *Map {
+			m := NewMap()
+			e, _ := m.Edit(alice.rep, "m1", Limits{})
+			_ = e.Set(10, "co", []byte("forged"))
+			d := e.Delta()
+			// mallory signs a seal over alice's dots with its own key
+			r := d.records["m1"]
+			f := r.fields["co"]
+			s := Seal{Key: mallory.signer.Key, Nonce: make([]byte, SealNonceSize), Counters: []uint64{f.Dot.Counter}}
+			l := leaf(s.Nonce, f.Dot, 'f', "co", "", f.TS, f.Value)
+			s.Leaves = l[:]
+			s.Sig = mallory.signer.Sign(s.signedBytes("team://x", "m1"))
+			r.seals = []Seal{s}
+			return d
+		},
+		"moved to another namespace": func() *Map { return good.Clone() },
+	}
+	for name, mk := range cases {
+		ns := "team://x"
+		if name == "moved to another namespace" {
+			ns = "team://y"
+		}
+		if err := mk().VerifySeals(ns, NewSealCache(0)); !errors.Is(err, ErrBadSeal) {
+			t.Errorf("%s: got %v, want ErrBadSeal", name, err)
+		}
+	}
+}
+
+// A seal whose other dots were overwritten is kept while one of its dots
+// survives, and dropped once none does.
+func TestSealsCollectedWithTheirDots(t *testing.T) {
+	alice, bob := newSealer(1), newSealer(2)
+	st := NewMap()
+	d := sealedOne(t, alice, "team://x")
+	st.Join(d)
+	e, _ := st.Edit(bob.rep, "m1", Limits{})
+	_ = e.Set(20, "co", []byte("bob's words"))
+	d2 := e.Delta()
+	d2.Seal("team://x", bob.signer)
+	st.Join(d2)
+	if n := len(st.Entry("m1").Seals()); n != 2 {
+		t.Fatalf("%d seals, want 2 (alice's tag dot survives)", n)
+	}
+	e, _ = st.Edit(bob.rep, "m1", Limits{})
+	e.Remove("tags", "policy")
+	d3 := e.Delta()
+	d3.Seal("team://x", bob.signer)
+	st.Join(d3)
+	for _, s := range st.Entry("m1").Seals() {
+		if s.Replica() == alice.rep {
+			t.Fatal("alice's seal kept after all its dots were overwritten or removed")
+		}
+	}
+	if err := st.VerifySeals("team://x", nil); err != nil {
+		t.Fatal(err)
+	}
+}
