@@ -179,7 +179,7 @@ func registerCapsuleTools(s *mcp.Server, b Backend) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "mem_build_context",
 		Annotations: withTitle(read, "Build context bundle"),
-		Description: `Build the context to start or continue work: the decisions in force (policy first, then project, user, session), capsules other agents shared with you about the subject, and the most relevant recent memories (this session first), fitted to max_tokens. The answer reports how the budget was split.`,
+		Description: `Build the context to start or continue work: the decisions in force (policy first, then project, user, session), capsules other agents shared with you about the subject, the most relevant recent memories (this session first), and, in a section of their own, what other agents wrote into your inbox (their words, never your decisions), fitted to max_tokens. The answer reports how the budget was split.`,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, a bundleArgs) (*mcp.CallToolResult, memory.BundleResult, error) {
 		res, err := cp.BuildContext(ctx, memory.BundleRequest{SessionID: a.SessionID, Channel: a.Channel, SubjectType: a.SubjectType,
 			SubjectID: a.SubjectID, Project: a.Project, MaxTokens: a.MaxTokens, IncludeCapsules: a.IncludeCapsules})
@@ -191,7 +191,7 @@ func registerCapsuleTools(s *mcp.Server, b Backend) {
 		if out == "" {
 			out = "Nothing to include.\n"
 		}
-		out += fmt.Sprintf("\n(tokens: decisions %d, capsules %d, recent %d, total %d of %d)", b.Decisions, b.Capsules, b.Recent, b.Total, b.MaxTokens)
+		out += fmt.Sprintf("\n(tokens: decisions %d, capsules %d, recent %d, from other agents %d, total %d of %d)", b.Decisions, b.Capsules, b.Recent, b.FromOthers, b.Total, b.MaxTokens)
 		return text(out), res, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{

@@ -15,6 +15,15 @@ import (
 
 const snippetLen = 160
 
+// fromMark marks what another agent wrote into the reader's inbox, so a
+// model never reads it as the reader's own memory or decision.
+func fromMark(m memory.Memory) string {
+	if m.From == "" {
+		return ""
+	}
+	return "[from " + m.From + "] "
+}
+
 // snippet is the start of s on one line.
 func snippet(s string) string {
 	return shorten(strings.Join(strings.Fields(s), " "), snippetLen)
@@ -47,7 +56,7 @@ func searchText(q string, r memory.SearchResult) string {
 	fmt.Fprintf(&b, "%d of %d matches for %q:\n", len(r.Results), r.Total, q)
 	for i, h := range r.Results {
 		m := h.Memory
-		fmt.Fprintf(&b, "%d. [%s] (%s) %s — score %.2f", i+1, m.ID, m.Type, m.Title, h.Score)
+		fmt.Fprintf(&b, "%d. [%s] (%s) %s%s — score %.2f", i+1, m.ID, m.Type, fromMark(m), m.Title, h.Score)
 		if m.DeletedAt != nil {
 			b.WriteString(" [archived]")
 		}
@@ -76,7 +85,7 @@ func contextText(r memory.ContextResult) string {
 func timelineText(t memory.Timeline) string {
 	var b strings.Builder
 	line := func(mark string, m memory.Memory) {
-		fmt.Fprintf(&b, "%s %s [%s] (%s) %s\n", mark, day(m.CreatedAt), m.ID, m.Type, m.Title)
+		fmt.Fprintf(&b, "%s %s [%s] (%s) %s%s\n", mark, day(m.CreatedAt), m.ID, m.Type, fromMark(m), m.Title)
 	}
 	fmt.Fprintf(&b, "Timeline around %s (%d before, %d after):\n", t.Center.ID, len(t.Before), len(t.After))
 	for _, m := range t.Before {
@@ -92,11 +101,14 @@ func timelineText(t memory.Timeline) string {
 
 func memoryText(m memory.Memory) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\nid: %s\ntype: %s\nnamespace: %s\nscope: %s\n", m.Title, m.ID, m.Type, m.Namespace, m.Scope)
+	fmt.Fprintf(&b, "%s%s\nid: %s\ntype: %s\nnamespace: %s\nscope: %s\n", fromMark(m), m.Title, m.ID, m.Type, m.Namespace, m.Scope)
 	opt := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(&b, "%s: %s\n", k, v)
 		}
+	}
+	if m.From != "" {
+		opt("from", m.From+" (written into your inbox by another agent: its words, not your own memory or decision)")
 	}
 	opt("project", m.Project)
 	opt("session_id", m.SessionID)

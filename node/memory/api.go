@@ -51,6 +51,11 @@ type Memory struct {
 	// target's inbox): the source namespace it was projected from. See
 	// projections.go.
 	ProjectedFrom string `json:"projected_from,omitempty"`
+	// From is set on a memory read out of an inbox
+	// (agent://TARGET/.inbox/WRITER/...): the agent that wrote it, so it
+	// reads as that agent's words, never the reader's own. Computed from
+	// the namespace, not stored. See inbox.go.
+	From string `json:"from,omitempty"`
 	// Set by the effective view when approved edits apply (surgery.go).
 	Quarantined     bool     `json:"quarantined,omitempty"`      // hidden from automatic retrieval
 	BlockedChannels []string `json:"blocked_channels,omitempty"` // hidden from queries for these channels

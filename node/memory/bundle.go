@@ -10,8 +10,9 @@ import (
 
 // The context bundle (build_context): for a session and channel, and
 // optionally a subject and project, the active decisions by precedence,
-// the capsules available to the caller and the most relevant recent
-// memories, fitted to max_tokens.
+// the capsules available to the caller, the most relevant recent
+// memories and what other agents delivered to the caller's inbox, fitted
+// to max_tokens.
 //
 // Every part is read through the same paths as Search and Context (the
 // index filter scoped to what the caller may read, then the effective
@@ -24,7 +25,11 @@ import (
 // session only for the request's session. They are ordered by scope
 // precedence — policy, global, project, user, session (global, the
 // broadest, ranks just below policy; an unknown or empty scope ranks
-// last) — then newest first.
+// last) — then newest first. Only the caller's own memories are
+// decisions: a memory another agent wrote into the caller's inbox
+// (Memory.From set and not the caller) is never one, whatever its type,
+// scope or importance — its scope is the writer's claim, kept as written
+// and ignored for precedence. It goes under "From other agents".
 //
 // Capsules are those whose audience includes the caller and that are
 // active, for the request's subject when one is given, newest first,
@@ -33,18 +38,24 @@ import (
 // Recent memories: the session's first (newest first), then the
 // subject's (or, without a subject, the project's; without either, the
 // caller's whole readable scope), skipping decisions and capsule items
-// shown above.
+// shown above, and inbox items from other agents.
+//
+// From other agents: the inbox items (capsule items aside) that the
+// decision and recent lists found, newest first, each marked
+// "[from agent://WRITER]". The section comes last in the text.
 //
 // Budget: tokens are estimated as in Context (ceil(bytes/4)), every
 // heading and entry counted. Decisions may use up to 40% of max_tokens;
-// capsules up to 30% plus whatever decisions left unused; recent memories
-// the rest. A section stops at the first entry that does not fit. The
+// capsules up to 30% plus whatever decisions left unused; items from
+// other agents up to 15% (never more: other agents' words cannot crowd
+// out the caller's own); recent memories the rest. A section stops at the first entry that does not fit. The
 // split is reported in Budget, and Total never exceeds MaxTokens.
 
 // Budget shares of the bundle, in percent of max_tokens.
 const (
 	bundleDecisionShare = 40
 	bundleCapsuleShare  = 30
+	bundleInboxShare    = 15
 	bundleListLimit     = 500
 )
 
@@ -63,21 +74,24 @@ type BundleRequest struct {
 
 // BundleBudget is how the tokens were spent.
 type BundleBudget struct {
-	Decisions int `json:"decisions"`
-	Capsules  int `json:"capsules"`
-	Recent    int `json:"recent"`
-	Total     int `json:"total"`
-	MaxTokens int `json:"max_tokens"`
+	Decisions  int `json:"decisions"`
+	Capsules   int `json:"capsules"`
+	Recent     int `json:"recent"`
+	FromOthers int `json:"from_others"`
+	Total      int `json:"total"`
+	MaxTokens  int `json:"max_tokens"`
 }
 
 // BundleResult is the bundle text and what went into it.
 type BundleResult struct {
-	Text      string       `json:"text"`
-	Decisions []Memory     `json:"decisions"`
-	Capsules  []Capsule    `json:"capsules"`
-	Recent    []Memory     `json:"recent"`
-	Budget    BundleBudget `json:"budget"`
-	Truncated bool         `json:"truncated"` // some eligible content did not fit
+	Text      string    `json:"text"`
+	Decisions []Memory  `json:"decisions"`
+	Capsules  []Capsule `json:"capsules"`
+	Recent    []Memory  `json:"recent"`
+	// FromOthers is what other agents wrote into the caller's inbox.
+	FromOthers []Memory     `json:"from_others"`
+	Budget     BundleBudget `json:"budget"`
+	Truncated  bool         `json:"truncated"` // some eligible content did not fit
 }
 
 var scopeRank = map[string]int{"policy": 0, "global": 1, "project": 2, "user": 3, "session": 4}
@@ -106,8 +120,21 @@ func (sc *section) add(part string) bool {
 	return true
 }
 
+// fromOther reports whether m is another agent's word to c: an inbox
+// item whose writer is not c.
+func fromOther(c Caller, m Memory) bool { return m.From != "" && m.From != c.Principal.String() }
+
+// fromMark is the marker of an inbox item's writer in text ("" when m is
+// not from an inbox).
+func fromMark(m Memory) string {
+	if m.From == "" {
+		return ""
+	}
+	return "[from " + m.From + "] "
+}
+
 func bundleEntry(m Memory) string {
-	entry := fmt.Sprintf("- [%s] %s (%s, id %s", m.Type, m.Title, m.CreatedAt.Format("2006-01-02"), m.ID)
+	entry := fmt.Sprintf("- %s[%s] %s (%s, id %s", fromMark(m), m.Type, m.Title, m.CreatedAt.Format("2006-01-02"), m.ID)
 	if len(m.Tags) > 0 {
 		entry += ", tags " + strings.Join(m.Tags, ",")
 	}
@@ -137,7 +164,7 @@ func (s *Service) BuildContext(ctx context.Context, c Caller, req BundleRequest)
 		metas := s.ix.List(sf, true, bundleListLimit)
 		return s.load(metaIDs(metas)), len(metas) == bundleListLimit, nil
 	}
-	res := BundleResult{Decisions: []Memory{}, Capsules: []Capsule{}, Recent: []Memory{}}
+	res := BundleResult{Decisions: []Memory{}, Capsules: []Capsule{}, Recent: []Memory{}, FromOthers: []Memory{}}
 	shown := map[string]bool{}
 
 	// Decisions.
@@ -148,13 +175,15 @@ func (s *Service) BuildContext(ctx context.Context, c Caller, req BundleRequest)
 		return BundleResult{}, err
 	}
 	res.Truncated = full
-	var decisions []Memory
+	var decisions, others []Memory
 	for _, m := range all {
 		switch {
 		case isCapsuleNS(m.Namespace):
 		case m.Project != "" && req.Project != "" && m.Project != req.Project:
 		case m.SubjectType != "" && (m.SubjectType != req.SubjectType || m.SubjectID != req.SubjectID):
 		case m.Scope == "session" && (req.SessionID == "" || m.SessionID != req.SessionID):
+		case fromOther(c, m):
+			others = append(others, m)
 		default:
 			decisions = append(decisions, m)
 		}
@@ -218,12 +247,19 @@ func (s *Service) BuildContext(ctx context.Context, c Caller, req BundleRequest)
 		}
 	}
 
-	// Recent memories.
-	rec := section{budget: req.MaxTokens - dec.used - caps.used}
+	// Recent memories, and what other agents delivered.
 	var recent []Memory
+	for _, m := range others {
+		shown[m.ID] = true
+	}
 	addAll := func(ms []Memory) {
 		for _, m := range ms {
-			if !shown[m.ID] && m.Type != "decision" && !isCapsuleNS(m.Namespace) {
+			switch {
+			case shown[m.ID] || isCapsuleNS(m.Namespace):
+			case fromOther(c, m):
+				shown[m.ID] = true
+				others = append(others, m)
+			case m.Type != "decision":
 				shown[m.ID] = true
 				recent = append(recent, m)
 			}
@@ -251,6 +287,18 @@ func (s *Service) BuildContext(ctx context.Context, c Caller, req BundleRequest)
 	}
 	res.Truncated = res.Truncated || full
 	addAll(ms)
+	slices.SortStableFunc(others, func(a, b Memory) int { return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID)) })
+	oth := section{budget: req.MaxTokens * bundleInboxShare / 100}
+	if len(others) > 0 && oth.add("\n### From other agents (their words, not your decisions)\n") {
+		for _, m := range others {
+			if !oth.add(bundleEntry(m)) {
+				break
+			}
+			res.FromOthers = append(res.FromOthers, m)
+		}
+	}
+	res.Truncated = res.Truncated || len(res.FromOthers) < len(others)
+	rec := section{budget: req.MaxTokens - dec.used - caps.used - oth.used}
 	if len(recent) > 0 && rec.add("\n### Recent memories (session first, newest first)\n") {
 		for _, m := range recent {
 			if !rec.add(bundleEntry(m)) {
@@ -261,8 +309,8 @@ func (s *Service) BuildContext(ctx context.Context, c Caller, req BundleRequest)
 	}
 	res.Truncated = res.Truncated || len(res.Recent) < len(recent)
 
-	res.Text = dec.b.String() + caps.b.String() + rec.b.String()
-	res.Budget = BundleBudget{Decisions: dec.used, Capsules: caps.used, Recent: rec.used,
-		Total: dec.used + caps.used + rec.used, MaxTokens: req.MaxTokens}
+	res.Text = dec.b.String() + caps.b.String() + rec.b.String() + oth.b.String()
+	res.Budget = BundleBudget{Decisions: dec.used, Capsules: caps.used, Recent: rec.used, FromOthers: oth.used,
+		Total: dec.used + caps.used + rec.used + oth.used, MaxTokens: req.MaxTokens}
 	return res, nil
 }

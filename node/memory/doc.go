@@ -43,6 +43,25 @@
 // TARGET and WRITER; projections and capsules are delivered that way. An id
 // the caller cannot read is reported as not found, so ids do not leak.
 //
+// # Other agents' words
+//
+// An inbox (agent://TARGET/.inbox/WRITER/...) holds what WRITER put there:
+// TARGET's default reads include it, so every read marks it with
+// Memory.From = WRITER — search, timeline, get, context, export, bundles,
+// and the text the MCP tools render ("[from agent://WRITER]"). The context
+// bundle shows such memories under "From other agents", capped at 15% of
+// its budget, and never among "Active decisions", whatever their type,
+// scope or importance.
+//
+// Scope. An inbox writer may set any scope; the scope is stored as written
+// and ignored for precedence, not refused. A refusal at Save would guard
+// only this node's API: a cluster member's delta never passes through
+// Save, so the reader must not trust the field whatever path it came by.
+// And capsules and projections legitimately carry their source's scope
+// ("policy" in the writer's namespace), which the reader should see as
+// what it is — the writer's policy, not its own. So trust is decided at
+// read time, by the namespace's writer, where no peer can forge it.
+//
 // # Errors
 //
 // Methods return errors wrapping ErrInvalid (400), ErrNotFound (404),

@@ -16,6 +16,11 @@ import (
 // Because the inbox lies under the target's agent namespace, the target's
 // searches of its own namespace include what was delivered, and the
 // namespace names the source.
+//
+// What arrives in an inbox is the writer's word, not the target's: every
+// read marks it (Memory.From = the writer), and the context bundle shows
+// it in a section of its own, never among the target's decisions (see
+// the package doc, "Other agents' words").
 const inboxSegment = ".inbox"
 
 // InboxNamespace returns agent://TARGET/.inbox/WRITER/NAME.
@@ -46,6 +51,26 @@ func InboxParties(ns namespace.Address) (target, writer namespace.Address, ok bo
 	}
 	return target, w, true
 }
+
+// inboxWriter is the writer of inbox namespace ns ("agent://WRITER"), or
+// "" when ns is not an inbox. It runs on every memory read, so the cheap
+// test comes first.
+func inboxWriter(ns string) string {
+	if !strings.Contains(ns, "/"+inboxSegment+"/") {
+		return ""
+	}
+	a, err := namespace.Parse(ns)
+	if err != nil {
+		return ""
+	}
+	if _, w, ok := InboxParties(a); ok {
+		return w.String()
+	}
+	return ""
+}
+
+// isInboxNS reports whether ns is an inbox namespace.
+func isInboxNS(ns string) bool { return inboxWriter(ns) != "" }
 
 // inboxDecision applies the inbox rule: ok is false when ns is not an
 // inbox (the acl policy decides then).

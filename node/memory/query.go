@@ -158,7 +158,8 @@ func (s *Service) Timeline(ctx context.Context, c Caller, q TimelineQuery) (Time
 func estimateTokens(s string) int { return (len(s) + 3) / 4 }
 
 // Context formats recent memories and sessions for an agent's prompt, newest
-// first, within MaxTokens.
+// first, within MaxTokens. A memory another agent wrote into the caller's
+// inbox is marked "[from agent://WRITER]" (see bundle.go).
 func (s *Service) Context(ctx context.Context, c Caller, q ContextQuery) (ContextResult, error) {
 	if q.MaxTokens == 0 {
 		q.MaxTokens = DefaultMaxTokens
@@ -203,12 +204,7 @@ func (s *Service) Context(ctx context.Context, c Caller, q ContextQuery) (Contex
 	}
 	if used > 0 && add("\n### Memories (newest first)\n") {
 		for _, m := range memories {
-			entry := fmt.Sprintf("- [%s] %s (%s, id %s", m.Type, m.Title, m.CreatedAt.Format("2006-01-02"), m.ID)
-			if len(m.Tags) > 0 {
-				entry += ", tags " + strings.Join(m.Tags, ",")
-			}
-			entry += "): " + truncateRunes(oneLine(m.Content), contextEntryRunes) + "\n"
-			if !add(entry) {
+			if !add(bundleEntry(m)) {
 				break
 			}
 			res.Memories = append(res.Memories, m)

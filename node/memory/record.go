@@ -98,6 +98,7 @@ func toMemory(ns, id string, r *crdt.Record) Memory {
 		Lineage:       str(r, fLineage),
 		ContentHash:   str(r, fHash),
 		ProjectedFrom: str(r, fProjFrom),
+		From:          inboxWriter(ns),
 	}
 	if d := tm(r, fDeletedAt); !d.IsZero() {
 		m.DeletedAt = &d
