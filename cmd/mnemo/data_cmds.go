@@ -78,6 +78,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		"Imports a mnemo export or an engram export (sessions, observations, prompts).\nMemories already present (same id, or same content in the same namespace) are skipped.", stdout, stderr)
 	cf := addClientFlags(fs)
 	ns := fs.String("namespace", "", "import into namespace `NS` (default your agent's)")
+	preserve := fs.Bool("preserve-provenance", false, "keep the authors, provenance and lineage the file states (owner token only; default: you are the author of every imported memory)")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
 		return code
@@ -99,7 +100,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	res, err := c.Import(ctx, *ns, data)
+	res, err := c.Import(ctx, data, memory.ImportOptions{Namespace: *ns, PreserveProvenance: *preserve})
 	if err != nil {
 		return failed(stderr, fs, err)
 	}

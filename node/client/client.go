@@ -232,9 +232,13 @@ func (c *Client) Export(ctx context.Context, ns string) (memory.Export, error) {
 }
 
 // Import sends a mnemo or engram export.
-func (c *Client) Import(ctx context.Context, ns string, data []byte) (memory.ImportResult, error) {
+func (c *Client) Import(ctx context.Context, data []byte, opts memory.ImportOptions) (memory.ImportResult, error) {
 	var out memory.ImportResult
-	raw, err := c.Raw(ctx, "POST", "/v1/import", NamespaceValues(ns), bytes.NewReader(data))
+	q := NamespaceValues(opts.Namespace)
+	if opts.PreserveProvenance {
+		q.Set("preserve_provenance", "true")
+	}
+	raw, err := c.Raw(ctx, "POST", "/v1/import", q, bytes.NewReader(data))
 	if err != nil {
 		return out, err
 	}

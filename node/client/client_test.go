@@ -134,7 +134,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ir, err := c2.Import(ctx, "", raw)
+	ir, err := c2.Import(ctx, raw, memory.ImportOptions{})
 	if err != nil || ir.Memories != len(ex.Memories) {
 		t.Fatalf("import: %+v, %v (exported %d)", ir, err, len(ex.Memories))
 	}

@@ -17,7 +17,7 @@
 //	POST   /v1/compact                  identify (older_than_days) or execute (compact_ids)
 //	GET    /v1/stats                    ?namespace=
 //	GET    /v1/export                   ?namespace=
-//	POST   /v1/import                   ?namespace=; body: a mnemo or engram export
+//	POST   /v1/import                   ?namespace= &preserve_provenance=true (owner token only); body: a mnemo or engram export
 //	POST   /v1/sessions                 start (idempotent by id); 201
 //	POST   /v1/sessions/{id}/end        optional body {"summary"}
 //	POST   /v1/sessions/{id}/summary    saves a summary memory

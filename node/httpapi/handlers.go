@@ -235,9 +235,18 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) importData(w http.ResponseWriter, r *http.Request) error {
-	p, err := newParams(r, "namespace")
+	p, err := newParams(r, "namespace", "preserve_provenance")
 	if err != nil {
 		return err
+	}
+	opts := memory.ImportOptions{Namespace: p.str("namespace"), PreserveProvenance: p.boolean("preserve_provenance")}
+	if p.err != nil {
+		return p.err
+	}
+	if opts.PreserveProvenance {
+		if err := a.requireOwner(r, "import with the file's authors and provenance (preserve_provenance=true)"); err != nil {
+			return err
+		}
 	}
 	data, err := readAll(w, r, a.maxImport)
 	if err != nil {
@@ -250,7 +259,7 @@ func (a *api) importData(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.Import(r.Context(), c, p.str("namespace"), data)
+	res, err := a.svc.ImportWith(r.Context(), c, data, opts)
 	if err != nil {
 		return err
 	}

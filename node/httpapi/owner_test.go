@@ -1,14 +1,18 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/cluster"
+	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/sync/replica"
 )
 
@@ -95,5 +99,45 @@ func TestNodeWideRoutesAreOwnerOnly(t *testing.T) {
 	}
 	if fc.digests != 1 || fc.syncs != 1 {
 		t.Fatalf("owner requests: %d digest scans, %d syncs; want 1 and 1", fc.digests, fc.syncs)
+	}
+}
+
+// POST /v1/import keeps the importer as author unless the owner token asks
+// preserve_provenance=true; a principal-bound token asking it gets 403. A
+// time beyond the clock's skew bound is 400 naming the record.
+func TestImportProvenanceAndFutureTimes(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.Tokens = mapTokens{bobToken: namespace.MustParse("agent://bob")} })
+	src := newFixture(t, nil)
+	src.save(`{"type":"decision","title":"one","content":"first"}`)
+	var ex memory.Export
+	src.do("GET", "/v1/export", "").decode(t, &ex)
+	ex.Memories[0].Author = "agent://ceo"
+	body, _ := json.Marshal(ex)
+
+	wantStatus(t, f.doAuth("POST", "/v1/import?preserve_provenance=true", string(body), "Bearer "+bobToken),
+		http.StatusForbidden, "permission_denied")
+	wantStatus(t, f.do("POST", "/v1/import?preserve_provenance=maybe", string(body)), http.StatusBadRequest, "invalid_request")
+
+	future := ex
+	future.Memories = slices.Clone(ex.Memories)
+	future.Memories[0].CreatedAt = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC) // the fixture clock reads 2025
+	fb, _ := json.Marshal(future)
+	a := f.do("POST", "/v1/import", string(fb))
+	wantStatus(t, a, http.StatusBadRequest, "invalid_request")
+	if msg := a.errBody(t).Message; !strings.Contains(msg, ex.Memories[0].ID) || !strings.Contains(msg, "created_at") {
+		t.Fatalf("future time: message %q does not name the record and field", msg)
+	}
+
+	wantStatus(t, f.do("POST", "/v1/import", string(body)), http.StatusOK, "")
+	var got memory.Memory
+	f.do("GET", "/v1/memories/"+ex.Memories[0].ID, "").decode(t, &got)
+	if got.Author != "agent://alice" {
+		t.Fatalf("default import: author %q, want the importer", got.Author)
+	}
+	g := newFixture(t, nil)
+	wantStatus(t, g.do("POST", "/v1/import?preserve_provenance=true", string(body)), http.StatusOK, "")
+	g.do("GET", "/v1/memories/"+ex.Memories[0].ID, "").decode(t, &got)
+	if got.Author != "agent://ceo" {
+		t.Fatalf("owner import with preserve_provenance: author %q", got.Author)
 	}
 }

@@ -307,6 +307,19 @@ type Export struct {
 	Sessions   []Session `json:"sessions"`
 }
 
+// ImportOptions says where an import goes and whose its memories are.
+type ImportOptions struct {
+	// Namespace receives the import: "" is the caller's own, a relative
+	// path is under it, a full address names one the caller may write.
+	Namespace string
+	// PreserveProvenance keeps each memory's author, provenance and lineage
+	// as a mnemo export states them (a restore or a migration). A file can
+	// claim any author, so only the node's owner may ask it (acl.ErrDenied
+	// otherwise). Default false: the importer is the author of every
+	// imported memory and the file's provenance and lineage are dropped.
+	PreserveProvenance bool
+}
+
 // ImportResult counts what an import did.
 type ImportResult struct {
 	Format   string `json:"format"` // "mnemo-export" or "engram"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/store"
 )
@@ -82,10 +83,29 @@ func optString(p *string) string {
 	return *p
 }
 
-// Import reads a mnemo export or an engram export into the caller's
-// namespace (or namespaceArg): all of it, or nothing if any item is invalid.
-// Items already present (same id) are skipped, so importing twice is harmless.
+// Import is ImportWith into namespaceArg, the importer as the author.
 func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, data []byte) (ImportResult, error) {
+	return s.ImportWith(ctx, c, data, ImportOptions{Namespace: namespaceArg})
+}
+
+// ImportWith reads a mnemo export or an engram export into the caller's
+// namespace (or opts.Namespace): all of it, or nothing if any item is
+// invalid. Items already present (same id) are skipped, so importing twice
+// is harmless.
+//
+// What a file may claim is bounded, since it comes from outside: the
+// importer is the author of every memory unless the owner asks
+// opts.PreserveProvenance; a memory id must be a mnemo id (26 characters of
+// the id alphabet, so never a reserved record prefix nor a path) that no
+// memory of another namespace uses; and no time may lie further ahead of
+// this node's clock than the skew it tolerates from peers (crdt's clock
+// bound). Each refusal is ErrInvalid naming the record; a refusal by the
+// policy is acl.ErrDenied.
+func (s *Service) ImportWith(ctx context.Context, c Caller, data []byte, opts ImportOptions) (ImportResult, error) {
+	if opts.PreserveProvenance && c.Principal != s.Owner() {
+		return ImportResult{}, fmt.Errorf("%w: only the node's owner (%s) may import with the file's authors and provenance; %s imports as the author",
+			acl.ErrDenied, s.Owner(), c.Principal)
+	}
 	var probe struct {
 		Format       string          `json:"format"`
 		Observations json.RawMessage `json:"observations"`
@@ -93,10 +113,11 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return ImportResult{}, invalid("import body is not JSON: %v", err)
 	}
-	ns, err := s.resolveWrite(c, namespaceArg)
+	ns, err := s.resolveWrite(c, opts.Namespace)
 	if err != nil {
 		return ImportResult{}, err
 	}
+	future := timeBound{now: s.cfg.Now(), skew: s.clock.MaxSkew()}
 	var items []importItem
 	var sessions []importedSession
 	res := ImportResult{}
@@ -113,22 +134,34 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 			req := SaveRequest{Type: m.Type, Title: m.Title, Content: m.Content, Summary: m.Summary, Tags: m.Tags,
 				TopicKey: m.TopicKey, Importance: &imp, Confidence: &conf, LinkedFiles: m.LinkedFiles, Scope: m.Scope,
 				SubjectType: m.SubjectType, SubjectID: m.SubjectID, Project: m.Project, SessionID: m.SessionID, Channel: m.Channel}
+			if err := checkMemoryID(m.ID); err != nil {
+				return ImportResult{}, fmt.Errorf("memory %d: %w", i, err)
+			}
 			p, err := normaliseSave(&req)
 			if err != nil {
 				return ImportResult{}, fmt.Errorf("memory %d (%s): %w", i, m.ID, err)
 			}
-			if len(m.ID) != 26 {
-				return ImportResult{}, invalid("memory %d: id %q is not a mnemo id", i, m.ID)
+			if err := s.checkIDFree(m.ID, ns); err != nil {
+				return ImportResult{}, fmt.Errorf("memory %d: %w", i, err)
 			}
-			p.id, p.author, p.lineage, p.provenance = m.ID, m.Author, m.Lineage, m.Provenance
+			if err := future.check(m.CreatedAt, m.UpdatedAt, m.DeletedAt); err != nil {
+				return ImportResult{}, fmt.Errorf("memory %d (%s): %w", i, m.ID, err)
+			}
+			p.id = m.ID
 			p.createdAt, p.updatedAt, p.deletedAt = m.CreatedAt, m.UpdatedAt, m.DeletedAt
+			if opts.PreserveProvenance {
+				if err := checkProvenance(m); err != nil {
+					return ImportResult{}, fmt.Errorf("memory %d (%s): %w", i, m.ID, err)
+				}
+				p.author, p.lineage, p.provenance = m.Author, m.Lineage, m.Provenance
+			}
 			items = append(items, importItem{req, p})
 		}
 		for i, ss := range ex.Sessions {
 			is := importedSession{start: SessionStart{ID: ss.ID, Project: ss.Project, Directory: ss.Directory},
 				started: ss.StartedAt, ended: ss.EndedAt, summary: ss.Summary}
-			if err := is.check(); err != nil {
-				return ImportResult{}, fmt.Errorf("session %d: %w", i, err)
+			if err := is.check(future); err != nil {
+				return ImportResult{}, fmt.Errorf("session %d (%s): %w", i, ss.ID, err)
 			}
 			sessions = append(sessions, is)
 		}
@@ -174,6 +207,12 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 					p.deletedAt = &t
 				}
 			}
+			if err := future.check(p.createdAt, p.updatedAt, p.deletedAt); err != nil {
+				return ImportResult{}, fmt.Errorf("observation %d (%s): %w", i, key, err)
+			}
+			if err := s.checkIDFree(p.id, ns); err != nil {
+				return ImportResult{}, fmt.Errorf("observation %d (%s): %w", i, key, err)
+			}
 			p.provenance = []string{"source:engram:" + key}
 			items = append(items, importItem{req, p})
 		}
@@ -189,6 +228,12 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 			}
 			p.id = derivedID(created, "engram-prompt", pr.ID.String(), pr.CreatedAt)
 			p.createdAt = created
+			if err := future.check(created, time.Time{}, nil); err != nil {
+				return ImportResult{}, fmt.Errorf("prompt %d (%s): %w", i, pr.ID, err)
+			}
+			if err := s.checkIDFree(p.id, ns); err != nil {
+				return ImportResult{}, fmt.Errorf("prompt %d (%s): %w", i, pr.ID, err)
+			}
 			items = append(items, importItem{req, p})
 		}
 		for i, ss := range ex.Sessions {
@@ -204,8 +249,8 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 					is.ended = &t
 				}
 			}
-			if err := is.check(); err != nil {
-				return ImportResult{}, fmt.Errorf("session %d: %w", i, err)
+			if err := is.check(future); err != nil {
+				return ImportResult{}, fmt.Errorf("session %d (%s): %w", i, ss.ID, err)
 			}
 			sessions = append(sessions, is)
 		}
@@ -303,10 +348,19 @@ type importedSession struct {
 	summary string
 }
 
-// check applies the rules StartSession and EndSession apply.
-func (is importedSession) check() error {
+// check applies the rules StartSession and EndSession apply, and refuses
+// times beyond future.
+func (is importedSession) check(future timeBound) error {
 	if err := checkSessionID(is.start.ID); err != nil {
 		return err
+	}
+	if err := future.checkOne("started_at", is.started); err != nil {
+		return err
+	}
+	if is.ended != nil {
+		if err := future.checkOne("ended_at", *is.ended); err != nil {
+			return err
+		}
 	}
 	for _, f := range []struct{ name, v string }{{"project", is.start.Project}, {"directory", is.start.Directory}} {
 		if err := text(f.name, f.v, MaxPathBytes); err != nil {
@@ -314,4 +368,73 @@ func (is importedSession) check() error {
 		}
 	}
 	return text("summary", is.summary, MaxContentBytes)
+}
+
+// timeBound refuses imported times further ahead of now than skew, the
+// forward skew the node's clock tolerates from peers. A record dated years
+// ahead would sort first in every timeline and escape every age-based rule
+// (compaction candidates, capsule expiry) until then.
+type timeBound struct {
+	now  time.Time
+	skew time.Duration
+}
+
+func (b timeBound) checkOne(field string, t time.Time) error {
+	// Compared in milliseconds, as crdt.Clock.Check: a Duration overflows
+	// for a time some 292 years ahead, which must be refused too.
+	if ahead := t.UnixMilli() - b.now.UnixMilli(); ahead > b.skew.Milliseconds() {
+		return invalid("%s %s is in the future (this node's clock reads %s; at most %v ahead is accepted)",
+			field, t.UTC().Format(time.RFC3339), b.now.UTC().Format(time.RFC3339), b.skew)
+	}
+	return nil
+}
+
+// check applies checkOne to a memory's times; zero times and a nil deleted
+// are absent.
+func (b timeBound) check(created, updated time.Time, deleted *time.Time) error {
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"created_at", created}, {"updated_at", updated}} {
+		if f.t.IsZero() {
+			continue
+		}
+		if err := b.checkOne(f.name, f.t); err != nil {
+			return err
+		}
+	}
+	if deleted != nil {
+		return b.checkOne("deleted_at", *deleted)
+	}
+	return nil
+}
+
+// checkIDFree refuses an imported id that a memory of another namespace
+// already has: ids are global (the index and Get know a memory by its id
+// alone), so a second memory under the same id would shadow the first.
+func (s *Service) checkIDFree(id string, ns namespace.Address) error {
+	if m, ok := s.ix.Meta(id); ok && m.Namespace != ns.String() {
+		return invalid("id %q is already used by a memory in another namespace", id)
+	}
+	return nil
+}
+
+// checkProvenance validates what PreserveProvenance keeps of a memory.
+func checkProvenance(m Memory) error {
+	if m.Author != "" {
+		if _, err := namespace.ParsePrincipal(m.Author); err != nil {
+			return fmt.Errorf("%w: author %q: %w", ErrInvalid, m.Author, err)
+		}
+	}
+	if m.Lineage != "" {
+		if err := checkMemoryID(m.Lineage); err != nil {
+			return fmt.Errorf("lineage: %w", err)
+		}
+	}
+	for _, p := range m.Provenance {
+		if err := text("provenance", p, MaxKeyBytes); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -77,14 +77,15 @@ func jsonOf(t *testing.T, v any) string {
 }
 
 func TestExportImportRoundTrip(t *testing.T) {
-	src, _, c := richService(t)
+	src, clk, c := richService(t)
 	ex, data := exportJSON(t, src, c, "")
 	if ex.Format != "mnemo-export" || ex.Version != 1 || len(ex.Memories) != 6 || len(ex.Sessions) != 2 {
 		t.Fatalf("export: %s", jsonOf(t, ex))
 	}
-	dst, _, _ := openTest(t, t.TempDir())
+	dst, dclk, _ := openTest(t, t.TempDir())
+	dclk.t = clk.t // restored later than exported
 	ctx := context.Background()
-	res, err := dst.Import(ctx, c, "", data)
+	res, err := dst.ImportWith(ctx, c, data, ImportOptions{PreserveProvenance: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +123,10 @@ func TestExportImportRoundTrip(t *testing.T) {
 }
 
 func TestImportIntoNamespace(t *testing.T) {
-	src, _, c := richService(t)
+	src, clk, c := richService(t)
 	_, data := exportJSON(t, src, c, "")
-	dst, _, _ := openTest(t, "")
+	dst, dclk, _ := openTest(t, "")
+	dclk.t = clk.t
 	ctx := context.Background()
 	if _, err := dst.Import(ctx, c, "subagent/restored", data); err != nil {
 		t.Fatal(err)
@@ -145,9 +147,10 @@ func TestImportIntoNamespace(t *testing.T) {
 // TestImportAllOrNothing: one bad item anywhere in the body and nothing of
 // it is written.
 func TestImportAllOrNothing(t *testing.T) {
-	src, _, c := richService(t)
+	src, clk, c := richService(t)
 	ex, _ := exportJSON(t, src, c, "")
-	dst, _, _ := openTest(t, t.TempDir())
+	dst, dclk, _ := openTest(t, t.TempDir())
+	dclk.t = clk.t
 	ctx := context.Background()
 	mustSave(t, dst, c, SaveRequest{Content: "already here"})
 	before := snapshot(t, dst, c)

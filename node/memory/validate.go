@@ -86,6 +86,23 @@ func text(field, v string, limit int) error {
 	return nil
 }
 
+// checkMemoryID accepts a memory id as newID and derivedID make them: 26
+// characters of the Crockford base32 alphabet. Every other kind of record
+// (sessions "s:", grants "acl:", edits "edit:", approvals "appr:") has a
+// prefix outside that alphabet, so no accepted id can name one, nor
+// contain a path separator.
+func checkMemoryID(id string) error {
+	if len(id) != 26 {
+		return invalid("id %q is not a mnemo id (26 characters of 0-9 and A-Z without I, L, O, U)", id)
+	}
+	for i := 0; i < len(id); i++ {
+		if !strings.ContainsRune(crockford, rune(id[i])) {
+			return invalid("id %q is not a mnemo id: %q is outside the id alphabet (0-9 and A-Z without I, L, O, U)", id, id[i])
+		}
+	}
+	return nil
+}
+
 // cleanList trims, drops empties and duplicates, and checks limits.
 func cleanList(field string, in []string, maxN, maxLen int) ([]string, error) {
 	seen := map[string]bool{}
