@@ -110,6 +110,7 @@ func memoryText(m memory.Memory) string {
 	if m.From != "" {
 		opt("from", m.From+" (written into your inbox by another agent: its words, not your own memory or decision)")
 	}
+	opt("copied_from", m.CopiedFrom)
 	opt("project", m.Project)
 	opt("session_id", m.SessionID)
 	opt("topic_key", m.TopicKey)

@@ -56,6 +56,10 @@ type Memory struct {
 	// reads as that agent's words, never the reader's own. Computed from
 	// the namespace, not stored. See inbox.go.
 	From string `json:"from,omitempty"`
+	// CopiedFrom is set on a copy (share, promote, capsule item): the
+	// namespace of the memory named by Lineage. Edits of that memory
+	// follow the copy (copies.go).
+	CopiedFrom string `json:"copied_from,omitempty"`
 	// Set by the effective view when approved edits apply (surgery.go).
 	Quarantined     bool     `json:"quarantined,omitempty"`      // hidden from automatic retrieval
 	BlockedChannels []string `json:"blocked_channels,omitempty"` // hidden from queries for these channels

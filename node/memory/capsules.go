@@ -25,11 +25,12 @@ import (
 // subject, risks, audience, author, created_at, expires_at, and a revoked
 // timestamp) and one memory per item: a snapshot of the source memory's
 // effective view at creation (content, title, type, tags, scope, subject,
-// …), lineage = the source id, provenance = the source's plus
-// "source:<id>", "author:<source author>", "author:<C>", "capsule:<id>",
-// tagged "capsule". The inbox rule makes C the only writer and A and C the
-// only readers; inbox namespaces replicate to A's node, so only the
-// audience's nodes receive a capsule.
+// …), lineage = the source id, copied_from = its namespace (the source's
+// retract, block and quarantine follow the item: copies.go), provenance =
+// the source's plus "source:<id>", "author:<source author>", "author:<C>",
+// "capsule:<id>", tagged "capsule". The inbox rule makes C the only writer
+// and A and C the only readers; inbox namespaces replicate to A's node, so
+// only the audience's nodes receive a capsule.
 //
 // Creation needs read and share on every source memory's namespace, as
 // Share does: an id the caller cannot read is "not found" (404, the id's
@@ -432,8 +433,11 @@ func (s *Service) capsuleItemTx(tx *store.Tx, c Caller, capID string, ns namespa
 	}
 	slices.Sort(prov)
 	p.provenance = slices.Compact(prov)
-	_, err = s.saveTx(tx, c, ns, req, p)
-	return err
+	res, err := s.saveTx(tx, c, ns, req, p)
+	if err != nil {
+		return err
+	}
+	return s.markCopyTx(tx, ns, &res.Memory, src.Namespace) // copies.go: edits of the source follow the item
 }
 
 // capsuleSources resolves the items of a create; every check happens here,

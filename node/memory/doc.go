@@ -35,6 +35,19 @@
 // ranked list. Token budgets (Context, bundles) estimate one token per four
 // bytes, rounded up.
 //
+// # Copies
+//
+// A copy (share, promote, capsule item) names its source: lineage (the
+// id) and copied_from (the namespace). An approved retract, block or
+// quarantine of a memory follows its copies as edits of their own, signed
+// and audited in each copy's namespace and naming the original edit
+// (Edit.Follows), so a copy is hidden or purged on every node that holds
+// it, even one that never held the original. The node that decided the
+// edit follows every copy it holds; a node that receives the edit follows
+// the copies its own principals made. Only edits stored in the
+// namespace copied_from names are followed, so nobody reaches a copy
+// without authority over its source. See copies.go.
+//
 // # Permissions
 //
 // The default Authorizer is the acl Policy built from the verified signed

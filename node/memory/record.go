@@ -40,6 +40,7 @@ const (
 	fACL         = "ar" // acl records: the acl.SignedRecord encoding
 	fProjSpec    = "ps" // projection spec records: the projection.EncodeSpec bytes
 	fProjFrom    = "pf" // projection view records: the source namespace
+	fCopiedFrom  = "cn" // copies: the namespace of the memory copied (lineage)
 
 	kindSession   = "session"
 	sessionPrefix = "s:"
@@ -99,6 +100,7 @@ func toMemory(ns, id string, r *crdt.Record) Memory {
 		ContentHash:   str(r, fHash),
 		ProjectedFrom: str(r, fProjFrom),
 		From:          inboxWriter(ns),
+		CopiedFrom:    str(r, fCopiedFrom),
 	}
 	if d := tm(r, fDeletedAt); !d.IsZero() {
 		m.DeletedAt = &d

@@ -87,6 +87,7 @@ type Service struct {
 	caps capsuleState // capsules.go
 	dd   dedupState   // dedup.go
 	proj projState    // projections.go
+	cps  copyState    // copies.go
 }
 
 // Open opens the store in cfg.Dir and rebuilds the query index from it.
@@ -159,6 +160,9 @@ func (s *Service) rebuild() error {
 		err = ferr
 	}
 	s.revisitEdits()
+	if err == nil {
+		s.followAll() // copies.go: repairs a crash between an edit and its following
+	}
 	return err
 }
 
@@ -210,6 +214,7 @@ func (s *Service) ApplyRemote(ns string, delta *crdt.Map) error {
 		return err
 	}
 	s.reindex(changes)
+	s.followCopies(changes) // copies.go
 	return nil
 }
 
@@ -236,6 +241,7 @@ func (s *Service) write(fn func(tx *store.Tx) error) error {
 			l(ns, d)
 		}
 	}
+	s.followCopies(changes) // copies.go: after the change itself is sent
 	return nil
 }
 
@@ -256,6 +262,7 @@ func (s *Service) reindex(changes []store.Change) {
 		if c.Record == nil {
 			s.ix.Delete(c.ID)
 			s.forgetCapsule(c.Namespace, c.ID)
+			s.forgetCopy(c.Namespace, c.ID)
 			s.sessMu.Lock()
 			delete(s.sessions, c.Namespace+"\x00"+strings.TrimPrefix(c.ID, sessionPrefix))
 			s.sessMu.Unlock()
@@ -298,6 +305,7 @@ func (s *Service) index(ns, id string, rec *crdt.Record) {
 		s.admitDecision(ns, id, rec)
 		return
 	}
+	s.indexCopy(ns, id, rec) // copies.go
 	if s.deferIndex(ns, id, rec) {
 		return
 	}

@@ -18,14 +18,16 @@ import (
 // A copy is a snapshot: a new memory in the target namespace with the
 // source's type, title, content, summary, tags, importance, confidence,
 // files, scope, subject, project, session and channel; lineage = the
-// source id; provenance = the source's plus "source:<id>",
-// "author:<source author>" and "author:<caller>"; author = the caller (who
-// holds write on the target). The topic key is not carried: the copy must
-// not be overwritten by the target's own upserts of that topic. Its id is
-// derived from (target, source id, content hash), so copying the same
-// content of the same memory into the same namespace again returns the
-// existing copy (Existing = true) instead of a duplicate; if that copy was
-// retracted, a new id is used.
+// source id; copied_from = the source's namespace (so the source's
+// retract, block and quarantine follow the copy: copies.go); provenance =
+// the source's plus "source:<id>", "author:<source author>" and
+// "author:<caller>"; author = the caller (who holds write on the target).
+// The topic key is not carried: the copy must not be overwritten by the
+// target's own upserts of that topic. Its id is derived from (target,
+// source id, content hash), so copying the same content of the same
+// memory into the same namespace again returns the existing copy
+// (Existing = true) instead of a duplicate; if that copy was retracted, a
+// new id is used.
 //
 // A move also soft-deletes the original and saves, in the source
 // namespace, a memory of type "reference" whose lineage is the promoted
@@ -94,7 +96,8 @@ func (s *Service) source(c Caller, id string) (namespace.Address, Memory, error)
 		return ns, Memory{}, err
 	}
 	// A copy is made of the effective view: amended text, never the
-	// original; a quarantined memory may be shared (explicitly named).
+	// original; a quarantined memory may be shared (explicitly named), and
+	// its copy is quarantined too (copies.go).
 	m, fl := s.view(ns.String(), id, rec)
 	if fl.retracted {
 		return ns, Memory{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
@@ -240,7 +243,10 @@ func (s *Service) copyTx(tx *store.Tx, c Caller, src Memory, dst namespace.Addre
 	slices.Sort(prov)
 	p.provenance = slices.Compact(prov)
 	res, err := s.saveTx(tx, c, dst, req, p)
-	return res.Memory, false, err
+	if err != nil {
+		return Memory{}, false, err
+	}
+	return res.Memory, false, s.markCopyTx(tx, dst, &res.Memory, src.Namespace) // copies.go
 }
 
 // Retract removes a memory for good, from any namespace the caller may

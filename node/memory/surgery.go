@@ -64,10 +64,9 @@ import (
 // retract of the target in the same transaction (final, content purged on
 // every replica); the edit record stays as the audit entry. A replica
 // that has the edit before the purge arrives already hides the memory.
-// Derived data: a memory whose lineage or a "source:<id>" provenance
-// entry names a memory retracted by an approved edit is flagged in the
-// view (Memory.NeedsResummary, computed, not stored, so it needs no
-// extra record and cannot be forgotten), and Audit lists such memories.
+// Copies and derived data (copies.go): an approved retract, block or
+// quarantine follows the memory's copies as edits of their own; a memory
+// derived from a retracted one is flagged (Memory.NeedsResummary).
 
 // Edit operations.
 const (
@@ -142,6 +141,7 @@ type Edit struct {
 	Approver      string     `json:"approver,omitempty"`
 	CreatedAt     time.Time  `json:"created_at"`
 	DecidedAt     *time.Time `json:"decided_at,omitempty"`
+	Follows       string     `json:"follows,omitempty"` // the edit this one carried onto a copy (copies.go)
 
 	ts crdt.Timestamp // orders edits within an op
 }
@@ -680,7 +680,7 @@ func (s *Service) toEdit(e *editEntry) Edit {
 	b := &e.body
 	ts := crdt.Timestamp(b.TS)
 	out := Edit{EditID: e.id, TargetID: b.Target, Namespace: e.ns, Op: b.Op, Reason: b.Reason, Proposer: b.Proposer,
-		Patch: b.patch(), NeedsApproval: b.NeedsApproval, CreatedAt: ts.Time(), ts: ts, Status: StatusApproved}
+		Patch: b.patch(), NeedsApproval: b.NeedsApproval, CreatedAt: ts.Time(), ts: ts, Status: StatusApproved, Follows: followsOf(b.Reason)}
 	if !b.NeedsApproval {
 		out.DecidedAt = &out.CreatedAt
 		return out
@@ -794,38 +794,6 @@ func (s *Service) view(ns, id string, rec *crdt.Record) (Memory, viewFlags) {
 	m, fl := effective(toMemory(ns, id, rec), s.editsOf(ns, id))
 	m.NeedsResummary = s.retractedSources(m)
 	return m, fl
-}
-
-// retractedSources lists the ids m was derived from (lineage, "source:"
-// provenance) that an approved edit retracted.
-func (s *Service) retractedSources(m Memory) []string {
-	if m.Lineage == "" && len(m.Provenance) == 0 {
-		return nil
-	}
-	s.surg.mu.RLock()
-	defer s.surg.mu.RUnlock()
-	if s.surg.retracts == 0 {
-		return nil
-	}
-	var out []string
-	try := func(id string) {
-		for _, e := range s.surg.byTarget[id] {
-			if e.body.Op == OpRetract && s.toEdit(e).Status == StatusApproved && !slices.Contains(out, id) {
-				out = append(out, id)
-				return
-			}
-		}
-	}
-	if m.Lineage != "" {
-		try(m.Lineage)
-	}
-	for _, p := range m.Provenance {
-		if src, ok := strings.CutPrefix(p, "source:"); ok {
-			try(src)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // checkRemoteSurgery refuses a peer's delta that would retract or change
@@ -1020,7 +988,7 @@ func (s *Service) auditEntry(editID string) (Edit, bool) {
 }
 
 // Audit lists the edits the caller can read (those of one memory with
-// q.ID), oldest first, and the derived memories that need re-summarising
+// q.ID, and the edits that followed them onto its copies), oldest first, and the derived memories that need re-summarising
 // because a source was retracted (a scan of what the caller can read; an
 // operator's command, not a hot path).
 func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResult, error) {
@@ -1045,7 +1013,7 @@ func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResul
 	s.surg.mu.RLock()
 	var entries []*editEntry
 	if q.ID != "" {
-		entries = s.surg.byTarget[q.ID]
+		entries = s.withFollowers(s.surg.byTarget[q.ID]) // copies.go
 	} else {
 		for _, e := range s.surg.edits {
 			entries = append(entries, e)
