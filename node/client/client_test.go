@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,7 +152,7 @@ func TestErrorsUnwrap(t *testing.T) {
 	if _, err := c.Save(ctx, memory.SaveRequest{Type: "decision", Content: "x", Namespace: "team://core"}); !errors.Is(err, acl.ErrDenied) {
 		t.Fatalf("save to team: %v, want acl.ErrDenied", err)
 	}
-	if _, err := c.Save(ctx, memory.SaveRequest{Type: "decision", Content: string(make([]byte, memory.MaxContentBytes+1))}); !errors.Is(err, memory.ErrTooLarge) {
+	if _, err := c.Save(ctx, memory.SaveRequest{Type: "decision", Content: strings.Repeat("x", memory.MaxContentBytes+1)}); !errors.Is(err, memory.ErrTooLarge) {
 		t.Fatalf("huge save: %v, want memory.ErrTooLarge", err)
 	}
 	res, err := c.Save(ctx, memory.SaveRequest{Type: "observation", Content: "c", SubjectType: "file", SubjectID: "a"})

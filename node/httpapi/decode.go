@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,16 +11,25 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
 // decodeJSON reads one JSON value from a capped body into dst, refusing
-// unknown fields and trailing data. An empty body is an error unless
-// allowEmpty, in which case dst keeps its zero value.
+// unknown fields and trailing data, and strings that are not text
+// (memory.CheckJSONText: bytes that are not UTF-8, which the decoder would
+// silently replace, or a NUL), naming the field. An empty body is an error
+// unless allowEmpty, in which case dst keeps its zero value.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any, allowEmpty bool) error {
-	limitBody(w, r, limit)
-	dec := json.NewDecoder(r.Body)
+	body, err := readAll(w, r, limit)
+	if err != nil {
+		return err
+	}
+	if err := memory.CheckJSONText(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -85,6 +95,9 @@ func newParams(r *http.Request, allowed ...string) (*params, error) {
 		}
 		if len(vs) > 1 {
 			return nil, badRequest("query parameter %q given %d times", name, len(vs))
+		}
+		if v := vs[0]; !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+			return nil, badRequest("query parameter %q is not text (invalid UTF-8 or a NUL byte)", name)
 		}
 	}
 	return &params{vals: vals}, nil

@@ -68,6 +68,10 @@
 //     an unknown JSON field or trailing data after the JSON value are all 400
 //     and the message names the culprit. A typo should fail loudly rather than
 //     be silently ignored as a filter.
+//   - Strings must be text: a JSON string (body or import file) or query
+//     value holding bytes that are not UTF-8, an unpaired surrogate escape
+//     or a NUL is 400 naming the field ("tags[1]", "memories[3].title"),
+//     never stored with U+FFFD in place of the bytes (memory.CheckJSONText).
 //   - Bodies are capped (Config.MaxBodyBytes, default 2 MiB; imports
 //     Config.MaxImportBytes, default 64 MiB); more is 413.
 //   - Who asks is decided in one place, callerFor. The owner token acts

@@ -16,7 +16,10 @@
 // is a Sharer (both backends here are). Input schemas are generated from the
 // argument structs in tools.go; descriptions are written for the model.
 // Every result carries a short text for the model and the same data as
-// structured content (the memory package's JSON types). Bad arguments,
+// structured content (the memory package's JSON types). Arguments holding a
+// string that is not text (bytes that are not UTF-8, an unpaired
+// surrogate, a NUL) are refused before the SDK decodes them, naming the
+// argument (memory.CheckJSONText). Bad arguments,
 // unknown ids and refused permissions come back as tool errors (IsError)
 // whose text says what to change; they never end the session.
 //

@@ -106,6 +106,9 @@ func (s *Service) ImportWith(ctx context.Context, c Caller, data []byte, opts Im
 		return ImportResult{}, fmt.Errorf("%w: only the node's owner (%s) may import with the file's authors and provenance; %s imports as the author",
 			acl.ErrDenied, s.Owner(), c.Principal)
 	}
+	if err := CheckJSONText(data); err != nil {
+		return ImportResult{}, err
+	}
 	var probe struct {
 		Format       string          `json:"format"`
 		Observations json.RawMessage `json:"observations"`
