@@ -48,8 +48,9 @@ import (
 // heading and entry counted. Decisions may use up to 40% of max_tokens;
 // capsules up to 30% plus whatever decisions left unused; items from
 // other agents up to 15% (never more: other agents' words cannot crowd
-// out the caller's own); recent memories the rest. A section stops at the first entry that does not fit. The
-// split is reported in Budget, and Total never exceeds MaxTokens.
+// out the caller's own); recent memories the rest. A section stops at the
+// first entry that does not fit. The split is reported in Budget, and
+// Total never exceeds MaxTokens.
 
 // Budget shares of the bundle, in percent of max_tokens.
 const (

@@ -96,6 +96,12 @@ func TestInboxWordsAreMarked(t *testing.T) {
 	if b.Budget.FromOthers == 0 || b.Budget.Total != b.Budget.Decisions+b.Budget.Capsules+b.Budget.FromOthers+b.Budget.Recent {
 		t.Fatalf("budget %+v", b.Budget)
 	}
+	for _, max := range []int{10, 60, 100, 200} {
+		r, err := svc.BuildContext(ctx, alice, BundleRequest{MaxTokens: max})
+		if err != nil || r.Budget.FromOthers > max*bundleInboxShare/100 || r.Budget.Total > max {
+			t.Fatalf("max %d: budget %+v %v", max, r.Budget, err)
+		}
+	}
 
 	cx, err := svc.Context(ctx, alice, ContextQuery{})
 	if err != nil {
