@@ -30,6 +30,11 @@
 //	             SHA-256 of each token and its principal, mode 0600.
 //
 // plus whatever package memory keeps there (Badger and its lock file).
+// Only the owner may reach any of it: Open removes group and other access
+// from the directory and everything under it (0700 / 0600), warning for
+// each path it changed, and tightens files the store creates later quietly
+// (perms.go). A cluster key file is not the node's to change:
+// ReadClusterKey refuses one group or others may read, naming the chmod.
 //
 // Principals: the owner token may act for any local principal; the node's
 // local principals are the owner agent, every principal a static rule

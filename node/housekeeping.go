@@ -6,7 +6,8 @@ import (
 )
 
 // SweepInterval is how often the node collects expired capsules it created
-// (their records are retracted, which replicates) and hands the pages of
+// (their records are retracted, which replicates), removes group and other
+// access from files the store created (perms.go) and hands the pages of
 // Badger's mapped data files back to the kernel. Expired capsules are
 // unreadable from the moment they expire whatever the sweep does; the sweep
 // only reclaims space. File pages are clean and reclaimable anyway; returning
@@ -23,6 +24,7 @@ func (n *Node) housekeep(ctx context.Context) {
 			return
 		case <-t.C:
 			n.svc.Store().ReleaseFilePages()
+			n.tightenQuietly()
 			if k, err := n.svc.SweepCapsules(); err != nil {
 				n.log.Warn("capsule sweep", "err", err)
 			} else if k > 0 {

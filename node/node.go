@@ -53,6 +53,9 @@ func Open(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("node: data directory: %w", err)
 	}
+	if err := securePerms(cfg.Dir, cfg.Logger, slog.LevelWarn, "data directory: removed group and other access"); err != nil {
+		return nil, err
+	}
 	ac, err := prepareAccess(cfg.Dir, owner)
 	if err != nil {
 		return nil, err
@@ -68,7 +71,17 @@ func Open(cfg Config) (*Node, error) {
 		}
 		return nil, errors.Join(err, svc.Close())
 	}
+	n.tightenQuietly() // the files the store created as it opened
 	return n, nil
+}
+
+// tightenQuietly removes group and other access from files the node's own
+// libraries created since the last pass (perms.go). Failing is logged: the
+// node keeps serving, as a failed pass changes nothing it relies on.
+func (n *Node) tightenQuietly() {
+	if err := securePerms(n.cfg.Dir, n.log, slog.LevelDebug, "tightened a file the store created"); err != nil {
+		n.log.Warn("data directory permissions", "err", err)
+	}
 }
 
 // start does everything after the lock is held.
@@ -233,6 +246,7 @@ func (n *Node) Close() error {
 		if err := n.svc.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("node: close memory: %w", err))
 		}
+		n.tightenQuietly()
 		n.closeErr = errors.Join(errs...)
 		n.log.Info("closed")
 	})

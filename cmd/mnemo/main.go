@@ -48,7 +48,7 @@ Cluster (talk to a running node):
   members    cluster members as gossip sees them
   status     replication per peer: queues, deltas, fallbacks
   sync       digest sync now           mnemo sync --peer NODE
-  cluster-key  a new key for --cluster-key  mnemo cluster-key > cluster.key
+  cluster-key  a new key for --cluster-key  mnemo cluster-key cluster.key
 
 ` + accessUsage + `
 ` + capsuleUsage + `
@@ -95,7 +95,7 @@ func commands() map[string]command {
 		"version":     {runVersion, "print the version"},
 		"sim":         {runSim, "deterministic cluster simulator"},
 		"members":     {runMembers, "list cluster members"},
-		"cluster-key": {runClusterKey, "print a new cluster key"},
+		"cluster-key": {runClusterKey, "write or print a new cluster key"},
 		"status":      {runStatus, "replication status per peer"},
 		"sync":        {runSync, "ask peers for a digest sync now"},
 	}

@@ -51,9 +51,9 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		cfg.Dir = d
 	}
 	if *keyFile != "" {
-		b, err := os.ReadFile(*keyFile)
+		b, err := node.ReadClusterKey(*keyFile) // refuses a file group or others may read
 		if err != nil {
-			return failed(stderr, fs, fmt.Errorf("cluster key: %w", err))
+			return failed(stderr, fs, err)
 		}
 		cfg.ClusterKey = b
 	}
@@ -92,15 +92,23 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 }
 
 func runClusterKey(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("cluster-key", "> FILE", "Prints a new random 32-byte cluster key (base64) for --cluster-key.\nEvery node of one cluster uses the same key; keep it secret.", stdout, stderr)
+	fs := newFlagSet("cluster-key", "[FILE]", "Writes a new random 32-byte cluster key (base64) for --cluster-key to FILE,\ncreated with mode 0600 (an existing FILE is not replaced); without FILE, prints it.\nEvery node of one cluster uses the same key; keep it secret.", stdout, stderr)
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 0 {
-		return usageError(stderr, fs, "takes no arguments, got %q", pos)
+	if len(pos) > 1 {
+		return usageError(stderr, fs, "takes at most one FILE, got %q", pos)
 	}
-	fmt.Fprintln(stdout, gossip.GenerateClusterKey())
+	key := gossip.GenerateClusterKey()
+	if len(pos) == 0 {
+		fmt.Fprintln(stdout, key)
+		return exitOK
+	}
+	if err := node.WriteClusterKey(pos[0], key); err != nil {
+		return failed(stderr, fs, err)
+	}
+	fmt.Fprintf(stdout, "wrote a new cluster key to %s (mode 0600)\n", pos[0])
 	return exitOK
 }
 
