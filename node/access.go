@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/mnemohq/mnemo/acl"
@@ -23,6 +24,9 @@ type access struct {
 	locals   *principals
 	// onNewPrincipal runs when a principal joins locals (set by replication).
 	onNewPrincipal func()
+	// hostedElsewhere reports the node that hosts a principal when it is
+	// not this one (set by replication; nil on a single node).
+	hostedElsewhere func(namespace.Address) (acl.NodeID, bool)
 	tokens         *tokens
 }
 
@@ -80,7 +84,15 @@ type issuer struct{ ac *access }
 
 func (i issuer) Lookup(tok string) (namespace.Address, bool) { return i.ac.tokens.Lookup(tok) }
 
+// Issue refuses a principal that another node of the cluster hosts (a
+// verified binding names its key): a token here would let this node pose as
+// it. An unbound principal becomes local and this node claims it.
 func (i issuer) Issue(p namespace.Address) (string, error) {
+	if h := i.ac.hostedElsewhere; h != nil {
+		if host, ok := h(p); ok {
+			return "", fmt.Errorf("%w: %s is hosted by node %s; this node may not issue tokens for it", memory.ErrConflict, p, host)
+		}
+	}
 	tok, err := i.ac.tokens.Issue(p)
 	if err != nil {
 		return "", err

@@ -54,6 +54,7 @@ func (n *Node) startReplication() error {
 	}
 	n.cl = cl
 	n.access.onNewPrincipal = func() { go func() { _ = cl.RefreshAgents() }() }
+	n.access.hostedElsewhere = cl.HostedElsewhere
 	n.log.Info("replicating", "node", n.NodeID(), "gossip", cl.GossipAddr(), "quic", cl.QUICAddr())
 	return nil
 }

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/replica"
 	"github.com/mnemohq/mnemo/sync/wire"
@@ -26,17 +28,23 @@ func TestLostRemoveRepaired(t *testing.T) {
 	type nd struct {
 		id    replica.PeerID
 		rep   crdt.ReplicaID
+		key   acl.Identity
 		st    *replica.MemState
 		eng   *replica.Engine
 		clock *crdt.Clock
 	}
-	mk := func(id string, rep crdt.ReplicaID) *nd {
-		n := &nd{id: replica.PeerID(id), rep: rep, st: replica.NewMemState(), clock: crdt.NewClock(0)}
-		n.eng = replica.New(replica.Config{Self: n.id, Replica: rep, AntiEntropyInterval: time.Second}, n.st, allowAll{})
+	mk := func(id string) *nd {
+		key, err := acl.IdentityFromSeed([]byte(fmt.Sprintf("%-32s", id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &nd{id: replica.PeerID(id), rep: key.ReplicaID(), key: key, st: replica.NewMemState(), clock: crdt.NewClock(0)}
+		n.eng = replica.New(replica.Config{Self: n.id, Replica: n.rep, Signer: crdt.Signer{Key: key.Public, Sign: key.Sign},
+			AntiEntropyInterval: time.Second}, n.st, allowAll{})
 		return n
 	}
-	a, b := mk("a", 1), mk("b", 2)
-	peers := []replica.Peer{{ID: a.id, Replica: a.rep}, {ID: b.id, Replica: b.rep}}
+	a, b := mk("a"), mk("b")
+	peers := []replica.Peer{{ID: a.id, Key: a.key.Public, Replica: a.rep}, {ID: b.id, Key: b.key.Public, Replica: b.rep}}
 	nodes := map[replica.PeerID]*nd{a.id: a, b.id: b}
 	drop := false
 	var pump func()
@@ -80,6 +88,7 @@ func TestLostRemoveRepaired(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := e.Delta()
+		d.Seal(ns, crdt.Signer{Key: n.key.Public, Sign: n.key.Sign})
 		m.Join(d)
 		n.eng.LocalDelta(ns, d)
 		pump()

@@ -157,7 +157,9 @@ func (s *Sim) tamperOne() {
 				continue
 			}
 			m := n.st.Map(ns)
-			if _, err := m.Set(n.rep, n.clock.Now(s.wall()), "tampered", "ua", []byte("x")); err == nil {
+			if d, err := m.Set(n.rep, n.clock.Now(s.wall()), "tampered", "ua", []byte("x")); err == nil {
+				d.Seal(ns, n.signer())
+				m.Join(d)
 				n.dirty[ns] = true
 				return
 			}

@@ -87,6 +87,7 @@ type simNode struct {
 // it is single-threaded and deterministic.
 type Sim struct {
 	cfg   Config
+	seals *crdt.SealCache
 	rng   *rand.Rand
 	codec *wire.Codec
 	now   time.Duration
@@ -157,7 +158,7 @@ func New(cfg Config) (*Sim, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{
+	s := &Sim{seals: crdt.NewSealCache(1 << 20),
 		cfg:     cfg,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x6d6e656d6f)),
 		codec:   wire.NewCodec(0),
@@ -228,12 +229,17 @@ func (s *Sim) Namespaces() []string { return append([]string(nil), s.nss...) }
 func (s *Sim) startEngine(n *simNode) {
 	ec := s.cfg.Engine
 	ec.Self, ec.Replica = n.id, n.rep
+	ec.Signer = n.signer()
+	ec.Seals = s.seals // verified once for the whole simulation, as each real node would once for itself
 	ec.Seed = s.cfg.Seed ^ uint64(n.inc)<<32 ^ uint64(n.idx)
 	n.eng = replica.New(ec, n.st, &nodePolicy{s: s, n: n})
 }
 
+// signer seals the node's writes and signs its deltas with its key.
+func (n *simNode) signer() crdt.Signer { return crdt.Signer{Key: n.ident.Public, Sign: n.ident.Sign} }
+
 func (s *Sim) peerOf(n *simNode) replica.Peer {
-	return replica.Peer{ID: n.id, Replica: n.rep, Principals: []namespace.Address{n.principal}}
+	return replica.Peer{ID: n.id, Key: n.ident.Public, Replica: n.rep, Principals: []namespace.Address{n.principal}}
 }
 
 // setPeers gives every live member the current membership.

@@ -274,6 +274,7 @@ func (s *Sim) op() {
 			return
 		}
 		d = e.Delta()
+		d.Seal(ns, n.signer())
 	}
 	s.tracef("op %s %s %s on %s", kind, ns, id, n.id)
 	s.ref[ns].Join(d)
@@ -425,6 +426,7 @@ func (s *Sim) opForge() {
 		return
 	}
 	d := e.Delta()
+	d.Seal(ns, n.signer()) // its own, genuine seal: the write is refused for want of permission
 	s.forged = append(s.forged, forgedOp{ns: ns, id: id, by: n.idx})
 	s.forgers[[2]int{n.idx, p[1]}] = true // never granted write there, so the forgery stays unauthorised
 	s.stats.forgedN++

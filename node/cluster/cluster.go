@@ -3,11 +3,9 @@ package cluster
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -59,16 +57,19 @@ type Member struct {
 
 // Status is the replication state as `GET /v1/status` shows it.
 type Status struct {
-	NodeID        string              `json:"node_id"`
-	Replica       string              `json:"replica"`
-	QUIC          string              `json:"quic"`
-	Gossip        string              `json:"gossip"`
-	Peers         []replica.PeerStats `json:"peers"`
-	Applied       uint64              `json:"applied"`
-	Rejected      uint64              `json:"rejected"`
-	DroppedFrames uint64              `json:"dropped_frames"`
-	LocalOverflow uint64              `json:"local_overflows"`
-	Namespaces    []NamespaceDigest   `json:"namespaces"`
+	NodeID   string              `json:"node_id"`
+	Replica  string              `json:"replica"`
+	QUIC     string              `json:"quic"`
+	Gossip   string              `json:"gossip"`
+	Peers    []replica.PeerStats `json:"peers"`
+	Applied  uint64              `json:"applied"`
+	Rejected uint64              `json:"rejected"`
+	// BindingConflicts counts claims to host an agent that another node
+	// already hosts: refused, and each logged with both nodes' ids.
+	BindingConflicts uint64            `json:"binding_conflicts"`
+	DroppedFrames    uint64            `json:"dropped_frames"`
+	LocalOverflow    uint64            `json:"local_overflows"`
+	Namespaces       []NamespaceDigest `json:"namespaces"`
 }
 
 // NamespaceDigest is one replicated namespace's state digest: equal on two
@@ -107,17 +108,21 @@ type Cluster struct {
 	overflow sync.Map // ns → true: local deltas dropped, digest sync needed
 
 	// loop-owned
-	peers    map[replica.PeerID]peerInfo
-	everSeen map[crdt.ReplicaID][]namespace.Address // authors of dots relayed after their node left
+	peers        map[replica.PeerID]peerInfo
+	lastBindings time.Time               // when the bindings were last sent to every peer
+	heard        map[replica.PeerID]bool // peers whose bindings frame arrived
 
 	mu      sync.Mutex // guards senders
 	senders map[replica.PeerID]*sender
 
-	applied, rejected, dropped, localOver atomic.Uint64
+	applied, rejected, dropped, localOver, conflicts atomic.Uint64
 
 	knownMu sync.RWMutex
-	known   map[string]bool                         // public keys of live members
-	keys    map[namespace.Address]ed25519.PublicKey // principal → node key, from every member seen
+	known   map[string]bool // public keys of live members
+	// dir binds principals to the node keys that host them, from verified
+	// binding records only (bindings.go); byReplica indexes it.
+	dir       *acl.Directory
+	byReplica map[crdt.ReplicaID][]namespace.Address
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -173,12 +178,16 @@ func Start(cfg Config) (*Cluster, error) {
 		members:  make(chan []gossip.Member, 1),
 		requests: make(chan func()),
 		peers:    map[replica.PeerID]peerInfo{},
-		everSeen: map[crdt.ReplicaID][]namespace.Address{},
+		heard:    map[replica.PeerID]bool{},
 		senders:  map[replica.PeerID]*sender{},
+		known:    map[string]bool{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.loadBindings()
+	c.claimAgents()
 	ecfg := cfg.Engine
 	ecfg.Self, ecfg.Replica = c.self, cfg.Identity.ReplicaID()
+	ecfg.Signer = crdt.Signer{Key: cfg.Identity.Public, Sign: cfg.Identity.Sign}
 	c.eng = replica.New(ecfg, storeState{c.svc}, &policy{c: c})
 
 	var err error
@@ -213,10 +222,6 @@ func Start(cfg Config) (*Cluster, error) {
 		c.cancel()
 		return nil, fmt.Errorf("cluster: gossip: %w", err)
 	}
-	c.knownMu.Lock()
-	c.known = map[string]bool{}
-	c.keys = c.loadKeys()
-	c.knownMu.Unlock()
 	c.svc.SetKeyOf(c.keyOf)
 	c.svc.OnLocalDelta(c.onLocalDelta)
 	c.wg.Add(1)
@@ -239,9 +244,14 @@ func (c *Cluster) meta() gossip.Meta {
 		QUICAddr: c.tr.Addr().String(), Agents: agents}
 }
 
-// RefreshAgents re-advertises the node's principals (after a token or rule
-// adds one).
-func (c *Cluster) RefreshAgents() error { return c.gs.UpdateMeta(c.meta()) }
+// RefreshAgents claims the node's new principals (after a token or rule
+// adds one), sends the claims to every peer and re-advertises the names.
+func (c *Cluster) RefreshAgents() error {
+	if c.claimAgents() {
+		_ = c.do(c.sendBindings)
+	}
+	return c.gs.UpdateMeta(c.meta())
+}
 
 func (c *Cluster) onLocalDelta(ns string, d *crdt.Map) {
 	if !memory.Replicated(ns) {
@@ -295,6 +305,7 @@ func (c *Cluster) Status(digests bool) Status {
 		QUIC: c.QUICAddr(), Gossip: c.GossipAddr(), Peers: []replica.PeerStats{}}
 	_ = c.do(func() { st.Peers = c.eng.Stats() })
 	st.Applied, st.Rejected, st.DroppedFrames, st.LocalOverflow = c.applied.Load(), c.rejected.Load(), c.dropped.Load(), c.localOver.Load()
+	st.BindingConflicts = c.conflicts.Load()
 	st.Namespaces = []NamespaceDigest{}
 	for _, ns := range (storeState{c.svc}).Namespaces() {
 		nd := NamespaceDigest{Namespace: ns}
@@ -314,7 +325,11 @@ func (c *Cluster) Status(digests bool) Status {
 func (c *Cluster) Members() []Member {
 	var out []Member
 	for _, m := range c.gs.Members() {
-		out = append(out, Member{NodeID: string(m.NodeID), Agents: m.Agents, Addr: m.QUICAddr, State: m.State,
+		agents := []string{}
+		for _, p := range c.principalsOfKey(m.PublicKey) {
+			agents = append(agents, p.String())
+		}
+		out = append(out, Member{NodeID: string(m.NodeID), Agents: agents, Addr: m.QUICAddr, State: m.State,
 			Self: replica.PeerID(m.NodeID) == c.self})
 	}
 	return out
@@ -361,7 +376,13 @@ func (c *Cluster) loop() {
 				}
 				return true
 			})
-			c.eng.Tick(c.cfg.Now())
+			now := c.cfg.Now()
+			c.eng.Tick(now)
+			if now.Sub(c.lastBindings) >= BindingsInterval {
+				c.sendBindings()
+			} else {
+				c.askBindings()
+			}
 		}
 		c.act(c.eng.Ready())
 	}
@@ -376,6 +397,10 @@ func (c *Cluster) receive(in inbound) {
 	if err != nil {
 		c.rejected.Add(1)
 		c.log.Warn("undecodable frame", "peer", from, "err", err)
+		return
+	}
+	if m.Kind == wire.KindBindings {
+		c.receiveBindings(from, m.Bindings, m.Reply)
 		return
 	}
 	if err := c.eng.Step(from, m); err != nil {
@@ -430,53 +455,25 @@ func (c *Cluster) setMembers(ms []gossip.Member) {
 	known := map[string]bool{}
 	for _, m := range ms {
 		id := replica.PeerID(m.NodeID)
-		if id == c.self || m.State != gossip.StateAlive {
-			if id != c.self && len(m.PublicKey) == ed25519.PublicKeySize {
-				var ps []namespace.Address
-				for _, a := range m.Agents {
-					if addr, err := namespace.ParsePrincipal(a); err == nil {
-						ps = append(ps, addr)
-					}
-				}
-				c.everSeen[acl.ReplicaIDOf(m.PublicKey)] = ps
-			}
+		if id == c.self || m.State != gossip.StateAlive || len(m.PublicKey) != ed25519.PublicKeySize {
 			continue
 		}
-		p := replica.Peer{ID: id, Replica: acl.ReplicaIDOf(m.PublicKey)}
-		for _, a := range m.Agents {
-			if addr, err := namespace.ParsePrincipal(a); err == nil {
-				p.Principals = append(p.Principals, addr)
-			}
-		}
-		c.everSeen[p.Replica] = p.Principals
+		// Which agents the member hosts comes from verified bindings, never
+		// from the names its metadata advertises.
+		p := replica.Peer{ID: id, Key: m.PublicKey, Replica: acl.ReplicaIDOf(m.PublicKey), Principals: c.principalsOfKey(m.PublicKey)}
 		peers = append(peers, p)
 		next[id] = peerInfo{member: m, peer: p}
 		known[string(m.PublicKey)] = true
 	}
 	c.peers = next
+	for id := range c.heard {
+		if _, ok := next[id]; !ok {
+			delete(c.heard, id) // a member that comes back is asked again
+		}
+	}
 	c.knownMu.Lock()
 	c.known = known
-	changed := false
-	for _, m := range ms {
-		if replica.PeerID(m.NodeID) == c.self || len(m.PublicKey) != ed25519.PublicKeySize {
-			continue
-		}
-		for _, a := range m.Agents {
-			if addr, err := namespace.ParsePrincipal(a); err == nil && !bytesEqual(c.keys[addr], m.PublicKey) {
-				c.keys[addr] = m.PublicKey
-				changed = true
-			}
-		}
-	}
-	var snapshot map[namespace.Address]ed25519.PublicKey
-	if changed {
-		snapshot = maps.Clone(c.keys)
-	}
 	c.knownMu.Unlock()
-	if changed {
-		c.saveKeys(snapshot)
-		c.svc.RefreshPolicy() // records signed by newly known nodes may count now
-	}
 	c.mu.Lock()
 	for id, s := range c.senders {
 		if pi, ok := next[id]; !ok || pi.member.QUICAddr != s.addr {
@@ -490,6 +487,7 @@ func (c *Cluster) setMembers(ms []gossip.Member) {
 			c.senders[id] = s
 			c.wg.Add(1)
 			go c.send(id, s)
+			queueFrame(s, c.bindingsFrame(true)) // tell the newcomer who hosts whom, and ask it
 		}
 	}
 	c.mu.Unlock()
@@ -528,52 +526,6 @@ func (c *Cluster) stopSenders() {
 		delete(c.senders, id)
 	}
 }
-
-// keysMeta is where the principal → node key bindings learned from
-// membership are kept. They never change (a key is a node's identity), and
-// without them a node restarted while alone could not verify the signed
-// grants it holds: a member would lose its access by going offline.
-const keysMeta = "cluster/keys"
-
-func (c *Cluster) loadKeys() map[namespace.Address]ed25519.PublicKey {
-	out := map[namespace.Address]ed25519.PublicKey{}
-	b, err := c.svc.Store().Meta(keysMeta)
-	if err != nil || b == nil {
-		return out
-	}
-	var saved map[string][]byte
-	if err := json.Unmarshal(b, &saved); err != nil {
-		c.log.Warn("stored principal keys unreadable; relearning from membership", "err", err)
-		return out
-	}
-	for p, k := range saved {
-		if addr, err := namespace.ParsePrincipal(p); err == nil && len(k) == ed25519.PublicKeySize {
-			out[addr] = ed25519.PublicKey(k)
-		}
-	}
-	return out
-}
-
-func (c *Cluster) saveKeys(keys map[namespace.Address]ed25519.PublicKey) {
-	saved := make(map[string][]byte, len(keys))
-	for p, k := range keys {
-		saved[p.String()] = k
-	}
-	b, _ := json.Marshal(saved)
-	if err := c.svc.Store().SetMeta(keysMeta, b); err != nil {
-		c.log.Warn("could not store principal keys", "err", err)
-	}
-}
-
-// keyOf binds a remote principal to the key of the node that advertises it.
-func (c *Cluster) keyOf(p namespace.Address) (ed25519.PublicKey, bool) {
-	c.knownMu.RLock()
-	defer c.knownMu.RUnlock()
-	k, ok := c.keys[p]
-	return k, ok
-}
-
-func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
 
 // knownKey reports whether pub belongs to a live member (QUIC inbound check).
 func (c *Cluster) knownKey(pub ed25519.PublicKey) bool {

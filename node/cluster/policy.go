@@ -109,17 +109,11 @@ func (p *policy) principalsOf(r crdt.ReplicaID) []namespace.Address {
 	if r == p.c.cfg.Identity.ReplicaID() {
 		return p.c.cfg.Agents()
 	}
-	return p.c.everSeen[r]
+	return p.c.principalsOfReplica(r)
 }
 
 func (p *policy) ReplicaMayWrite(r crdt.ReplicaID, ns string) bool {
-	var principals []namespace.Address
-	if r == p.c.cfg.Identity.ReplicaID() {
-		principals = p.c.cfg.Agents()
-	} else {
-		principals = p.c.everSeen[r]
-	}
-	for _, a := range principals {
+	for _, a := range p.principalsOf(r) {
 		if p.c.svc.MayWrite(a, ns) {
 			return true
 		}

@@ -79,22 +79,24 @@ func (a policyAuthorizer) CheckWrite(p, ns namespace.Address) error { return a.C
 
 var _ PermissionChecker = policyAuthorizer{}
 
+// resolveIdentity returns Config.Identity, checked, or for tests and tools
+// without one an identity derived from the agent name (so a reopened
+// Service still verifies its own records). The node always passes its key.
+func resolveIdentity(cfg Config) (acl.Identity, error) {
+	id := cfg.Identity
+	if id.Private == nil {
+		seed := sha256.Sum256([]byte("mnemo test identity\x00" + cfg.Agent.String()))
+		return acl.IdentityFromSeed(seed[:])
+	}
+	if len(id.Private) != ed25519.PrivateKeySize || !bytes.Equal(id.Private.Public().(ed25519.PublicKey), id.Public) {
+		return acl.Identity{}, fmt.Errorf("%w: Config.Identity is not a valid key pair", ErrInvalid)
+	}
+	return id, nil
+}
+
 // initACL sets up the identity, the book and the default Authorizer; it
 // runs before the store is scanned.
-func (s *Service) initACL() error {
-	id := s.cfg.Identity
-	if id.Private == nil {
-		// Tests and tools only: the node always passes its key. Derived
-		// from the agent name so a reopened Service still verifies its
-		// own records.
-		seed := sha256.Sum256([]byte("mnemo test identity\x00" + s.cfg.Agent.String()))
-		var err error
-		if id, err = acl.IdentityFromSeed(seed[:]); err != nil {
-			return err
-		}
-	} else if len(id.Private) != ed25519.PrivateKeySize || !bytes.Equal(id.Private.Public().(ed25519.PublicKey), id.Public) {
-		return fmt.Errorf("%w: Config.Identity is not a valid key pair", ErrInvalid)
-	}
+func (s *Service) initACL(id acl.Identity) error {
 	s.acl.id = id
 	s.acl.book = acl.NewBook(s.keyOf)
 	s.acl.policy.Store(s.acl.book.Policy())

@@ -113,16 +113,17 @@ func Open(cfg Config) (*Service, error) {
 	if err := cfg.Dedup.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Replica == 0 {
-		sum := sha256.Sum256([]byte(cfg.Agent.String()))
-		for _, b := range sum[:8] {
-			cfg.Replica = cfg.Replica<<8 | crdt.ReplicaID(b)
-		}
-		if cfg.Replica == 0 {
-			cfg.Replica = 1
-		}
+	id, err := resolveIdentity(cfg)
+	if err != nil {
+		return nil, err
 	}
-	st, err := store.Open(cfg.Dir, store.Options{Logger: cfg.Logger, NoSync: cfg.NoSync})
+	if cfg.Replica == 0 {
+		cfg.Replica = id.ReplicaID()
+	}
+	// Every transaction's delta is sealed with the node key (crdt.Seal), so
+	// peers can tell which replica wrote each dot, however it reaches them.
+	signer := crdt.Signer{Key: id.Public, Sign: id.Sign}
+	st, err := store.Open(cfg.Dir, store.Options{Logger: cfg.Logger, NoSync: cfg.NoSync, Signer: signer})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func Open(cfg Config) (*Service, error) {
 		clock: crdt.NewClock(cfg.MaxSkew), sessions: map[string]Session{},
 	}
 	s.surg.init(cfg.Approvals)
-	if err := s.initACL(); err != nil {
+	if err := s.initACL(id); err != nil {
 		st.Close()
 		return nil, err
 	}

@@ -35,6 +35,10 @@ type Options struct {
 	// NoSync turns off the fsync per commit (benchmarks only: an
 	// acknowledged write may then be lost on a crash).
 	NoSync bool
+	// Signer seals every Update's deltas (crdt.Map.Seal) before they are
+	// stored, so the dots this node writes can be verified wherever they
+	// are relayed. Zero: deltas are stored unsealed (tools and tests).
+	Signer crdt.Signer
 }
 
 // Change is one record entry touched by an Apply.
@@ -50,6 +54,7 @@ type Store struct {
 	dir    string // absolute; "" in memory
 	lock   *os.File
 	lim    crdt.Limits
+	signer crdt.Signer
 	mu     sync.Mutex // serialises writers
 	ctxMu  sync.RWMutex
 	ctxs   map[string]*crdt.Context
@@ -58,7 +63,7 @@ type Store struct {
 
 // Open opens (creating if needed) the store in dir; dir "" keeps it in memory.
 func Open(dir string, opt Options) (*Store, error) {
-	s := &Store{lim: opt.Limits, ctxs: make(map[string]*crdt.Context)}
+	s := &Store{lim: opt.Limits, signer: opt.Signer, ctxs: make(map[string]*crdt.Context)}
 	if s.lim == (crdt.Limits{}) {
 		s.lim = crdt.DefaultLimits()
 	}

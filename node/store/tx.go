@@ -31,6 +31,11 @@ func (s *Store) Update(replica crdt.ReplicaID, fn func(tx *Tx) error) ([]Change,
 	if len(tx.deltas) == 0 {
 		return nil, nil
 	}
+	if s.signer.Sign != nil {
+		for ns, d := range tx.deltas {
+			d.Seal(ns, s.signer)
+		}
+	}
 	return s.applyLocked(tx.deltas)
 }
 

@@ -27,9 +27,9 @@ func TestAckTimeoutSkipsSyncAnsweredSince(t *testing.T) {
 		st0, st1 := NewMemState(), NewMemState()
 		st0.Map(ns)
 		st1.Map(ns)
-		e0 := New(Config{Self: "n0", Replica: 1, AntiEntropyInterval: time.Hour}, st0, openPolicy{})
-		e1 := New(Config{Self: "n1", Replica: 2, AntiEntropyInterval: time.Hour}, st1, openPolicy{})
-		peers := []Peer{{ID: "n0", Replica: 1}, {ID: "n1", Replica: 2}}
+		e0 := New(testConfig(Config{AntiEntropyInterval: time.Hour}, "n0", 0), st0, openPolicy{})
+		e1 := New(testConfig(Config{AntiEntropyInterval: time.Hour}, "n1", 1), st1, openPolicy{})
+		peers := []Peer{testPeer("n0", 0), testPeer("n1", 1)}
 		e0.SetPeers(peers)
 		e1.SetPeers(peers)
 		e0.Tick(now)
@@ -37,10 +37,12 @@ func TestAckTimeoutSkipsSyncAnsweredSince(t *testing.T) {
 		e0.Ready() // the join syncs: dropped, they do not matter here
 		e1.Ready()
 
-		d, err := st0.Map(ns).Set(1, 5, "m1", "title", []byte("x"))
+		s0, r0 := testSigner(0)
+		d, err := st0.Map(ns).Set(r0, 5, "m1", "title", []byte("x"))
 		if err != nil {
 			t.Fatal(err)
 		}
+		sealInto(st0.Map(ns), ns, d, s0)
 		e0.LocalDelta(ns, d) // the batch is lost
 		if r := e0.Ready(); len(r.Messages) != 1 || r.Messages[0].Msg.Kind != wire.KindDeltas {
 			t.Fatalf("want one batch, got %+v", r.Messages)

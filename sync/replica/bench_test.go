@@ -67,8 +67,9 @@ func TestCatchUpBytes(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	pub, sub := NewMemState(), NewMemState()
 	pm, sm := pub.Map("team://a"), sub.Map("team://a")
+	s0, r0 := testSigner(0)
 	for i := range n {
-		d := saveDelta(pm, 1, clk, now, rng, fmt.Sprintf("%026d", i))
+		d := sealInto(pm, "team://a", saveDelta(pm, r0, clk, now, rng, fmt.Sprintf("%026d", i)), s0)
 		if i%100 != 0 { // the subscriber misses 1%
 			sm.Join(d)
 		}
@@ -76,10 +77,10 @@ func TestCatchUpBytes(t *testing.T) {
 	full := len(pm.Encode())
 	codec := wire.NewCodec(0)
 	pol := openPolicy{}
-	pe := New(Config{Self: "pub", Replica: 1}, pub, pol)
-	se := New(Config{Self: "sub", Replica: 2}, sub, pol)
-	pe.SetPeers([]Peer{{ID: "sub", Replica: 2}})
-	se.SetPeers([]Peer{{ID: "pub", Replica: 1}})
+	pe := New(testConfig(Config{}, "pub", 0), pub, pol)
+	se := New(testConfig(Config{}, "sub", 1), sub, pol)
+	pe.SetPeers([]Peer{testPeer("sub", 1)})
+	se.SetPeers([]Peer{testPeer("pub", 0)})
 	pe.Ready()
 	se.Ready()
 	if err := se.RequestSync("pub", "team://a"); err != nil {
@@ -125,9 +126,9 @@ func TestStalledQueueMemoryBounded(t *testing.T) {
 		updates = 50_000
 	}
 	st := NewMemState()
-	cfg := Config{Self: "pub", Replica: 1, QueueMaxDeltas: 10_000, QueueMaxBytes: 4 << 20}
+	cfg := testConfig(Config{QueueMaxDeltas: 10_000, QueueMaxBytes: 4 << 20}, "pub", 0)
 	e := New(cfg, st, openPolicy{})
-	e.SetPeers([]Peer{{ID: "stalled", Replica: 2}})
+	e.SetPeers([]Peer{testPeer("stalled", 1)})
 	e.Ready()
 	m := crdt.NewMap()
 	clk := crdt.NewClock(0)
@@ -138,7 +139,7 @@ func TestStalledQueueMemoryBounded(t *testing.T) {
 	peak := uint64(0)
 	for i := range updates {
 		// updates to 1000 distinct memories, as an agent editing its notes
-		d, err := m.Set(1, clk.Now(now), fmt.Sprintf("m%04d", i%1000), "co", []byte(fmt.Sprintf("revision %d of this note", i)))
+		d, err := m.Set(cfg.Replica, clk.Now(now), fmt.Sprintf("m%04d", i%1000), "co", []byte(fmt.Sprintf("revision %d of this note", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

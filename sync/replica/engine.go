@@ -1,8 +1,7 @@
 package replica
 
 import (
-	"bytes"
-	"crypto/sha256"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -19,9 +18,14 @@ type PeerID string
 
 // Peer is a member of the cluster as the engine sees it.
 type Peer struct {
-	ID         PeerID
-	Replica    crdt.ReplicaID
-	Principals []namespace.Address // agents hosted on that node
+	ID PeerID
+	// Key is the node key the peer's frames are authenticated with (the
+	// driver's transport) and its namespace deltas are signed with.
+	Key     ed25519.PublicKey
+	Replica crdt.ReplicaID // crdt.ReplicaOfKey(Key)
+	// Principals are the agents bound to the peer's key by verified
+	// records, never what the peer merely advertises.
+	Principals []namespace.Address
 }
 
 // Policy answers the permission questions the engine asks. Implementations
@@ -62,6 +66,15 @@ type State interface {
 type Config struct {
 	Self    PeerID
 	Replica crdt.ReplicaID
+	// Signer signs every namespace delta this node sends; its key must
+	// derive Replica (crdt.ReplicaOfKey). Required.
+	Signer crdt.Signer
+	// Seals remembers verified seals; nil gets a cache of its own. The
+	// simulator shares one between its nodes.
+	Seals *crdt.SealCache
+	// MaxSyncContexts bounds the distinct namespaces one sync request or
+	// reply may ask about; the rest are refused. Default 4096.
+	MaxSyncContexts int
 	// QueueMaxDeltas bounds the deltas waiting for one peer (counted before
 	// joining). Default 10000.
 	QueueMaxDeltas int
@@ -111,6 +124,12 @@ func (c *Config) withDefaults() {
 	if c.PendingMax <= 0 {
 		c.PendingMax = 4096
 	}
+	if c.MaxSyncContexts <= 0 {
+		c.MaxSyncContexts = 4096
+	}
+	if c.Seals == nil {
+		c.Seals = crdt.NewSealCache(0)
+	}
 }
 
 // Envelope is a message for one peer.
@@ -146,6 +165,14 @@ var (
 	ErrNotHeld     = errors.New("replica: namespace not held here")
 	ErrNotAllowed  = errors.New("replica: author may not write the namespace")
 	ErrUnknownPeer = errors.New("replica: message from an unknown peer")
+	// ErrBadSignature: a namespace delta not signed by the peer's key.
+	ErrBadSignature = errors.New("replica: delta not signed by its sender")
+	// ErrNotAuthor: a live delta carrying writes of another replica than
+	// its sender's (live deltas are their sender's own writes).
+	ErrNotAuthor = errors.New("replica: live delta holds another replica's writes")
+	// ErrTooManyContexts: a sync message asking about more namespaces than
+	// Config.MaxSyncContexts.
+	ErrTooManyContexts = errors.New("replica: too many namespaces in one sync message")
 )
 
 // PeerStats are one peer's counters, for status and metrics.
@@ -219,9 +246,13 @@ type held struct {
 	d      *crdt.Map
 }
 
-// New returns an engine over st and pol.
+// New returns an engine over st and pol. It panics if cfg.Signer cannot
+// sign for cfg.Replica: a node that cannot sign its deltas cannot take part.
 func New(cfg Config, st State, pol Policy) *Engine {
 	cfg.withDefaults()
+	if cfg.Signer.Sign == nil || crdt.ReplicaOfKey(cfg.Signer.Key) != cfg.Replica {
+		panic("replica: Config.Signer is required and its key must derive Config.Replica")
+	}
 	return &Engine{
 		cfg: cfg, st: st, pol: pol, codec: wire.NewCodec(0),
 		rng:   rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Replica))),
@@ -259,7 +290,18 @@ func (e *Engine) SetPeers(peers []Peer) {
 			}
 			continue
 		}
+		principalsChanged := !slices.Equal(ps.Principals, p.Principals)
 		ps.Peer = p
+		if principalsChanged {
+			// What the peer may read follows the agents it hosts: a newly
+			// bound agent's namespaces reach it by a digest sync.
+			for _, ns := range e.st.Namespaces() {
+				if e.pol.PeerMayRead(p, ns) && !ps.readable[ns] {
+					ps.needSync[ns] = true
+					ps.readable[ns] = true
+				}
+			}
+		}
 	}
 	for id := range e.peers {
 		if !seen[id] {
@@ -404,7 +446,9 @@ func (e *Engine) flush(p *peerState) {
 			if len(msg.Deltas) > 0 && size+len(enc) > e.cfg.BatchMaxBytes {
 				break
 			}
-			msg.Deltas = append(msg.Deltas, wire.NamespaceDelta{Namespace: q.ns, Delta: enc, From: q.from})
+			nd := wire.NamespaceDelta{Namespace: q.ns, Delta: enc, From: q.from}
+			nd.Sign(wire.KindDeltas, e.cfg.Signer)
+			msg.Deltas = append(msg.Deltas, nd)
 			nss = append(nss, q.ns)
 			size += len(enc)
 			p.queue = p.queue[1:]
@@ -481,29 +525,6 @@ func (e *Engine) requestSync(p *peerState) {
 	p.stats.SyncsSent++
 	p.stats.LastSync = e.now
 	e.send(p.ID, msg)
-}
-
-func (e *Engine) namespaceContext(ns string) (wire.NamespaceContext, error) {
-	ret, err := e.st.Retracted(ns)
-	if err != nil {
-		return wire.NamespaceContext{}, err
-	}
-	return namespaceContextOf(ns, e.st.Context(ns), ret, retractedSum(ret)), nil
-}
-
-func namespaceContextOf(ns string, ctx *crdt.Context, ret []string, sum [32]byte) wire.NamespaceContext {
-	return wire.NamespaceContext{Namespace: ns, Context: ctx.Encode(), Retracted: uint64(len(ret)), RetSum: sum[:]}
-}
-
-func retractedSum(ids []string) [32]byte {
-	h := sha256.New()
-	for _, id := range ids {
-		h.Write([]byte(id))
-		h.Write([]byte{0})
-	}
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out
 }
 
 // Tick advances the engine's time: ack timeouts fall back to digest sync,
@@ -592,12 +613,24 @@ func (e *Engine) reject(p *peerState, ns string, err error) {
 
 // receiveDelta checks a namespace delta and, if it passes, hands it out to apply.
 func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
+	kind := wire.KindSyncReply
+	if live {
+		kind = wire.KindDeltas
+	}
+	if !nd.Verify(kind, p.Key) {
+		e.reject(p, nd.Namespace, ErrBadSignature)
+		return
+	}
 	if !e.pol.ShouldHold(nd.Namespace) {
 		e.reject(p, nd.Namespace, ErrNotHeld)
 		return
 	}
 	d, err := crdt.DecodeMap(nd.Delta, e.cfg.Limits)
 	if err != nil {
+		e.reject(p, nd.Namespace, err)
+		return
+	}
+	if err := d.VerifySeals(nd.Namespace, e.cfg.Seals); err != nil {
 		e.reject(p, nd.Namespace, err)
 		return
 	}
@@ -608,6 +641,10 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 	var bad error
 	d.Records(func(id string, r *crdt.Record) bool {
 		for _, dot := range r.Dots() {
+			if live && dot.Replica != p.Replica {
+				bad = fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAuthor, id, dot.Replica)
+				return false
+			}
 			if !pol.ReplicaMayWrite(dot.Replica, nd.Namespace) {
 				bad = fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAllowed, id, dot.Replica)
 				return false
@@ -615,8 +652,11 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 		}
 		return true
 	})
-	if bad == nil && len(d.RetractedIDs()) > 0 && !pol.ReplicaMayWrite(p.Replica, nd.Namespace) {
-		bad = fmt.Errorf("%w: retracts from %s, which may not write", ErrNotAllowed, p.ID)
+	// Removals only by writers: a delta's causal context removes whatever
+	// the receiver holds that the delta claims without carrying, so only a
+	// peer that may write ns may send one, live or in a sync answer.
+	if bad == nil && !pol.ReplicaMayWrite(p.Replica, nd.Namespace) {
+		bad = fmt.Errorf("%w: %s may not write %s, so it may not send it", ErrNotAllowed, p.ID, nd.Namespace)
 	}
 	if bad != nil {
 		e.reject(p, nd.Namespace, bad)
@@ -694,83 +734,3 @@ func (e *Engine) release() {
 
 // allIn reports whether every dot of d's context is in have.
 func allIn(d *crdt.Map, have *crdt.Context) bool { return len(have.Missing(d.Context())) == 0 }
-
-// answerSync replies with what the requester lacks, in batches.
-func (e *Engine) answerSync(p *peerState, m *wire.Message) {
-	var own []wire.NamespaceContext
-	for _, nc := range m.Contexts {
-		ns := nc.Namespace
-		if !e.pol.ShouldHold(ns) {
-			continue
-		}
-		have, err := crdt.DecodeContext(nc.Context, e.cfg.Limits)
-		if err != nil {
-			e.reject(p, ns, err)
-			continue
-		}
-		ret, err := e.st.Retracted(ns)
-		if err != nil {
-			continue
-		}
-		sum := retractedSum(ret)
-		ctx := e.st.Context(ns)
-		if m.Reply {
-			// Our context reveals no content, and it lets the requester send
-			// what we lack even when we cannot yet tell it may read ns (the
-			// grant that says so may be among what we lack).
-			own = append(own, namespaceContextOf(ns, ctx, ret, sum))
-		}
-		if !e.pol.PeerMayRead(p.Peer, ns) {
-			continue // never send a namespace's content to a peer that may not read it
-		}
-		sendRetracted := uint64(len(ret)) != nc.Retracted || !bytes.Equal(sum[:], nc.RetSum)
-		if len(ret) == 0 {
-			sendRetracted = false
-		}
-		// Records stream out in batches. A batch's context claims the dots
-		// both sides have seen (so a dot the requester holds in a sent record
-		// and this side removed is dropped there) plus the batch's own dots;
-		// the last batch also claims the dots removed here that the requester
-		// never saw. No batch claims a dot of a record still to come, so a
-		// lost batch is found missing again by the next sync.
-		shared := ctx.Intersect(have)
-		batch := map[string]*crdt.Record{}
-		size := 0
-		emit := func(last bool, removed *crdt.Context) {
-			ctx := shared.Clone()
-			var rids []string
-			if last {
-				if removed != nil {
-					ctx.Join(removed)
-				}
-				if sendRetracted {
-					rids = ret
-				}
-			}
-			d := crdt.AssembleMap(ctx, batch, rids)
-			msg := &wire.Message{Kind: wire.KindSyncReply, Deltas: []wire.NamespaceDelta{{Namespace: ns, Delta: d.Encode()}}}
-			p.stats.BytesSent += uint64(msg.Size())
-			e.send(p.ID, msg)
-			batch, size = map[string]*crdt.Record{}, 0
-		}
-		removed, err := e.st.Missing(ns, have, func(id string, rec *crdt.Record) error {
-			batch[id] = rec
-			size += len(crdt.EncodeRecord(rec)) + len(id)
-			if size >= e.cfg.BatchMaxBytes {
-				emit(false, nil)
-			}
-			return nil
-		})
-		if err != nil {
-			continue
-		}
-		if len(batch) > 0 || (removed != nil && !removed.IsEmpty()) || sendRetracted {
-			emit(true, removed)
-		}
-		p.answered[ns] = e.now
-		delete(p.joining, ns)
-	}
-	if len(own) > 0 {
-		e.send(p.ID, &wire.Message{Kind: wire.KindSyncReply, Contexts: own})
-	}
-}

@@ -32,13 +32,14 @@ type cluster struct {
 }
 
 type node struct {
-	id    PeerID
-	rep   crdt.ReplicaID
-	st    *MemState
-	eng   *Engine
-	clock *crdt.Clock
-	inbox []envelopeFrom
-	stall bool
+	signer crdt.Signer
+	id     PeerID
+	rep    crdt.ReplicaID
+	st     *MemState
+	eng    *Engine
+	clock  *crdt.Clock
+	inbox  []envelopeFrom
+	stall  bool
 }
 
 type envelopeFrom struct {
@@ -50,12 +51,13 @@ func newCluster(t *testing.T, n int, cfg Config, pol Policy, seed uint64) *clust
 	c := &cluster{t: t, codec: wire.NewCodec(0), now: time.Unix(1_800_000_000, 0), rng: rand.New(rand.NewPCG(seed, 1))}
 	var peers []Peer
 	for i := range n {
-		nd := &node{id: PeerID(fmt.Sprintf("n%d", i)), rep: crdt.ReplicaID(i + 1), st: NewMemState(), clock: crdt.NewClock(0)}
-		cc := cfg
-		cc.Self, cc.Replica, cc.Seed = nd.id, nd.rep, seed
+		nd := &node{id: PeerID(fmt.Sprintf("n%d", i)), st: NewMemState(), clock: crdt.NewClock(0)}
+		nd.signer, nd.rep = testSigner(i)
+		cc := testConfig(cfg, nd.id, i)
+		cc.Seed = seed
 		nd.eng = New(cc, nd.st, pol)
 		c.nodes = append(c.nodes, nd)
-		peers = append(peers, Peer{ID: nd.id, Replica: nd.rep})
+		peers = append(peers, testPeer(nd.id, i))
 	}
 	for _, nd := range c.nodes {
 		nd.eng.SetPeers(peers)
@@ -88,7 +90,7 @@ func (c *cluster) write(i int, ns, id, field, value string) {
 		c.t.Fatal(err)
 	}
 	d.Join(d2)
-	nd.eng.LocalDelta(ns, d)
+	nd.eng.LocalDelta(ns, sealInto(m, ns, d, nd.signer))
 }
 
 // pump moves messages until the network is quiet (or rounds run out).
@@ -217,7 +219,9 @@ func TestStalledPeerFallsBackToSync(t *testing.T) {
 }
 
 func TestReadOnlyAuthorRejected(t *testing.T) {
-	c := newCluster(t, 2, Config{}, openPolicy{readOnly: map[crdt.ReplicaID]bool{2: true}}, 4)
+	readOnly := map[crdt.ReplicaID]bool{}
+	c := newCluster(t, 2, Config{}, openPolicy{readOnly: readOnly}, 4)
+	readOnly[c.nodes[1].rep] = true
 	c.pump(10)
 	c.write(1, "team://a", "m1", "title", "forged")
 	c.pump(10)
@@ -239,16 +243,15 @@ func TestRemovedDotsReachRecordsNotResent(t *testing.T) {
 	n0.clock.Observe(m.MaxTimestamp(), c.now)
 	d1, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m1", "title", []byte("t"))
 	d2, _ := m.Add(n0.rep, "m1", "tags", "auth")
-	n0.eng.LocalDelta("team://a", d1)
-	n0.eng.LocalDelta("team://a", d2)
+	n0.eng.LocalDelta("team://a", sealInto(m, "team://a", d1, n0.signer))
+	n0.eng.LocalDelta("team://a", sealInto(m, "team://a", d2, n0.signer))
 	c.pump(10)
 	c.loss = 1 // cut off
 	e, _ := m.Edit(n0.rep, "m1", crdt.DefaultLimits())
 	e.Remove("tags", "auth")
 	_ = e.Set(n0.clock.Now(c.now), "ua", []byte("x"))
 	d3 := e.Delta()
-	m.Join(d3)
-	n0.eng.LocalDelta("team://a", d3)
+	n0.eng.LocalDelta("team://a", sealInto(m, "team://a", d3, n0.signer))
 	c.pump(5)
 	c.loss = 0
 	if err := c.nodes[1].eng.RequestSync(n0.id, "team://a"); err != nil {
@@ -290,9 +293,9 @@ func TestNewReaderSyncsBeforeLiveDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n0.eng.LocalDelta("team://a", d)
+	n0.eng.LocalDelta("team://a", sealInto(m, "team://a", d, n0.signer))
 	d2, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m10", "title", []byte("and another"))
-	n0.eng.LocalDelta("team://a", d2)
+	n0.eng.LocalDelta("team://a", sealInto(m, "team://a", d2, n0.signer))
 	var kinds []wire.Kind
 	for _, env := range n0.eng.Ready().Messages {
 		kinds = append(kinds, env.Msg.Kind)

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -15,8 +17,9 @@ import (
 // ErrCorrupt is the category of every frame decoding failure.
 var ErrCorrupt = errors.New("wire: corrupt frame")
 
-// Version is the protocol version carried in every frame header.
-const Version = 1
+// Version is the protocol version carried in every frame header. Version 2
+// signs every namespace delta and requires sealed records (crdt.Seal).
+const Version = 2
 
 // DefaultMaxFrame bounds a frame, compressed or not.
 const DefaultMaxFrame = 16 << 20
@@ -35,6 +38,9 @@ const (
 	KindAck
 	KindSyncRequest
 	KindSyncReply
+	// KindBindings carries signed acl.Binding records (which node hosts
+	// which agent). The node's cluster loop handles it, not the engine.
+	KindBindings
 )
 
 func (k Kind) String() string {
@@ -47,6 +53,8 @@ func (k Kind) String() string {
 		return "sync-request"
 	case KindSyncReply:
 		return "sync-reply"
+	case KindBindings:
+		return "bindings"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -59,6 +67,33 @@ type NamespaceDelta struct {
 	// group (its dots from From on are its own new operations); 0 in sync
 	// replies. Receivers use it to tell dependencies from new dots.
 	From uint64 `msgpack:"f,omitempty"`
+	// Sig is the sender's ed25519 signature over SignedBytes: the sender
+	// vouches for the delta's causal-context claims (what it removes),
+	// and a relay cannot alter them.
+	Sig []byte `msgpack:"s,omitempty"`
+}
+
+const deltaDomain = "mnemo/wire/delta/v2\x00"
+
+// SignedBytes is what a namespace delta's signature covers: the message
+// kind it travels in (live or sync), the namespace, From and the delta.
+func (d *NamespaceDelta) SignedBytes(kind Kind) []byte {
+	b := make([]byte, 0, len(deltaDomain)+1+4+len(d.Namespace)+8+len(d.Delta))
+	b = append(b, deltaDomain...)
+	b = append(b, byte(kind))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(d.Namespace)))
+	b = append(b, d.Namespace...)
+	b = binary.BigEndian.AppendUint64(b, d.From)
+	return append(b, d.Delta...)
+}
+
+// Sign signs d for a message of kind.
+func (d *NamespaceDelta) Sign(kind Kind, s crdt.Signer) { d.Sig = s.Sign(d.SignedBytes(kind)) }
+
+// Verify reports whether d carries key's signature for a message of kind.
+func (d *NamespaceDelta) Verify(kind Kind, key ed25519.PublicKey) bool {
+	return len(key) == ed25519.PublicKeySize && len(d.Sig) == ed25519.SignatureSize &&
+		ed25519.Verify(key, d.SignedBytes(kind), d.Sig)
 }
 
 // NamespaceContext is one namespace's causal context (crdt.Context encoding)
@@ -78,16 +113,20 @@ type Message struct {
 	Deltas   []NamespaceDelta   `msgpack:"d,omitempty"` // Deltas, SyncReply
 	Contexts []NamespaceContext `msgpack:"c,omitempty"` // SyncRequest, SyncReply (the sender's)
 	Reply    bool               `msgpack:"r,omitempty"` // SyncRequest: the requester wants our context back too
+	Bindings [][]byte           `msgpack:"b,omitempty"` // Bindings: encoded acl.Binding records
 }
 
 // Size estimates the encoded size of a message (before compression).
 func (m *Message) Size() int {
 	n := 16
 	for _, d := range m.Deltas {
-		n += len(d.Namespace) + len(d.Delta) + 8
+		n += len(d.Namespace) + len(d.Delta) + len(d.Sig) + 8
 	}
 	for _, c := range m.Contexts {
 		n += len(c.Namespace) + len(c.Context) + len(c.RetSum) + 16
+	}
+	for _, b := range m.Bindings {
+		n += len(b) + 4
 	}
 	return n
 }
@@ -180,7 +219,7 @@ func (c *Codec) Decode(frame []byte) (*Message, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if m.Kind < KindDeltas || m.Kind > KindSyncReply {
+	if m.Kind < KindDeltas || m.Kind > KindBindings {
 		return nil, fmt.Errorf("%w: unknown message kind %d", ErrCorrupt, m.Kind)
 	}
 	for _, d := range m.Deltas {

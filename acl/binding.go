@@ -1,0 +1,232 @@
+package acl
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// A Binding says which node hosts an agent: it binds a principal to the
+// node key that may act for it. A claim is signed by the hosting key itself;
+// a hand-over, which moves an agent to another node, is signed by the key
+// that hosted it until then (From). Bindings are how every node decides
+// "may peer P read or write as agent://alice": from verified records, never
+// from what a member advertises.
+type Binding struct {
+	Principal namespace.Address // an agent root
+	Key       ed25519.PublicKey // the hosting node's key
+	From      ed25519.PublicKey // hand-over: the previous host, who signs; nil for a claim (Key signs)
+	TS        crdt.Timestamp    // the signer's clock: orders hand-overs of one principal
+	Sig       []byte
+}
+
+// MaxBindingBytes bounds one encoded binding.
+const MaxBindingBytes = 1 << 10
+
+const bindingDomain = "mnemo/acl/binding/v1\x00"
+
+// ErrHostedElsewhere reports a claim for a principal another node's key
+// already hosts. The claim does not count; the existing binding stays.
+var ErrHostedElsewhere = errors.New("acl: principal is hosted by another node")
+
+// NewBinding returns host's claim that it hosts principal.
+func NewBinding(host Identity, principal namespace.Address, ts crdt.Timestamp) (Binding, error) {
+	b := Binding{Principal: principal, Key: slices.Clone(host.Public), TS: ts}
+	return b.sign(host)
+}
+
+// NewHandover returns from's hand-over of principal to the node key to.
+func NewHandover(from Identity, principal namespace.Address, to ed25519.PublicKey, ts crdt.Timestamp) (Binding, error) {
+	b := Binding{Principal: principal, Key: slices.Clone(to), From: slices.Clone(from.Public), TS: ts}
+	return b.sign(from)
+}
+
+func (b Binding) sign(signer Identity) (Binding, error) {
+	if !signer.valid() {
+		return Binding{}, fmt.Errorf("%w: signer identity has no valid key pair", ErrInvalid)
+	}
+	if err := b.check(); err != nil {
+		return Binding{}, err
+	}
+	b.Sig = signer.Sign(b.signedBytes())
+	return b, nil
+}
+
+// Signer is the key that signs b: From for a hand-over, else Key.
+func (b Binding) Signer() ed25519.PublicKey {
+	if len(b.From) > 0 {
+		return b.From
+	}
+	return b.Key
+}
+
+func (b Binding) check() error {
+	if !isPrincipal(b.Principal) {
+		return fmt.Errorf("%w: binding of %q, not an agent root", ErrInvalid, b.Principal)
+	}
+	if len(b.Key) != ed25519.PublicKeySize || len(b.From) != 0 && len(b.From) != ed25519.PublicKeySize {
+		return fmt.Errorf("%w: binding keys of the wrong size", ErrInvalid)
+	}
+	if bytes.Equal(b.Key, b.From) {
+		return fmt.Errorf("%w: hand-over of %s to the key that holds it", ErrInvalid, b.Principal)
+	}
+	return nil
+}
+
+type wireBinding struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	V        uint8
+	P        string
+	K        []byte
+	F        []byte
+	TS       uint64
+	Sig      []byte
+}
+
+func (b Binding) wire(withSig bool) wireBinding {
+	w := wireBinding{V: 1, P: b.Principal.String(), K: nonNil(b.Key), F: nonNil(b.From), TS: uint64(b.TS)}
+	if withSig {
+		w.Sig = nonNil(b.Sig)
+	} else {
+		w.Sig = []byte{}
+	}
+	return w
+}
+
+func (b Binding) signedBytes() []byte {
+	enc, _ := msgpack.Marshal(b.wire(false))
+	return append([]byte(bindingDomain), enc...)
+}
+
+// Encode returns the canonical encoding: a msgpack array
+// [version, principal, key, from, ts, sig].
+func (b Binding) Encode() []byte {
+	enc, _ := msgpack.Marshal(b.wire(true))
+	return enc
+}
+
+// DecodeBinding decodes Encode's output, at most MaxBindingBytes. It checks
+// the structure, not the signature (Verify). Errors wrap ErrCorrupt; every
+// accepted input re-encodes to the same bytes.
+func DecodeBinding(raw []byte) (Binding, error) {
+	if len(raw) > MaxBindingBytes {
+		return Binding{}, fmt.Errorf("%w: binding of %d bytes, more than %d", ErrCorrupt, len(raw), MaxBindingBytes)
+	}
+	if err := crdt.CheckMsgpack(raw, 2); err != nil {
+		return Binding{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	var w wireBinding
+	if err := msgpack.Unmarshal(raw, &w); err != nil {
+		return Binding{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	p, err := namespace.ParsePrincipal(w.P)
+	if err != nil || w.V != 1 {
+		return Binding{}, fmt.Errorf("%w: binding principal %q or version %d", ErrCorrupt, shorten(w.P), w.V)
+	}
+	b := Binding{Principal: p, Key: w.K, TS: crdt.Timestamp(w.TS), Sig: w.Sig}
+	if len(w.F) > 0 {
+		b.From = w.F
+	}
+	if err := b.check(); err != nil {
+		return Binding{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if !bytes.Equal(b.Encode(), raw) {
+		return Binding{}, fmt.Errorf("%w: binding not in canonical form", ErrCorrupt)
+	}
+	return b, nil
+}
+
+// Verify checks the binding's structure and signature; errors wrap
+// ErrInvalid or ErrBadSignature.
+func (b Binding) Verify() error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	if len(b.Sig) != ed25519.SignatureSize || !ed25519.Verify(b.Signer(), b.signedBytes(), b.Sig) {
+		return fmt.Errorf("%w: binding of %s", ErrBadSignature, b.Principal)
+	}
+	return nil
+}
+
+// String describes the binding for logs.
+func (b Binding) String() string {
+	if len(b.From) > 0 {
+		return fmt.Sprintf("hand-over of %s from node %s to node %s", b.Principal, NodeIDOf(b.From), NodeIDOf(b.Key))
+	}
+	return fmt.Sprintf("%s hosted by node %s", b.Principal, NodeIDOf(b.Key))
+}
+
+// Directory is what a node believes about who hosts which agent: one
+// binding per principal. The first claim a node admits for a principal
+// stands (trust on first use, kept across restarts by the node); a claim by
+// another key is refused with ErrHostedElsewhere and changes nothing, so a
+// member cannot take over an agent, nor change anybody's existing grants,
+// by claiming its name. Only a hand-over signed by the current host, newer
+// than the binding it replaces, moves an agent. Not safe for concurrent
+// use.
+type Directory struct {
+	by map[namespace.Address]Binding
+}
+
+// NewDirectory returns an empty directory.
+func NewDirectory() *Directory { return &Directory{by: map[namespace.Address]Binding{}} }
+
+// Admit verifies b and adds it. changed reports whether a binding was added
+// or moved. A second claim by the key already bound, or a hand-over already
+// applied, is a no-op. Errors wrap ErrInvalid, ErrBadSignature or
+// ErrHostedElsewhere, and then nothing changes.
+func (d *Directory) Admit(b Binding) (changed bool, err error) {
+	if err := b.Verify(); err != nil {
+		return false, err
+	}
+	cur, ok := d.by[b.Principal]
+	switch {
+	case !ok:
+		// A hand-over for a principal this node never saw claimed binds
+		// it too: the previous host signed it away.
+	case bytes.Equal(cur.Key, b.Key):
+		return false, nil
+	case len(b.From) > 0 && bytes.Equal(cur.Key, b.From) && b.TS > cur.TS:
+	default:
+		return false, fmt.Errorf("%w: %s is hosted by node %s; node %s's claim does not count",
+			ErrHostedElsewhere, b.Principal, NodeIDOf(cur.Key), NodeIDOf(b.Key))
+	}
+	b.Key, b.From, b.Sig = slices.Clone(b.Key), slices.Clone(b.From), slices.Clone(b.Sig)
+	d.by[b.Principal] = b
+	return true, nil
+}
+
+// KeyOf returns the key that hosts p; it is an acl.KeyLookup.
+func (d *Directory) KeyOf(p namespace.Address) (ed25519.PublicKey, bool) {
+	b, ok := d.by[p]
+	return b.Key, ok
+}
+
+// PrincipalsOf lists, sorted, the principals key hosts.
+func (d *Directory) PrincipalsOf(key ed25519.PublicKey) []namespace.Address {
+	var out []namespace.Address
+	for p, b := range d.by {
+		if bytes.Equal(b.Key, key) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b namespace.Address) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// Bindings lists every binding, sorted by principal.
+func (d *Directory) Bindings() []Binding {
+	out := make([]Binding, 0, len(d.by))
+	for _, b := range d.by {
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b Binding) int { return strings.Compare(a.Principal.String(), b.Principal.String()) })
+	return out
+}

@@ -1,0 +1,104 @@
+package acl
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/mnemohq/mnemo/namespace"
+)
+
+func bindingIdentity(t *testing.T, seed byte) Identity {
+	t.Helper()
+	id, err := IdentityFromSeed(bytes.Repeat([]byte{seed}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// Finding 1 of the trust issue: a second node claiming a bound principal is
+// refused and nothing changes; only the current host's hand-over moves it.
+func TestDirectoryFirstClaimStands(t *testing.T) {
+	alice := namespace.MustParse("agent://alice")
+	a, b, c := bindingIdentity(t, 1), bindingIdentity(t, 2), bindingIdentity(t, 3)
+	d := NewDirectory()
+	claimA, _ := NewBinding(a, alice, 10)
+	if changed, err := d.Admit(claimA); err != nil || !changed {
+		t.Fatalf("first claim: changed=%v err=%v", changed, err)
+	}
+	if changed, err := d.Admit(claimA); err != nil || changed {
+		t.Fatalf("repeated claim: changed=%v err=%v", changed, err)
+	}
+	claimB, _ := NewBinding(b, alice, 1) // back-dated, too
+	if _, err := d.Admit(claimB); !errors.Is(err, ErrHostedElsewhere) {
+		t.Fatalf("second node's claim: %v, want ErrHostedElsewhere", err)
+	}
+	// b forges a hand-over from a to itself: signed by b, not a
+	forged := Binding{Principal: alice, Key: b.Public, From: a.Public, TS: 20}
+	forged.Sig = b.Sign(forged.signedBytes())
+	if _, err := d.Admit(forged); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("forged hand-over: %v", err)
+	}
+	if k, _ := d.KeyOf(alice); !bytes.Equal(k, a.Public) {
+		t.Fatal("binding moved")
+	}
+	// a hands alice over to c; a stale re-claim by a is then refused
+	ho, err := NewHandover(a, alice, c.Public, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := d.Admit(ho); err != nil || !changed {
+		t.Fatalf("hand-over: changed=%v err=%v", changed, err)
+	}
+	if k, _ := d.KeyOf(alice); !bytes.Equal(k, c.Public) {
+		t.Fatal("hand-over did not move alice")
+	}
+	if _, err := d.Admit(claimA); !errors.Is(err, ErrHostedElsewhere) {
+		t.Fatalf("old host's claim after its hand-over: %v", err)
+	}
+	if got := d.PrincipalsOf(c.Public); len(got) != 1 || got[0] != alice {
+		t.Fatalf("PrincipalsOf(c) = %v", got)
+	}
+}
+
+func TestBindingEncoding(t *testing.T) {
+	a, c := bindingIdentity(t, 1), bindingIdentity(t, 3)
+	claim, _ := NewBinding(a, namespace.MustParse("agent://alice"), 10)
+	ho, _ := NewHandover(a, namespace.MustParse("agent://alice"), c.Public, 11)
+	for _, b := range []Binding{claim, ho} {
+		back, err := DecodeBinding(b.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := back.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		raw := b.Encode()
+		raw[len(raw)-1] ^= 1
+		if back, err := DecodeBinding(raw); err == nil && back.Verify() == nil {
+			t.Fatal("altered signature verifies")
+		}
+	}
+}
+
+func FuzzDecodeBinding(f *testing.F) {
+	a, _ := IdentityFromSeed(bytes.Repeat([]byte{1}, 32))
+	claim, _ := NewBinding(a, namespace.MustParse("agent://alice"), 10)
+	f.Add(claim.Encode())
+	f.Add([]byte{0x96, 1})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		b, err := DecodeBinding(raw)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error not ErrCorrupt: %v", err)
+			}
+			return
+		}
+		if !bytes.Equal(b.Encode(), raw) {
+			t.Fatal("accepted input does not re-encode to itself")
+		}
+		_ = b.Verify()
+		_, _ = NewDirectory().Admit(b)
+	})
+}

@@ -1,0 +1,132 @@
+package replica
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// Digest sync, the answering side: what a requester lacks, in batches.
+
+// answerSync replies with what the requester lacks, in batches.
+func (e *Engine) answerSync(p *peerState, m *wire.Message) {
+	var own []wire.NamespaceContext
+	seen := make(map[string]bool, min(len(m.Contexts), e.cfg.MaxSyncContexts))
+	for _, nc := range m.Contexts {
+		ns := nc.Namespace
+		if seen[ns] {
+			continue // asked twice in one message: answered once
+		}
+		if len(seen) == e.cfg.MaxSyncContexts {
+			e.reject(p, ns, fmt.Errorf("%w: more than %d", ErrTooManyContexts, e.cfg.MaxSyncContexts))
+			break
+		}
+		seen[ns] = true
+		if !e.pol.ShouldHold(ns) {
+			continue
+		}
+		have, err := crdt.DecodeContext(nc.Context, e.cfg.Limits)
+		if err != nil {
+			e.reject(p, ns, err)
+			continue
+		}
+		ret, err := e.st.Retracted(ns)
+		if err != nil {
+			continue
+		}
+		sum := retractedSum(ret)
+		ctx := e.st.Context(ns)
+		if m.Reply {
+			// Our context reveals no content, and it lets the requester send
+			// what we lack even when we cannot yet tell it may read ns (the
+			// grant that says so may be among what we lack).
+			own = append(own, namespaceContextOf(ns, ctx, ret, sum))
+		}
+		if !e.pol.PeerMayRead(p.Peer, ns) {
+			continue // never send a namespace's content to a peer that may not read it
+		}
+		if !e.pol.ReplicaMayWrite(e.cfg.Replica, ns) {
+			// Only writers send content (their removal claims count, a
+			// reader's would not, and a reader relaying records without
+			// them would leave the requester past a removal it never saw).
+			continue
+		}
+		sendRetracted := uint64(len(ret)) != nc.Retracted || !bytes.Equal(sum[:], nc.RetSum)
+		if len(ret) == 0 {
+			sendRetracted = false
+		}
+		// Records stream out in batches. A batch's context claims the dots
+		// both sides have seen (so a dot the requester holds in a sent record
+		// and this side removed is dropped there) plus the batch's own dots;
+		// the last batch also claims the dots removed here that the requester
+		// never saw. No batch claims a dot of a record still to come, so a
+		// lost batch is found missing again by the next sync.
+		shared := ctx.Intersect(have)
+		batch := map[string]*crdt.Record{}
+		size := 0
+		emit := func(last bool, removed *crdt.Context) {
+			ctx := shared.Clone()
+			var rids []string
+			if last {
+				if removed != nil {
+					ctx.Join(removed)
+				}
+				if sendRetracted {
+					rids = ret
+				}
+			}
+			d := crdt.AssembleMap(ctx, batch, rids)
+			nd := wire.NamespaceDelta{Namespace: ns, Delta: d.Encode()}
+			nd.Sign(wire.KindSyncReply, e.cfg.Signer)
+			msg := &wire.Message{Kind: wire.KindSyncReply, Deltas: []wire.NamespaceDelta{nd}}
+			p.stats.BytesSent += uint64(msg.Size())
+			e.send(p.ID, msg)
+			batch, size = map[string]*crdt.Record{}, 0
+		}
+		removed, err := e.st.Missing(ns, have, func(id string, rec *crdt.Record) error {
+			batch[id] = rec
+			size += len(crdt.EncodeRecord(rec)) + len(id)
+			if size >= e.cfg.BatchMaxBytes {
+				emit(false, nil)
+			}
+			return nil
+		})
+		if err != nil {
+			continue
+		}
+		if len(batch) > 0 || (removed != nil && !removed.IsEmpty()) || sendRetracted {
+			emit(true, removed)
+		}
+		p.answered[ns] = e.now
+		delete(p.joining, ns)
+	}
+	if len(own) > 0 {
+		e.send(p.ID, &wire.Message{Kind: wire.KindSyncReply, Contexts: own})
+	}
+}
+
+func (e *Engine) namespaceContext(ns string) (wire.NamespaceContext, error) {
+	ret, err := e.st.Retracted(ns)
+	if err != nil {
+		return wire.NamespaceContext{}, err
+	}
+	return namespaceContextOf(ns, e.st.Context(ns), ret, retractedSum(ret)), nil
+}
+
+func namespaceContextOf(ns string, ctx *crdt.Context, ret []string, sum [32]byte) wire.NamespaceContext {
+	return wire.NamespaceContext{Namespace: ns, Context: ctx.Encode(), Retracted: uint64(len(ret)), RetSum: sum[:]}
+}
+
+func retractedSum(ids []string) [32]byte {
+	h := sha256.New()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
