@@ -27,7 +27,7 @@ type access struct {
 	// hostedElsewhere reports the node that hosts a principal when it is
 	// not this one (set by replication; nil on a single node).
 	hostedElsewhere func(namespace.Address) (acl.NodeID, bool)
-	tokens         *tokens
+	tokens          *tokens
 }
 
 func prepareAccess(dir string, owner namespace.Address) (*access, error) {
