@@ -172,7 +172,8 @@ func (b Binding) String() string {
 // than the binding it replaces, moves an agent. Not safe for concurrent
 // use.
 type Directory struct {
-	by map[namespace.Address]Binding
+	by  map[namespace.Address]Binding // the current binding of each principal
+	log []Binding                     // every binding admitted, in order
 }
 
 // NewDirectory returns an empty directory.
@@ -200,7 +201,19 @@ func (d *Directory) Admit(b Binding) (changed bool, err error) {
 	}
 	b.Key, b.From, b.Sig = slices.Clone(b.Key), slices.Clone(b.From), slices.Clone(b.Sig)
 	d.by[b.Principal] = b
+	d.log = append(d.log, b)
 	return true, nil
+}
+
+// Hosted reports whether key hosts p or hosted it before a hand-over: the
+// writes p made through key then are p's.
+func (d *Directory) Hosted(p namespace.Address, key ed25519.PublicKey) bool {
+	for _, b := range d.log {
+		if b.Principal == p && b.Key.Equal(key) {
+			return true
+		}
+	}
+	return false
 }
 
 // KeyOf returns the key that hosts p; it is an acl.KeyLookup.
@@ -221,12 +234,6 @@ func (d *Directory) PrincipalsOf(key ed25519.PublicKey) []namespace.Address {
 	return out
 }
 
-// Bindings lists every binding, sorted by principal.
-func (d *Directory) Bindings() []Binding {
-	out := make([]Binding, 0, len(d.by))
-	for _, b := range d.by {
-		out = append(out, b)
-	}
-	slices.SortFunc(out, func(a, b Binding) int { return strings.Compare(a.Principal.String(), b.Principal.String()) })
-	return out
-}
+// Bindings lists every binding admitted, hand-overs after what they
+// replace: admitted in this order, they rebuild the directory.
+func (d *Directory) Bindings() []Binding { return slices.Clone(d.log) }

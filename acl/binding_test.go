@@ -60,6 +60,19 @@ func TestDirectoryFirstClaimStands(t *testing.T) {
 	if got := d.PrincipalsOf(c.Public); len(got) != 1 || got[0] != alice {
 		t.Fatalf("PrincipalsOf(c) = %v", got)
 	}
+	if !d.Hosted(alice, a.Public) || !d.Hosted(alice, c.Public) || d.Hosted(alice, b.Public) {
+		t.Fatal("Hosted does not follow the hand-over history")
+	}
+	// the log rebuilds the same directory
+	again := NewDirectory()
+	for _, x := range d.Bindings() {
+		if _, err := again.Admit(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if k, _ := again.KeyOf(alice); !bytes.Equal(k, c.Public) {
+		t.Fatal("replayed log does not end at the hand-over")
+	}
 }
 
 func TestBindingEncoding(t *testing.T) {

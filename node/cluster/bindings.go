@@ -3,6 +3,7 @@ package cluster
 import (
 	"crypto/ed25519"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -41,7 +42,8 @@ const bindingsMeta = "cluster/bindings"
 
 // loadBindings fills the directory from the store.
 func (c *Cluster) loadBindings() {
-	c.dir, c.byReplica = acl.NewDirectory(), map[crdt.ReplicaID][]namespace.Address{}
+	c.dir = acl.NewDirectory()
+	c.reindexBindings()
 	raw, err := c.svc.Store().Meta(bindingsMeta)
 	if err != nil || raw == nil {
 		return
@@ -71,12 +73,19 @@ func (c *Cluster) saveBindings() {
 	}
 }
 
-// reindexBindings rebuilds byReplica. Call with knownMu held.
+// reindexBindings rebuilds byReplica and everByReplica. Call with knownMu
+// held.
 func (c *Cluster) reindexBindings() {
 	c.byReplica = map[crdt.ReplicaID][]namespace.Address{}
+	c.everByReplica = map[crdt.ReplicaID][]namespace.Address{}
 	for _, b := range c.dir.Bindings() {
 		r := acl.ReplicaIDOf(b.Key)
-		c.byReplica[r] = append(c.byReplica[r], b.Principal)
+		if !slices.Contains(c.everByReplica[r], b.Principal) {
+			c.everByReplica[r] = append(c.everByReplica[r], b.Principal)
+		}
+		if cur, _ := c.dir.KeyOf(b.Principal); cur.Equal(b.Key) && !slices.Contains(c.byReplica[r], b.Principal) {
+			c.byReplica[r] = append(c.byReplica[r], b.Principal)
+		}
 	}
 }
 
@@ -234,6 +243,17 @@ func (c *Cluster) principalsOfKey(key ed25519.PublicKey) []namespace.Address {
 	c.knownMu.RLock()
 	defer c.knownMu.RUnlock()
 	return c.dir.PrincipalsOf(key)
+}
+
+// hostedBy reports whether the replica r's node hosts p or hosted it before
+// a hand-over (an author check: p's writes come from p's node).
+func (c *Cluster) hostedBy(p namespace.Address, r crdt.ReplicaID) bool {
+	if r == c.cfg.Identity.ReplicaID() {
+		return slices.Contains(c.cfg.Agents(), p)
+	}
+	c.knownMu.RLock()
+	defer c.knownMu.RUnlock()
+	return slices.Contains(c.everByReplica[r], p)
 }
 
 // principalsOfReplica lists the principals bound to the key of replica r.

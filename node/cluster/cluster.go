@@ -121,8 +121,9 @@ type Cluster struct {
 	known   map[string]bool // public keys of live members
 	// dir binds principals to the node keys that host them, from verified
 	// binding records only (bindings.go); byReplica indexes it.
-	dir       *acl.Directory
-	byReplica map[crdt.ReplicaID][]namespace.Address
+	dir           *acl.Directory
+	byReplica     map[crdt.ReplicaID][]namespace.Address // the principals each replica's node hosts now
+	everByReplica map[crdt.ReplicaID][]namespace.Address // … or hosted before a hand-over
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -223,6 +224,7 @@ func Start(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: gossip: %w", err)
 	}
 	c.svc.SetKeyOf(c.keyOf)
+	c.svc.SetAuthorCheck(c.hostedBy)
 	c.svc.OnLocalDelta(c.onLocalDelta)
 	c.wg.Add(1)
 	go c.loop()

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/mnemohq/mnemo/acl"
@@ -35,6 +36,48 @@ func (s *Service) MayRead(principal namespace.Address, ns string) bool {
 func (s *Service) MayWrite(principal namespace.Address, ns string) bool {
 	a, err := namespace.Parse(ns)
 	return err == nil && s.auth.CheckWrite(principal, a) == nil
+}
+
+// SetAuthorCheck sets how ApplyRemote decides whether the replica that
+// wrote a record's author field may name that author: replication passes
+// the cluster's verified bindings (the author is, or was before a
+// hand-over, hosted by that replica's node). Without one (a Service used
+// without replication) authors are not checked. fn must be safe for
+// concurrent use.
+func (s *Service) SetAuthorCheck(fn func(author namespace.Address, writer crdt.ReplicaID) bool) {
+	if fn == nil {
+		s.authorOK.Store(nil)
+		return
+	}
+	s.authorOK.Store(&fn)
+}
+
+func (s *Service) authorHostedBy(p namespace.Address, r crdt.ReplicaID) bool {
+	if fn := s.authorOK.Load(); fn != nil {
+		return (*fn)(p, r)
+	}
+	return true
+}
+
+// checkRemoteAuthors refuses a peer's delta holding a record whose author
+// names an agent the node of the replica that wrote it does not host: one
+// member cannot write in another agent's name. Errors wrap acl.ErrDenied.
+func (s *Service) checkRemoteAuthors(ns string, d *crdt.Map) error {
+	var bad error
+	d.Records(func(id string, rec *crdt.Record) bool {
+		f, ok := rec.Field(fAuthor)
+		if !ok {
+			return true
+		}
+		p, err := namespace.ParsePrincipal(string(f.Value))
+		if err != nil || !s.authorHostedBy(p, f.Dot.Replica) {
+			bad = fmt.Errorf("%w: %s in %s names author %q, not hosted by the node of replica %v that wrote it",
+				acl.ErrDenied, id, ns, f.Value, f.Dot.Replica)
+			return false
+		}
+		return true
+	})
+	return bad
 }
 
 // PolicyWithDelta is the acl policy of ns counting, besides the records

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mnemohq/mnemo/acl"
@@ -88,6 +89,10 @@ type Service struct {
 	dd   dedupState   // dedup.go
 	proj projState    // projections.go
 	cps  copyState    // copies.go
+
+	// authorOK, when set, decides the author check of ApplyRemote
+	// (SetAuthorCheck, replication.go).
+	authorOK atomic.Pointer[func(namespace.Address, crdt.ReplicaID) bool]
 }
 
 // Open opens the store in cfg.Dir and rebuilds the query index from it.
@@ -195,10 +200,15 @@ func (s *Service) now() (time.Time, crdt.Timestamp) {
 	return ts.Time(), ts
 }
 
-// ApplyRemote applies a delta received from a peer: its timestamps are
-// checked against the clock's skew bound before any of it applies.
+// ApplyRemote applies a delta received from a peer: its acl and surgery
+// records are checked, every record's author must be hosted by the node of
+// the replica that wrote it (checkRemoteAuthors), and its timestamps are
+// checked against the clock's skew bound, before any of it applies.
 func (s *Service) ApplyRemote(ns string, delta *crdt.Map) error {
 	if err := s.checkRemoteACL(ns, delta); err != nil {
+		return err
+	}
+	if err := s.checkRemoteAuthors(ns, delta); err != nil {
 		return err
 	}
 	if err := s.checkRemoteSurgery(ns, delta); err != nil {
