@@ -40,6 +40,12 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Now is the wall clock handed to the memory Service. Default time.Now.
 	Now func() time.Time
+	// MCPMaxSessions bounds the live MCP sessions on /mcp; opening one more
+	// closes the least recently used. Default 256.
+	MCPMaxSessions int
+	// MCPMaxSessionsPerPrincipal bounds the live MCP sessions of one
+	// principal, the same way. Default 16.
+	MCPMaxSessionsPerPrincipal int
 
 	// ClusterKey (base64 text of a 16, 24 or 32-byte key, as in a key file)
 	// turns replication on; empty keeps the node alone. See replication.go.
@@ -83,6 +89,9 @@ func (c *Config) validate() (namespace.Address, error) {
 	}
 	if c.MaxBodyBytes < 0 || c.MaxImportBytes < 0 {
 		return namespace.Address{}, errors.New("node: body limits must not be negative")
+	}
+	if c.MCPMaxSessions < 0 || c.MCPMaxSessionsPerPrincipal < 0 {
+		return namespace.Address{}, errors.New("node: MCP session limits must not be negative")
 	}
 	if c.ShutdownTimeout < 0 {
 		return namespace.Address{}, errors.New("node: ShutdownTimeout must not be negative")

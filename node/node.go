@@ -15,6 +15,7 @@ import (
 
 	"github.com/mnemohq/mnemo/node/cluster"
 	"github.com/mnemohq/mnemo/node/httpapi"
+	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
@@ -115,6 +116,7 @@ func (n *Node) start() error {
 		Logger:         n.log,
 		MaxBodyBytes:   n.cfg.MaxBodyBytes,
 		MaxImportBytes: n.cfg.MaxImportBytes,
+		MCP:            mcptools.HTTPOptions{MaxSessions: n.cfg.MCPMaxSessions, MaxSessionsPerPrincipal: n.cfg.MCPMaxSessionsPerPrincipal},
 	})
 	if err != nil {
 		return err

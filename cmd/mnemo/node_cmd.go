@@ -24,6 +24,8 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.StringVar(&cfg.Agent, "agent", "", "owner agent `NAME` (default from the user and host names: "+node.DefaultAgentName()+")")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 0, "request body limit in `BYTES` (default 2 MiB)")
 	fs.Int64Var(&cfg.MaxImportBytes, "max-import-bytes", 0, "import body limit in `BYTES` (default 64 MiB)")
+	fs.IntVar(&cfg.MCPMaxSessions, "mcp-sessions", 0, "bound on live MCP sessions on /mcp, `N` (default 256; one more closes the least recently used)")
+	fs.IntVar(&cfg.MCPMaxSessionsPerPrincipal, "mcp-sessions-per-principal", 0, "bound on one principal's live MCP sessions, `N` (default 16)")
 	verbose := fs.Bool("verbose", false, "log debug detail")
 	keyFile := fs.String("cluster-key", "", "replicate with the cluster whose key is in `FILE` (base64 of 16/24/32 bytes; mnemo cluster-key makes one)")
 	fs.StringVar(&cfg.GossipAddr, "gossip", "", "gossip (memberlist) bind `ADDR` (default 127.0.0.1:0; needs --cluster-key)")

@@ -115,6 +115,10 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
 	fmt.Fprintf(&b, "mnemo_memories %d\n", st.Memories)
 	metric("mnemo_memories_deleted", "gauge", "Soft-deleted memories the owner can read.")
 	fmt.Fprintf(&b, "mnemo_memories_deleted %d\n", st.Deleted)
+	metric("mnemo_mcp_sessions", "gauge", "Live MCP sessions on /mcp.")
+	fmt.Fprintf(&b, "mnemo_mcp_sessions %d\n", a.mcpSessions.Sessions())
+	metric("mnemo_mcp_sessions_evicted_total", "counter", "MCP sessions closed to make room under the session limits.")
+	fmt.Fprintf(&b, "mnemo_mcp_sessions_evicted_total %d\n", a.mcpSessions.Evicted())
 	if a.cluster != nil {
 		cs := a.cluster.Status(false)
 		for _, c := range []struct {

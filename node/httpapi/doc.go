@@ -49,8 +49,9 @@
 //	GET    /v1/members                  {"members":[{"node_id","agents","addr","state"}]} (the node alone without a cluster key); any token
 //	GET    /v1/status                   owner token only: replication per peer; ?digests=true adds each namespace's state digest (a full scan)
 //	POST   /v1/sync                     owner token only: {"peer"} ("" = every peer): digest sync now; 202, 409 without replication
-//	GET    /metrics                     owner token only: Prometheus text format
-//	*      /mcp                         the MCP tools over streamable HTTP (token required; caller resolved as for /v1)
+//	GET    /metrics                     owner token only: Prometheus text format (memories, MCP sessions, replication)
+//	*      /mcp                         the MCP tools over streamable HTTP (token required; caller resolved as for /v1;
+//	                                    Config.MCP bounds the sessions: 16 per principal, 256 in all, least recently used closed first)
 //
 // Filters (query parameters): namespace, type, tags (comma separated, all
 // of), project, scope, subject_type, subject_id, session_id, channel, since,

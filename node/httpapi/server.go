@@ -49,6 +49,10 @@ type Config struct {
 	Cluster ClusterView
 	// NodeID names this node in those answers.
 	NodeID string
+	// MCP bounds the sessions of /mcp; zero values are mcptools'
+	// defaults (256 sessions, 16 per principal, closed after 30 idle
+	// minutes). Its Logger defaults to Logger.
+	MCP mcptools.HTTPOptions
 }
 
 func (c *Config) validate() error {
@@ -89,6 +93,8 @@ type api struct {
 
 	cluster ClusterView
 	nodeID  string
+
+	mcpSessions *mcptools.HTTPHandler
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -151,14 +157,22 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	// MCP over streamable HTTP: the caller is fixed by the request that
 	// opens the MCP session, through the same callerFor as every route.
-	mcpHandler := mcptools.HTTPHandler(func(r *http.Request) mcptools.Backend {
+	mcpOpts := cfg.MCP
+	if mcpOpts.Logger == nil {
+		mcpOpts.Logger = a.log
+	}
+	sessions, err := mcptools.NewHTTPHandler(func(r *http.Request) (mcptools.Backend, string) {
 		c, err := a.callerFor(r)
 		if err != nil {
-			return nil
+			return nil, ""
 		}
-		return mcptools.ServiceBackend(a.svc, c)
-	})
-	mcpHandler = a.bindMCPSessions(mcpHandler)
+		return mcptools.ServiceBackend(a.svc, c), c.Principal.String()
+	}, mcpOpts)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
+	}
+	a.mcpSessions = sessions
+	mcpHandler := a.bindMCPSessions(sessions)
 	a.mux.Handle("/mcp", a.authed(func(w http.ResponseWriter, r *http.Request) error {
 		mcpHandler.ServeHTTP(w, r)
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -47,6 +48,12 @@ func (l *idList) UnmarshalJSON(b []byte) error {
 	*l = ids
 	return nil
 }
+
+// compactInputSchema is compactSchema, built once. The SDK's SchemaCache
+// keys hand-made schemas by pointer: a new pointer per server (one server
+// per HTTP session) added an entry, some 30 KiB, for every session ever
+// opened.
+var compactInputSchema = sync.OnceValue(compactSchema)
 
 // compactSchema is compactArgs' generated schema with compact_ids allowed
 // to be a string as well as an array.

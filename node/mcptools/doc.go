@@ -4,7 +4,7 @@
 // narrow view of memory.Service the tools need with the caller bound in:
 // ServiceBackend for a Service in this process, ClientBackend for a node
 // reached over its HTTP API. Serve it on stdio (`mnemo mcp`) with
-// server.Run, or over streamable HTTP with HTTPHandler, mounted by the node
+// server.Run, or over streamable HTTP with NewHTTPHandler, mounted by the node
 // at /mcp behind its token check.
 //
 // # Tools
@@ -62,8 +62,12 @@
 //
 // # HTTP
 //
-// HTTPHandler builds one MCP session per client (stateful streamable
+// NewHTTPHandler builds one MCP session per client (stateful streamable
 // HTTP); the backend is chosen from the request that initializes the
-// session, so each session acts as the principal that opened it. Idle
-// sessions are closed after SessionIdleTimeout.
+// session, so each session acts as the principal that opened it. Sessions
+// are bounded (sessions.go): idle ones close after SessionIdleTimeout (30
+// minutes), and past MaxSessionsPerPrincipal (16) for one principal or
+// MaxSessions (256) in all, opening one closes the least recently used —
+// its client gets 404 and initializes again. So a flood of initialize
+// calls holds at most MaxSessions servers in memory, however long it runs.
 package mcptools

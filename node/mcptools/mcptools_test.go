@@ -407,15 +407,18 @@ func TestHTTPHandler(t *testing.T) {
 	svc := openService(t, clk)
 	var asked int
 	var mu sync.Mutex
-	h := HTTPHandler(func(r *http.Request) Backend {
+	h, err := NewHTTPHandler(func(r *http.Request) (Backend, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked++
 		if r.Header.Get("X-Test-Deny") != "" {
-			return nil
+			return nil, ""
 		}
-		return ServiceBackend(svc, memory.Caller{Principal: svc.Owner()})
-	})
+		return ServiceBackend(svc, memory.Caller{Principal: svc.Owner()}), svc.Owner().String()
+	}, HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 

@@ -3,8 +3,6 @@ package mcptools
 import (
 	"context"
 	"log/slog"
-	"net/http"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -41,7 +39,7 @@ Compaction, in two phases: (1) mem_compact with older_than_days (and optionally 
 Ids are strings. Errors say what to change; fix the arguments and call again.`
 
 // NewServer returns an MCP server offering every mnemo tool on b.
-// Connect it to a transport with Run (stdio) or serve it with HTTPHandler.
+// Connect it to a transport with Run (stdio) or serve it with NewHTTPHandler.
 func NewServer(b Backend, opts Options) *mcp.Server {
 	version := opts.Version
 	if version == "" {
@@ -77,25 +75,4 @@ func refuseNonText(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
-}
-
-// SessionIdleTimeout closes an HTTP MCP session that made no request for
-// this long, so abandoned sessions do not pile up in the node.
-const SessionIdleTimeout = 30 * time.Minute
-
-// HTTPHandler serves MCP over streamable HTTP (mount it at /mcp, behind the
-// node's token check). getBackend is asked, on every request, for the
-// backend of the authenticated caller; the one returned for the request
-// that initializes a session serves that whole session. Returning nil
-// refuses the request with 400. Requests arriving on a loopback listener
-// must carry a loopback Host header (the SDK's DNS rebinding guard).
-func HTTPHandler(getBackend func(*http.Request) Backend) http.Handler {
-	cache := mcp.NewSchemaCache()
-	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		b := getBackend(r)
-		if b == nil {
-			return nil
-		}
-		return NewServer(b, Options{SchemaCache: cache})
-	}, &mcp.StreamableHTTPOptions{SessionTimeout: SessionIdleTimeout})
 }

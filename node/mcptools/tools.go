@@ -400,7 +400,7 @@ Returns the id of the saved summary.`,
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "mem_compact",
 		Annotations: withTitle(&mcp.ToolAnnotations{DestructiveHint: boolp(true), OpenWorldHint: boolp(false)}, "Compact memories"),
-		InputSchema: compactSchema(),
+		InputSchema: compactInputSchema(),
 		Description: `Retire stale memories and replace them with one summary, in two phases.
 1. Identify: call with older_than_days (> 0) and optionally project, scope, namespace, limit. Nothing changes; you get the candidates (id, age, type, title, snippet) and an age histogram.
 2. Execute: read the candidates (mem_get_observation for detail), write a summary of what is still worth knowing, then call with compact_ids (the ids to retire) plus summary_title and summary_content. The ids are archived and the summary (type compaction_summary) is saved together, all or nothing. Memories already deleted cannot be compacted.
