@@ -43,9 +43,14 @@
 // past dots unacceptable (ReplicaMayWrite checks every dot of a record), which
 // is a policy question for the engine, not something to simulate around. A
 // node that gains read creates the namespace and asks a holder for catch-up
-// (RequestSync), as the node does. Forged writes: a node with read but no
-// write builds a delta against a copy of its state and hands it to its
-// engine; it is never acknowledged and must be rejected everywhere.
+// (RequestSync), as the node does. Every write is sealed and every frame's
+// deltas signed with the node's key, as the node does (crdt.Seal, wire).
+// A hostile member (a node with read but no write) builds a forged write
+// against a copy of its state and hands it to its engine, or sends raw
+// frames (attack.go): records whose dots name a writer's replica, a sync
+// reply claiming the target's whole context with no record plus a retract,
+// and a sync request naming one namespace a thousand times. None is ever
+// acknowledged; all must be rejected everywhere.
 // Projections are not simulated yet.
 //
 // # What is checked (Report.Violations, first violated first)

@@ -40,6 +40,7 @@ type Report struct {
 	Ops            int      `json:"ops"`
 	Acked          int      `json:"acked"`
 	Forged         int      `json:"forged"`
+	Attacks        int      `json:"attacks"` // forged dots, erasures, floods (attack.go)
 	Grants         int      `json:"grants"`
 	Revokes        int      `json:"revokes"`
 	Retracts       int      `json:"retracts"`
@@ -63,7 +64,7 @@ func (s *Sim) report(wall time.Duration) *Report {
 		DeltasApplied: s.stats.applied, MinDeltaBytes: s.stats.minDeltaBytes, StateBytes: s.stats.stateBytes,
 		Fallbacks: s.fallbacks(), MaxQueue: s.maxQueue(), QueueBound: s.cfg.Engine.QueueMaxDeltas,
 		Rejected: s.stats.rejected, Dropped: s.stats.dropped, WallMS: wall.Milliseconds(),
-		Ops: s.stats.ops, Acked: len(s.acked), Forged: s.stats.forgedN, Grants: s.stats.grants,
+		Ops: s.stats.ops, Acked: len(s.acked), Forged: s.stats.forgedN, Attacks: s.stats.attacks, Grants: s.stats.grants,
 		Revokes: s.stats.revokes, Retracts: s.stats.retracts, Crashes: s.stats.crashes,
 		TotalVirtualMS: s.now.Milliseconds(),
 		Replay:         s.cfg.ReplayCommand(),
@@ -120,8 +121,8 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "replay: %s\n", r.Replay)
 	}
-	fmt.Fprintf(w, "ops: %d (%d acknowledged, %d forged, %d grants, %d revocations, %d retracts), crashes %d\n",
-		r.Ops, r.Acked, r.Forged, r.Grants, r.Revokes, r.Retracts, r.Crashes)
+	fmt.Fprintf(w, "ops: %d (%d acknowledged, %d forged, %d other attacks, %d grants, %d revocations, %d retracts), crashes %d\n",
+		r.Ops, r.Acked, r.Forged, r.Attacks, r.Grants, r.Revokes, r.Retracts, r.Crashes)
 	fmt.Fprintf(w, "virtual time to converge after the last fault: %d ms (run: %d ms)\n", r.VirtualMS, r.TotalVirtualMS)
 	fmt.Fprintf(w, "messages: %d, %d bytes; deltas applied %d (%.0f bytes per delta)\n", r.Messages, r.Bytes, r.DeltasApplied, r.BytesPerDelta)
 	fmt.Fprintf(w, "  delta frames %d (%d bytes), sync frames %d (%d bytes); minimum K·(N−1)·delta %d bytes\n",

@@ -129,17 +129,17 @@ type Sim struct {
 }
 
 type counters struct {
-	messages, bytes           uint64
-	deltaMsgs, deltaBytes     uint64
-	syncMsgs, syncBytes       uint64
-	applied, rejected         uint64
-	dropped, unknown          uint64
-	ops, skipped              int
-	saves, updates, deletes   int
-	tagOps, retracts, grants  int
-	revokes, forgedN, crashes int
-	minDeltaBytes             uint64 // Σ encoded size of each local delta × its receivers at send time
-	stateBytes                uint64 // Σ origin's full namespace encoding × receivers (measureState)
+	messages, bytes                    uint64
+	deltaMsgs, deltaBytes              uint64
+	syncMsgs, syncBytes                uint64
+	applied, rejected                  uint64
+	dropped, unknown                   uint64
+	ops, skipped                       int
+	saves, updates, deletes            int
+	tagOps, retracts, grants           int
+	revokes, forgedN, attacks, crashes int
+	minDeltaBytes                      uint64 // Σ encoded size of each local delta × its receivers at send time
+	stateBytes                         uint64 // Σ origin's full namespace encoding × receivers (measureState)
 }
 
 // Run builds a cluster from cfg, runs the workload and fault schedule, lets

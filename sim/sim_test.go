@@ -46,8 +46,8 @@ func TestConvergenceMixedFaults(t *testing.T) {
 		if !r.Converged {
 			t.Errorf("seed %d: %s\nreplay: %s", seed, r.FirstViolation(), r.Replay)
 		}
-		if r.Fallbacks == 0 || r.Rejected == 0 || r.Forged == 0 {
-			t.Errorf("seed %d exercised too little: fallbacks %d, rejected %d, forged %d", seed, r.Fallbacks, r.Rejected, r.Forged)
+		if r.Fallbacks == 0 || r.Rejected == 0 || r.Forged == 0 || r.Attacks == 0 {
+			t.Errorf("seed %d exercised too little: fallbacks %d, rejected %d, forged %d, attacks %d", seed, r.Fallbacks, r.Rejected, r.Forged, r.Attacks)
 		}
 	}
 }

@@ -413,6 +413,9 @@ func (s *Sim) opForge() {
 	}
 	p := cand[s.rng.IntN(len(cand))]
 	n, ns := s.nodes[p[0]], s.nss[p[1]]
+	if s.attack(n, p[1]) { // attack.go: the rest of a hostile member's repertoire
+		return
+	}
 	m := n.st.Map(ns).Clone()
 	id := fmt.Sprintf("forged%d", s.stats.ops)
 	e, err := m.Edit(n.rep, id, crdt.DefaultLimits())
