@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,7 +96,10 @@ func (s *Service) Import(ctx context.Context, c Caller, namespaceArg string, dat
 //
 // What a file may claim is bounded, since it comes from outside: the
 // importer is the author of every memory unless the owner asks
-// opts.PreserveProvenance; a memory id must be a mnemo id (26 characters of
+// opts.PreserveProvenance (and, in a namespace that replicates, even then
+// only an author this node hosts stays the author: peers refuse a record
+// whose author another node hosts, so a foreign author is kept in
+// provenance as "author:NAME"); a memory id must be a mnemo id (26 characters of
 // the id alphabet, so never a reserved record prefix nor a path) that no
 // memory of another namespace uses; and no time may lie further ahead of
 // this node's clock than the skew it tolerates from peers (crdt's clock
@@ -157,6 +161,12 @@ func (s *Service) ImportWith(ctx context.Context, c Caller, data []byte, opts Im
 					return ImportResult{}, fmt.Errorf("memory %d (%s): %w", i, m.ID, err)
 				}
 				p.author, p.lineage, p.provenance = m.Author, m.Lineage, m.Provenance
+				if a, err := namespace.ParsePrincipal(m.Author); err == nil && Replicated(ns.String()) && !s.isLocal(a) {
+					// Peers refuse a record whose author another node
+					// hosts (or nobody does): keep the author as provenance.
+					p.author = ""
+					p.provenance = append(slices.Clone(m.Provenance), "author:"+m.Author)
+				}
 			}
 			items = append(items, importItem{req, p})
 		}

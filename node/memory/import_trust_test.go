@@ -169,3 +169,26 @@ func TestImportRefusesAnIDOfAnotherNamespace(t *testing.T) {
 		t.Fatalf("the original: %+v %v", got, err)
 	}
 }
+
+// In a namespace that replicates, even the owner's preserving import keeps
+// only an author this node hosts: peers would refuse a record whose author
+// another node hosts, so a foreign author goes to provenance.
+func TestPreservedForeignAuthorInSharedNamespace(t *testing.T) {
+	s, clk, alice := openTest(t, t.TempDir())
+	ctx := context.Background()
+	if _, err := s.CreateNamespace(ctx, alice, "team://restore"); err != nil {
+		t.Fatal(err)
+	}
+	ex := exportOf(clk.t, 1)
+	ex.Memories[0].Author = "agent://ceo"
+	if _, err := s.ImportWith(ctx, alice, marshal(t, ex), ImportOptions{Namespace: "team://restore", PreserveProvenance: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, alice, ex.Memories[0].ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Author != "agent://alice" || !slices.Contains(got.Provenance, "author:agent://ceo") {
+		t.Fatalf("author %q provenance %v", got.Author, got.Provenance)
+	}
+}
