@@ -26,6 +26,22 @@
 // agent://alice" counts only if the KeyLookup binds agent://alice to the
 // record's key (else ErrWrongKey, which wraps ErrNotAuthorized).
 //
+// # Bindings: which node hosts an agent
+//
+// A KeyLookup must come from verified records, not from what members
+// advertise. A Binding binds a principal to the node key that hosts it: a
+// claim is signed by that key; a hand-over, signed by the current host,
+// moves the agent to another key. A Directory admits bindings: the first
+// claim it admits for a principal stands (the node stores its directory, so
+// this holds across restarts), a claim by another key is refused with
+// ErrHostedElsewhere and changes nothing — nobody's grants change because a
+// member claims a name — and only a hand-over from the current host, newer
+// than the binding it replaces, moves it. Directory.KeyOf is a KeyLookup;
+// Hosted answers for the whole history (writes made before a hand-over stay
+// their author's). Two claims racing across a partition are decided per
+// node by arrival order; the loser is reported as a conflict on every node
+// that admitted the other, and an operator resolves it with a hand-over.
+//
 // # Defaults
 //
 //   - agent://NAME and every path below it belong to agent://NAME, who holds

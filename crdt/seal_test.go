@@ -213,3 +213,64 @@ func TestSealsCollectedWithTheirDots(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// saveEdit is a realistic memory save: eleven fields and three tags.
+func saveEdit(b *testing.B, s sealer, i int) *Map {
+	m := NewMap()
+	e, err := m.Edit(s.rep, fmt.Sprintf("01HZX%021d", i), Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := Timestamp(1) << 40
+	for _, f := range []string{"ty", "ti", "co", "sc", "pj", "au", "im", "cf", "ca", "ua", "ha"} {
+		v := "value of " + f
+		if f == "co" {
+			v = string(bytes.Repeat([]byte("memory content "), 20))
+		}
+		if err := e.Set(ts, f, []byte(v)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, t := range []string{"auth", "db", "perf"} {
+		_ = e.Add("tg", t)
+	}
+	return e.Delta()
+}
+
+// BenchmarkSealSave: what sealing costs one save, and the bytes it adds.
+func BenchmarkSealSave(b *testing.B) {
+	s := newSealer(1)
+	plain := saveEdit(b, s, 0)
+	sealed := plain.Clone()
+	sealed.Seal("team://x", s.signer)
+	i := 0
+	for b.Loop() {
+		d := saveEdit(b, s, i)
+		d.Seal("team://x", s.signer)
+		i++
+	}
+	b.ReportMetric(float64(len(sealed.Encode())-len(plain.Encode())), "bytes-added")
+	b.ReportMetric(float64(len(plain.Encode())), "bytes-unsealed")
+}
+
+// BenchmarkSaveEditOnly is BenchmarkSealSave without the seal, to subtract.
+func BenchmarkSaveEditOnly(b *testing.B) {
+	s := newSealer(1)
+	i := 0
+	for b.Loop() {
+		_ = saveEdit(b, s, i)
+		i++
+	}
+}
+
+// BenchmarkVerifySave: a receiver's check of one sealed save, uncached.
+func BenchmarkVerifySave(b *testing.B) {
+	s := newSealer(1)
+	d := saveEdit(b, s, 0)
+	d.Seal("team://x", s.signer)
+	for b.Loop() {
+		if err := d.VerifySeals("team://x", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -41,7 +41,11 @@
 // names, every principal a token is bound to, and every principal a
 // session key has resolved to (Node.Principals). They are bound to the
 // node's key, so acl records the node signs on their behalf count, and a
-// project namespace is readable by them.
+// project namespace is readable by them. With replication, the node claims
+// each of them with a signed binding (node/cluster); a principal another
+// node already hosts is not claimed (logged and counted), and POST
+// /v1/tokens refuses a token for it with 409: a node cannot make itself
+// the host of someone else's agent by issuing a token.
 //
 // Decisions:
 //

@@ -19,12 +19,22 @@
 // a buffer.
 //
 // Which peers hold what: team and project namespaces replicate to every
-// member whose advertised agents may read them (by this node's policy), and
-// an inbox (agent://TARGET/.inbox/WRITER/...) to the node advertising
-// TARGET; writes are accepted from replicas whose node advertises an agent
-// that may write, counting the signed acl records the delta itself carries
-// (a grant travels inside the namespace it governs). A member's replica id
-// derives from the public key its gossip metadata carries, and QUIC pins
-// that key. The principal → node-key bindings learned from membership are
-// stored, so a node restarted alone still verifies the grants it holds.
+// member whose agents may read them (by this node's policy), and an inbox
+// (agent://TARGET/.inbox/WRITER/...) to the node hosting TARGET. Which
+// agents a member hosts is never taken from what it advertises: every node
+// claims its local principals with bindings signed by its key (bindings.go,
+// acl.Binding), sends them to each member that joins (asking for the
+// member's in return, every tick until they arrive) and to every member
+// each BindingsInterval, and admits what it receives into its acl.Directory
+// (first claim stands, a conflicting claim is refused and counted in
+// Status.BindingConflicts, only a hand-over moves an agent). The directory
+// is stored, so a node restarted alone still verifies the grants it holds,
+// and it is the memory service's key lookup and author check: a record's
+// author must be hosted by the node of the replica that wrote it.
+//
+// Every frame's namespace deltas are signed with the node key and every
+// transaction the store commits is sealed with it (crdt.Seal); the engine
+// checks both on arrival and accepts a namespace's content only from
+// members that may write it (sync/replica/doc.go). A member's replica id
+// derives from its key, which QUIC pins.
 package cluster

@@ -58,13 +58,54 @@
 //
 // # Checks on arrival
 //
-// Every namespace delta is decoded with crdt limits, its namespace must be
-// one this node holds (Policy.ShouldHold), and every dot in its records must
-// belong to a replica that may write the namespace (Policy.ReplicaMayWrite);
-// retracts need the sending peer's replica to hold write.
-// A failing namespace delta is rejected whole, counted, and reported in
-// Ready.Rejected with the peer's id; nothing of it applies. Causal-context
-// claims themselves are not attributed to authors: a cluster member could
-// claim dots it never saw, which membership (mutual TLS and the cluster key)
-// is trusted to prevent.
+// A peer is known by the node key its frames are authenticated with (the
+// driver's transport: QUIC with mutual TLS), its replica id derives from
+// that key, and the agents it hosts (Peer.Principals) come from verified
+// binding records, never from what it advertises. Every namespace delta is
+// then checked, and rejected whole, counted and reported in Ready.Rejected
+// with the peer's id if any check fails; nothing of a rejected delta applies:
+//
+//   - it is signed by the peer's key for the message kind it came in
+//     (ErrBadSignature), and decodes within crdt limits;
+//   - its namespace is one this node holds (Policy.ShouldHold, ErrNotHeld);
+//   - every dot its records hold is covered by a valid seal of the replica
+//     it names (crdt.Map.VerifySeals, crdt.ErrBadSeal): a relayed record is
+//     its authors', and nobody can forge a dot in another replica's name;
+//   - every such replica may write the namespace (Policy.ReplicaMayWrite,
+//     counting acl records the delta carries, ErrNotAllowed);
+//   - a live delta holds only its sender's own writes (ErrNotAuthor);
+//   - the sender itself may write the namespace (ErrNotAllowed).
+//
+// # Removals only by writers
+//
+// A delta's causal context removes, on the receiver, every dot it claims
+// without holding: that is how removals, overwrites and retracts travel.
+// Seals cannot vouch for such a claim (it is an absence), so a claim counts
+// only when its sender may write the namespace, and since any delta with a
+// context makes claims, the rule is: a node accepts namespace content only
+// from peers that may write that namespace, live or in a sync answer.
+// Consequences, chosen on purpose:
+//
+//   - A node that may only read a namespace sends none of its content: it
+//     answers a sync request with its own context alone. (A reader relaying
+//     sealed records without the removals it cannot vouch for would leave the
+//     requester past a removal it never saw, with equal contexts and unequal
+//     states for good; the simulator found exactly that.)
+//   - So a namespace's content reaches a reader from its writers only: a
+//     reader whose writers are all unreachable waits for one to return, and
+//     a writer answers the sync of every reader. Signed removal claims that
+//     any member may relay are what epidemic dissemination will need.
+//   - A writer may remove what others wrote (that is what write means); it
+//     cannot write in another replica's name. A writer that sends different
+//     writes under the same dots to different nodes (equivocation) leaves
+//     them with equal contexts and unequal states, which digest sync, which
+//     compares contexts, does not find; comparing content fingerprints
+//     would.
+//
+// # Bounded work
+//
+// A sync request or reply is answered once per distinct namespace, for at
+// most Config.MaxSyncContexts namespaces (the rest are refused and counted,
+// ErrTooManyContexts), so a few hundred bytes asking about one namespace
+// fifty thousand times cost one answer.
 package replica

@@ -17,4 +17,13 @@
 //     context, the sender's context, the retracted ids when they differ),
 //     plus the sender's own context so the requester can answer in kind.
 //   - Ack.
+//   - Bindings: signed acl.Binding records (which node hosts which agent),
+//     handled by the node's cluster loop; Reply asks for the peer's own.
+//
+// Protocol version 2 signs every namespace delta: Sig is the sender's
+// ed25519 signature over the message kind, namespace, From and the delta
+// bytes (NamespaceDelta.SignedBytes), so the causal-context claims a delta
+// makes are its sender's and cannot be altered on the way; the records
+// inside carry their authors' seals (crdt.Seal). A version-1 frame is
+// refused as corrupt.
 package wire
