@@ -96,6 +96,9 @@ func (s *Sim) attack(n *simNode, j int) bool {
 		return true
 	}
 	s.stats.attacks++
+	// Never granted write on ns later: a frame still in flight would then
+	// come from a writer, whose removals count.
+	s.forgers[[2]int{n.idx, j}] = true
 	s.schedule(&event{at: s.now + s.latency(n.idx, t.idx), kind: evDeliver, node: t.idx, from: n.idx, inc: t.inc, frame: frame})
 	return true
 }
