@@ -2,6 +2,7 @@ package acl
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
@@ -60,6 +61,19 @@ func (id Identity) NodeID() NodeID { return NodeIDOf(id.Public) }
 
 // ReplicaID is ReplicaIDOf(id.Public).
 func (id Identity) ReplicaID() crdt.ReplicaID { return ReplicaIDOf(id.Public) }
+
+// Salt is HMAC-SHA256 of msg keyed with the private key's seed: bytes only
+// this identity can compute, the same each time (crdt.Signer.Salt).
+func (id Identity) Salt(msg []byte) []byte {
+	m := hmac.New(sha256.New, id.Private.Seed())
+	m.Write(msg)
+	return m.Sum(nil)
+}
+
+// Signer is the crdt.Signer of this identity: it seals and signs as it.
+func (id Identity) Signer() crdt.Signer {
+	return crdt.Signer{Key: id.Public, Sign: id.Sign, Salt: id.Salt}
+}
 
 // Sign signs msg with the private key. It panics if the identity has no
 // valid private key, as ed25519.Sign does.

@@ -56,6 +56,10 @@ var ErrBadSeal = errors.New("crdt: dot without a valid seal")
 type Signer struct {
 	Key  ed25519.PublicKey
 	Sign func(msg []byte) []byte
+	// Salt, when set, returns at least SealNonceSize bytes that only the
+	// key's holder can compute, deterministically (a keyed hash: cheaper
+	// than a signature). Nil salts with a signature prefix.
+	Salt func(msg []byte) []byte
 }
 
 // ReplicaOfKey derives the replica id of a public key: the first 8 bytes of
@@ -224,10 +228,14 @@ func (r *Record) seal(ns, id string, rep ReplicaID, s Signer) {
 	for i, w := range own {
 		seal.Counters[i] = w.dot.Counter
 	}
-	// The nonce is a signature prefix: deterministic, and unpredictable to
-	// anyone without the key.
+	// The nonce is deterministic, and unpredictable to anyone without the
+	// key.
 	probe := Seal{Key: seal.Key, Counters: seal.Counters}
-	seal.Nonce = s.Sign(append([]byte(nonceDomain), probe.signedBytes(ns, id)...))[:SealNonceSize]
+	salt := s.Sign
+	if s.Salt != nil {
+		salt = s.Salt
+	}
+	seal.Nonce = salt(append([]byte(nonceDomain), probe.signedBytes(ns, id)...))[:SealNonceSize]
 	seal.Leaves = make([]byte, 0, LeafSize*len(own))
 	for _, w := range own {
 		l := w.leaf(seal.Nonce)

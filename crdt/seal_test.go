@@ -3,6 +3,7 @@ package crdt
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -19,7 +20,12 @@ type sealer struct {
 func newSealer(seed byte) sealer {
 	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))
 	pub := priv.Public().(ed25519.PublicKey)
-	return sealer{Signer{Key: pub, Sign: func(m []byte) []byte { return ed25519.Sign(priv, m) }}, ReplicaOfKey(pub)}
+	sign := func(m []byte) []byte { return ed25519.Sign(priv, m) }
+	salt := func(m []byte) []byte { // a keyed hash, as acl.Identity.Salt
+		h := sha256.Sum256(append(priv.Seed(), m...))
+		return h[:]
+	}
+	return sealer{Signer{Key: pub, Sign: sign, Salt: salt}, ReplicaOfKey(pub)}
 }
 
 // sealedHistory runs random sealed edits on n replicas of one namespace and

@@ -236,7 +236,7 @@ func (s *Sim) startEngine(n *simNode) {
 }
 
 // signer seals the node's writes and signs its deltas with its key.
-func (n *simNode) signer() crdt.Signer { return crdt.Signer{Key: n.ident.Public, Sign: n.ident.Sign} }
+func (n *simNode) signer() crdt.Signer { return n.ident.Signer() }
 
 func (s *Sim) peerOf(n *simNode) replica.Peer {
 	return replica.Peer{ID: n.id, Key: n.ident.Public, Replica: n.rep, Principals: []namespace.Address{n.principal}}

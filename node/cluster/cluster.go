@@ -188,7 +188,7 @@ func Start(cfg Config) (*Cluster, error) {
 	c.claimAgents()
 	ecfg := cfg.Engine
 	ecfg.Self, ecfg.Replica = c.self, cfg.Identity.ReplicaID()
-	ecfg.Signer = crdt.Signer{Key: cfg.Identity.Public, Sign: cfg.Identity.Sign}
+	ecfg.Signer = cfg.Identity.Signer()
 	c.eng = replica.New(ecfg, storeState{c.svc}, &policy{c: c})
 
 	var err error

@@ -127,7 +127,7 @@ func Open(cfg Config) (*Service, error) {
 	}
 	// Every transaction's delta is sealed with the node key (crdt.Seal), so
 	// peers can tell which replica wrote each dot, however it reaches them.
-	signer := crdt.Signer{Key: id.Public, Sign: id.Sign}
+	signer := id.Signer()
 	st, err := store.Open(cfg.Dir, store.Options{Logger: cfg.Logger, NoSync: cfg.NoSync, Signer: signer})
 	if err != nil {
 		return nil, err
