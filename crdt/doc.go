@@ -66,8 +66,9 @@
 // SealCache skips seals already verified). Seals cover what a delta adds,
 // never what its context removes: who may remove is the replication
 // engine's rule. Cost, measured by BenchmarkSealSave and BenchmarkVerifySave
-// on a realistic save of 11 fields and 3 tags: two signatures to seal, one
-// verification to check, 360 bytes on a 581-byte delta.
+// on a realistic save of 11 fields and 3 tags: one signature and a keyed
+// hash to seal (about 45 µs here), one verification to check (about 70 µs),
+// 360 bytes on a 581-byte delta.
 //
 // # Encoding
 //
