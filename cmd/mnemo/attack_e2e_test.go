@@ -160,15 +160,7 @@ func (m *mallory) content(ns string) bool {
 // Every attempt must be refused and counted, and the honest nodes must
 // converge with alice's memory intact.
 func TestE2EMaliciousMember(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "cluster.key")
-	r := cli(t, "", cleanEnv(t), "cluster-key").ok(t, "cluster-key")
-	if err := os.WriteFile(keyFile, []byte(r.stdout), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	clusterKey, err := gossip.ParseClusterKey([]byte(r.stdout))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyFile, clusterKey := newClusterKey(t)
 	base := []string{"--cluster-key", keyFile, "--anti-entropy", "500ms"}
 	alice := startNode(t, t.TempDir(), "alice", base...)
 	join := append(append([]string{}, base...), "--join", alice.gossip)
@@ -302,6 +294,22 @@ func TestE2EMaliciousMember(t *testing.T) {
 	}
 }
 
+// newClusterKey makes a cluster key with `mnemo cluster-key`: the file
+// for the nodes, the bytes for an in-process member.
+func newClusterKey(t *testing.T) (file string, key []byte) {
+	t.Helper()
+	file = filepath.Join(t.TempDir(), "cluster.key")
+	r := cli(t, "", cleanEnv(t), "cluster-key").ok(t, "cluster-key")
+	if err := os.WriteFile(file, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := gossip.ParseClusterKey([]byte(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, key
+}
+
 // agentsOf is what p's node says member nodeID hosts, comma-separated.
 func agentsOf(t *testing.T, p *nodeProc, nodeID string) string {
 	t.Helper()
@@ -343,15 +351,7 @@ func TestResidentMemorySyncFlood(t *testing.T) {
 	if os.Getenv("MNEMO_RSS_TEST") != "1" {
 		t.Skip("set MNEMO_RSS_TEST=1 to measure a node process's resident memory")
 	}
-	keyFile := filepath.Join(t.TempDir(), "cluster.key")
-	r := cli(t, "", cleanEnv(t), "cluster-key").ok(t, "cluster-key")
-	if err := os.WriteFile(keyFile, []byte(r.stdout), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	clusterKey, err := gossip.ParseClusterKey([]byte(r.stdout))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyFile, clusterKey := newClusterKey(t)
 	alice := startNode(t, t.TempDir(), "alice", "--cluster-key", keyFile)
 	fcall(t, alice, "POST", "/v1/namespaces", `{"namespace":"project://pub"}`, 201)
 	for i := range 50 {
