@@ -36,13 +36,13 @@ func runMembers(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATE\tADDR\tAGENTS")
+	fmt.Fprintln(tw, "NODE\tSTATE\tADDR\tAGENTS\tKEY")
 	for _, m := range out.Members {
 		id := m.NodeID
 		if m.Self {
 			id += " (self)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", id, m.State, m.Addr, strings.Join(m.Agents, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, m.State, m.Addr, strings.Join(m.Agents, ","), orNone(m.Key))
 	}
 	tw.Flush()
 	return exitOK
@@ -114,6 +114,33 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitOK
 	}
 	fmt.Fprintln(stdout, "sync requested")
+	return exitOK
+}
+
+func runHandover(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("handover", "PRINCIPAL --to KEY [flags]", "Hands an agent this node hosts over to another node for good: signs the\nhand-over with this node's key and sends it to every peer. KEY is the new\nhost's key as `mnemo members` shows it. Stop acting for the agent here\nafterwards (its tokens): records this node signs for it no longer count.", stdout, stderr)
+	cf := addClientFlags(fs)
+	to := fs.String("to", "", "the new host's key (see mnemo members)")
+	pos, code := parseArgs(fs, args, stdout)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 || *to == "" {
+		return usageError(stderr, fs, "needs one PRINCIPAL and --to KEY")
+	}
+	c, err := cf.connect()
+	if err != nil {
+		return failed(stderr, fs, err)
+	}
+	raw, err := call(ctx, c, "POST", "/v1/handover", nil, map[string]string{"principal": pos[0], "to": *to}, nil)
+	if err != nil {
+		return failed(stderr, fs, err)
+	}
+	if cf.json {
+		printJSON(stdout, raw)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%s handed over to the node with key %s\n", pos[0], *to)
 	return exitOK
 }
 

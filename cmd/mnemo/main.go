@@ -98,6 +98,7 @@ func commands() map[string]command {
 		"cluster-key": {runClusterKey, "write or print a new cluster key"},
 		"status":      {runStatus, "replication status per peer"},
 		"sync":        {runSync, "ask peers for a digest sync now"},
+		"handover":    {runHandover, "hand an agent this node hosts over to another node"},
 	}
 	for name, c := range accessCommands() {
 		cmds[name] = c

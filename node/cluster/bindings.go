@@ -3,6 +3,7 @@ package cluster
 import (
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -261,4 +262,40 @@ func (c *Cluster) principalsOfReplica(r crdt.ReplicaID) []namespace.Address {
 	c.knownMu.RLock()
 	defer c.knownMu.RUnlock()
 	return c.byReplica[r]
+}
+
+// ErrNotHosted reports a hand-over of a principal this node does not host.
+var ErrNotHosted = errors.New("cluster: principal not hosted by this node")
+
+// Handover moves principal p, which this node hosts, to the node whose key
+// is to: it signs the hand-over, admits it and sends it to every peer. From
+// then on every node binds p to the new host; records p signed here before
+// stay p's. The caller should stop acting for p here (its tokens, its
+// rules): records this node signs for p no longer count elsewhere. Errors
+// wrap ErrNotHosted or acl.ErrInvalid.
+func (c *Cluster) Handover(p namespace.Address, to ed25519.PublicKey) (acl.Binding, error) {
+	c.knownMu.Lock()
+	cur, ok := c.dir.KeyOf(p)
+	if !ok || !cur.Equal(c.cfg.Identity.Public) {
+		c.knownMu.Unlock()
+		return acl.Binding{}, fmt.Errorf("%w: %s", ErrNotHosted, p)
+	}
+	b, err := acl.NewHandover(c.cfg.Identity, p, to, crdt.Timestamp(c.cfg.Now().UnixNano()))
+	if err == nil {
+		_, err = c.dir.Admit(b)
+	}
+	if err != nil {
+		c.knownMu.Unlock()
+		return acl.Binding{}, err
+	}
+	c.reindexBindings()
+	c.saveBindings()
+	c.knownMu.Unlock()
+	c.log.Info("handed over", "binding", b.String())
+	c.svc.RefreshPolicy()
+	_ = c.do(func() {
+		c.sendBindings()
+		c.setMembers(c.gs.Members())
+	})
+	return b, nil
 }

@@ -49,6 +49,7 @@ type Config struct {
 // Member is one cluster member as `GET /v1/members` shows it.
 type Member struct {
 	NodeID string   `json:"node_id"`
+	Key    string   `json:"key"` // the node's public key (acl.EncodePublicKey): what a hand-over names
 	Agents []string `json:"agents"`
 	Addr   string   `json:"addr"`
 	State  string   `json:"state"`
@@ -331,7 +332,7 @@ func (c *Cluster) Members() []Member {
 		for _, p := range c.principalsOfKey(m.PublicKey) {
 			agents = append(agents, p.String())
 		}
-		out = append(out, Member{NodeID: string(m.NodeID), Agents: agents, Addr: m.QUICAddr, State: m.State,
+		out = append(out, Member{NodeID: string(m.NodeID), Key: acl.EncodePublicKey(m.PublicKey), Agents: agents, Addr: m.QUICAddr, State: m.State,
 			Self: replica.PeerID(m.NodeID) == c.self})
 	}
 	return out

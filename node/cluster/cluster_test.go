@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -279,3 +280,36 @@ func testLogger(t *testing.T, i int) *slog.Logger {
 }
 
 func mustAgent(s string) namespace.Address { return namespace.MustParse(s) }
+
+// A hand-over signed by the host moves an agent on every node; a node
+// cannot hand over an agent it does not host.
+func TestHandoverMovesAnAgent(t *testing.T) {
+	nodes := startNodes(t, 2, sharedOK{})
+	eventually(t, 10*time.Second, "membership and bindings", func() bool {
+		return agentsOn(nodes[0].cl, nodes[1].cl.cfg.Identity.NodeID()) == "agent://n1" &&
+			agentsOn(nodes[1].cl, nodes[0].cl.cfg.Identity.NodeID()) == "agent://n0"
+	})
+	n0 := namespace.MustParse("agent://n0")
+	if _, err := nodes[1].cl.Handover(n0, nodes[1].cl.cfg.Identity.Public); !errors.Is(err, ErrNotHosted) {
+		t.Fatalf("a node handed over an agent it does not host: %v", err)
+	}
+	if _, err := nodes[0].cl.Handover(n0, nodes[1].cl.cfg.Identity.Public); err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range nodes {
+		eventually(t, 10*time.Second, "the hand-over on every node", func() bool {
+			return agentsOn(nd.cl, nodes[1].cl.cfg.Identity.NodeID()) == "agent://n0,agent://n1" &&
+				agentsOn(nd.cl, nodes[0].cl.cfg.Identity.NodeID()) == ""
+		})
+	}
+}
+
+// agentsOn is what c says node id hosts, comma-separated.
+func agentsOn(c *Cluster, id acl.NodeID) string {
+	for _, m := range c.Members() {
+		if m.NodeID == string(id) {
+			return strings.Join(m.Agents, ",")
+		}
+	}
+	return "(not a member)"
+}

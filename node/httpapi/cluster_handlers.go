@@ -1,11 +1,15 @@
 package httpapi
 
 import (
+	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
 
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/cluster"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/sync/replica"
@@ -22,6 +26,61 @@ type ClusterView interface {
 
 var _ ClusterView = (*cluster.Cluster)(nil)
 
+// Handovers is the optional capability of a ClusterView that moves an agent
+// this node hosts to another node (POST /v1/handover).
+type Handovers interface {
+	Handover(p namespace.Address, to ed25519.PublicKey) (acl.Binding, error)
+}
+
+var _ Handovers = (*cluster.Cluster)(nil)
+
+// HandoverRequest is the body of POST /v1/handover.
+type HandoverRequest struct {
+	Principal string `json:"principal"` // agent://NAME, hosted by this node
+	To        string `json:"to"`        // the new host's key, as `mnemo members` shows it
+}
+
+// HandoverAnswer describes the signed hand-over.
+type HandoverAnswer struct {
+	Principal string `json:"principal"`
+	From      string `json:"from_node"`
+	To        string `json:"to_node"`
+}
+
+// handover is owner-only: it moves an agent to another node for good.
+func (a *api) handover(w http.ResponseWriter, r *http.Request) error {
+	var req HandoverRequest
+	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
+		return err
+	}
+	if err := a.requireOwner(r, "hand an agent over to another node"); err != nil {
+		return err
+	}
+	h, ok := a.cluster.(Handovers)
+	if !ok {
+		return &apiError{http.StatusNotImplemented, "not_implemented", "this node does not replicate: there is no other node to hand an agent over to"}
+	}
+	p, err := namespace.ParsePrincipal(req.Principal)
+	if err != nil {
+		return badRequest("principal: %v", err)
+	}
+	to, err := acl.ParsePublicKey(req.To)
+	if err != nil {
+		return badRequest("to: %v", err)
+	}
+	b, err := h.Handover(p, to)
+	switch {
+	case errors.Is(err, cluster.ErrNotHosted):
+		return fmt.Errorf("%w: %v", memory.ErrConflict, err)
+	case errors.Is(err, acl.ErrInvalid):
+		return badRequest("%v", err)
+	case err != nil:
+		return err
+	}
+	writeJSON(w, http.StatusOK, HandoverAnswer{Principal: p.String(), From: string(acl.NodeIDOf(b.From)), To: string(acl.NodeIDOf(b.Key))})
+	return nil
+}
+
 type syncRequest struct {
 	Peer string `json:"peer,omitempty"` // node id; "" = every peer
 }
@@ -37,6 +96,7 @@ func (a *api) clusterRoutes() []struct {
 		{"GET", "/v1/members", a.members},
 		{"GET", "/v1/status", a.status},
 		{"POST", "/v1/sync", a.syncNow},
+		{"POST", "/v1/handover", a.handover},
 	}
 }
 

@@ -141,3 +141,17 @@ func TestImportProvenanceAndFutureTimes(t *testing.T) {
 		t.Fatalf("owner import with preserve_provenance: author %q", got.Author)
 	}
 }
+
+// POST /v1/handover is the owner's, refuses bad input with 400, and says
+// 501 on a node whose cluster cannot hand over.
+func TestHandoverRoute(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.Tokens = mapTokens{bobToken: namespace.MustParse("agent://bob")}
+		c.Cluster = &fakeCluster{}
+		c.NodeID = "n1"
+	})
+	body := `{"principal":"agent://alice","to":"` + strings.Repeat("A", 43) + `"}`
+	wantStatus(t, f.doAuth("POST", "/v1/handover", body, "Bearer "+bobToken), http.StatusForbidden, "permission_denied")
+	wantStatus(t, f.do("POST", "/v1/handover", `{"principal":"agent://alice","to":"not a key"}`), http.StatusNotImplemented, "not_implemented")
+	wantStatus(t, f.do("POST", "/v1/handover", body), http.StatusNotImplemented, "not_implemented")
+}
