@@ -2,8 +2,8 @@ package acl
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/ed25519"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
