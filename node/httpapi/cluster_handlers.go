@@ -189,6 +189,7 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
 			{"mnemo_replication_rejected_total", "Peer deltas or frames rejected.", cs.Rejected},
 			{"mnemo_replication_dropped_frames_total", "Frames dropped on full send queues or failed sends.", cs.DroppedFrames},
 			{"mnemo_replication_local_overflows_total", "Local deltas turned into digest syncs because the loop was behind.", cs.LocalOverflow},
+			{"mnemo_replication_binding_conflicts_total", "Claims to host an agent another node hosts, refused.", cs.BindingConflicts},
 		} {
 			metric(c.name, "counter", c.help)
 			fmt.Fprintf(&b, "%s %d\n", c.name, c.v)

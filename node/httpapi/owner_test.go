@@ -94,7 +94,8 @@ func TestNodeWideRoutesAreOwnerOnly(t *testing.T) {
 	wantStatus(t, f.do("GET", "/v1/status?digests=true", ""), http.StatusOK, "")
 	wantStatus(t, f.as("bob", "GET", "/v1/status", ""), http.StatusOK, "")
 	wantStatus(t, f.do("POST", "/v1/sync", `{"peer":"n2"}`), http.StatusAccepted, "")
-	if a := f.do("GET", "/metrics", ""); a.status != http.StatusOK || !strings.Contains(string(a.body), "mnemo_peer_deltas_sent_total") {
+	if a := f.do("GET", "/metrics", ""); a.status != http.StatusOK || !strings.Contains(string(a.body), "mnemo_peer_deltas_sent_total") ||
+		!strings.Contains(string(a.body), "mnemo_replication_binding_conflicts_total") {
 		t.Fatalf("owner /metrics: %d %s", a.status, a.body)
 	}
 	if fc.digests != 1 || fc.syncs != 1 {
