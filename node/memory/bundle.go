@@ -60,41 +60,6 @@ const (
 	bundleListLimit     = 500
 )
 
-// BundleRequest asks for a context bundle.
-type BundleRequest struct {
-	SessionID   string `json:"session_id,omitempty"`
-	Channel     string `json:"channel,omitempty"`
-	SubjectType string `json:"subject_type,omitempty"`
-	SubjectID   string `json:"subject_id,omitempty"`
-	Project     string `json:"project,omitempty"`
-	Namespace   string `json:"namespace,omitempty"`  // "" = everything the caller may read
-	MaxTokens   int    `json:"max_tokens,omitempty"` // default 2000, max 100000
-	// IncludeCapsules defaults to true.
-	IncludeCapsules *bool `json:"include_capsules,omitempty"`
-}
-
-// BundleBudget is how the tokens were spent.
-type BundleBudget struct {
-	Decisions  int `json:"decisions"`
-	Capsules   int `json:"capsules"`
-	Recent     int `json:"recent"`
-	FromOthers int `json:"from_others"`
-	Total      int `json:"total"`
-	MaxTokens  int `json:"max_tokens"`
-}
-
-// BundleResult is the bundle text and what went into it.
-type BundleResult struct {
-	Text      string    `json:"text"`
-	Decisions []Memory  `json:"decisions"`
-	Capsules  []Capsule `json:"capsules"`
-	Recent    []Memory  `json:"recent"`
-	// FromOthers is what other agents wrote into the caller's inbox.
-	FromOthers []Memory     `json:"from_others"`
-	Budget     BundleBudget `json:"budget"`
-	Truncated  bool         `json:"truncated"` // some eligible content did not fit
-}
-
 var scopeRank = map[string]int{"policy": 0, "global": 1, "project": 2, "user": 3, "session": 4}
 
 func rankOf(scope string) int {

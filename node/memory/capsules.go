@@ -54,14 +54,10 @@ import (
 // inbox rule grants nobody share), and would create a new capsule from its
 // own memories instead.
 
-// Capsule limits.
+// Capsule limits and names; the exported limits and statuses are memapi's
+// (api.go).
 const (
-	DefaultCapsuleTTLDays = 7
-	MaxCapsuleTTLDays     = 90
-	MaxCapsuleItems       = 100
-	MaxCapsuleAudience    = 32
-	MaxCapsuleRisks       = 20
-	maxCapsuleRiskBytes   = 1000
+	maxCapsuleRiskBytes = 1000
 
 	kindCapsule       = "capsule"
 	capsuleMetaID     = "capsule" // the meta record's id in each capsule inbox
@@ -69,69 +65,7 @@ const (
 	fCapsule          = "cb" // meta: JSON capsuleBody
 	fRevokedAt        = "rv" // meta: set when revoked
 	TagCapsule        = "capsule"
-
-	// Capsule statuses.
-	CapsuleActive  = "active"
-	CapsuleExpired = "expired"
-	CapsuleRevoked = "revoked"
 )
-
-// CapsuleRequest creates a capsule. Items are chosen by IDs or by Query
-// (full-text when Query.Query is set, otherwise the newest memories
-// matching its filter; at most Query.Limit, default 10, max 100), not
-// both.
-type CapsuleRequest struct {
-	SubjectType string       `json:"subject_type"`
-	SubjectID   string       `json:"subject_id"`
-	Project     string       `json:"project,omitempty"`
-	Scope       string       `json:"scope,omitempty"`
-	Audience    []string     `json:"audience"` // agent principals, e.g. agent://bob
-	IDs         []string     `json:"ids,omitempty"`
-	Query       *SearchQuery `json:"query,omitempty"`
-	TTLDays     int          `json:"ttl_days,omitempty"` // default 7, max 90
-	Risks       []string     `json:"risks,omitempty"`
-}
-
-// CapsuleCreated answers a create.
-type CapsuleCreated struct {
-	CapsuleID string    `json:"capsule_id"`
-	ExpiresAt time.Time `json:"expires_at"`
-	Audience  []string  `json:"audience"`
-	ItemCount int       `json:"item_count"`
-}
-
-// Capsule is one capsule as a caller sees it. Namespace is the inbox the
-// caller reads it from (an audience member's; the first audience member's
-// for the creator). Items are filled by CapsuleGet and the context bundle,
-// and only while the capsule is active.
-type Capsule struct {
-	ID          string    `json:"capsule_id"`
-	Namespace   string    `json:"namespace"`
-	SubjectType string    `json:"subject_type"`
-	SubjectID   string    `json:"subject_id"`
-	Project     string    `json:"project,omitempty"`
-	Scope       string    `json:"scope,omitempty"`
-	Author      string    `json:"author"`
-	Audience    []string  `json:"audience"`
-	Risks       []string  `json:"risks"`
-	CreatedAt   time.Time `json:"created_at"`
-	ExpiresAt   time.Time `json:"expires_at"`
-	Status      string    `json:"status"` // active, expired, revoked
-	ItemCount   int       `json:"item_count"`
-	Items       []Memory  `json:"items,omitempty"`
-}
-
-// CapsuleQuery lists the capsules available to the caller: as audience
-// (active only) and as creator (any status not yet collected).
-type CapsuleQuery struct {
-	SubjectType string `json:"subject_type,omitempty"`
-	SubjectID   string `json:"subject_id,omitempty"`
-}
-
-// CapsuleList is the answer to a list.
-type CapsuleList struct {
-	Capsules []Capsule `json:"capsules"`
-}
 
 // capsuleBody is the meta record's JSON (fCapsule); set once, never edited.
 type capsuleBody struct {

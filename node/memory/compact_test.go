@@ -68,7 +68,7 @@ func TestCompactIdentify(t *testing.T) {
 	if want := ids[:len(ids)-1]; !slices.Equal(got, want) {
 		t.Fatalf("candidates %v, want oldest first %v", got, want)
 	}
-	wantHist := []AgeBucket{{"<7d", 1}, {"7-30d", 2}, {"30-90d", 2}, {"90-365d", 3}, {">=365d", 2}}
+	wantHist := []AgeBucket{{Label: "<7d", Count: 1}, {Label: "7-30d", Count: 2}, {Label: "30-90d", Count: 2}, {Label: "90-365d", Count: 3}, {Label: ">=365d", Count: 2}}
 	if !slices.Equal(res.Histogram, wantHist) {
 		t.Fatalf("histogram %v, want %v", res.Histogram, wantHist)
 	}

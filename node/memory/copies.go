@@ -227,7 +227,7 @@ type followJob struct {
 func (s *Service) sourceEdits(jobs []followJob, cp copyRef) []followJob {
 	for _, e := range s.editsOf(cp.srcNS, cp.src) {
 		if e.Status == StatusApproved && followsCopies(e.Op) {
-			jobs = append(jobs, followJob{e, cp})
+			jobs = append(jobs, followJob{e.Edit, cp})
 		}
 	}
 	return jobs

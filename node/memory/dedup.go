@@ -55,8 +55,6 @@ import (
 const (
 	DefaultDuplicateThreshold  = 0.8
 	DefaultEmbeddingsThreshold = 0.9
-	DefaultDuplicateLimit      = 50
-	MaxDuplicateLimit          = 500
 	ConsensusBoost             = 0.2
 	maxDedupCandidates         = 10000 // memories compared per request
 	maxEmbedCandidates         = 2000
@@ -228,39 +226,6 @@ func (s *Service) signature(m Memory) Signature {
 	s.dd.sigs[k] = sig
 	s.dd.mu.Unlock()
 	return sig
-}
-
-// DuplicateQuery asks for near-duplicate pairs.
-type DuplicateQuery struct {
-	// Namespace, when set, keeps the pairs with at least one side in it
-	// (or its sub-namespaces).
-	Namespace string  `json:"namespace,omitempty"`
-	Threshold float64 `json:"threshold,omitempty"` // MinHash; default the configured one (0.8)
-	Limit     int     `json:"limit,omitempty"`     // default 50, max 500
-}
-
-// DuplicateSide is one memory of a pair.
-type DuplicateSide struct {
-	ID        string `json:"id"`
-	Namespace string `json:"namespace"`
-	Title     string `json:"title"`
-	Author    string `json:"author"`
-}
-
-// DuplicatePair is a candidate pair, A's id < B's id.
-type DuplicatePair struct {
-	A           DuplicateSide `json:"a"`
-	B           DuplicateSide `json:"b"`
-	Similarity  float64       `json:"similarity"`
-	Method      string        `json:"method"`      // minhash or embeddings
-	Independent bool          `json:"independent"` // different authors, neither derived from the other
-}
-
-// DuplicatesResult lists pairs, most similar first.
-type DuplicatesResult struct {
-	Pairs    []DuplicatePair `json:"pairs"`
-	Compared int             `json:"compared"` // memories compared
-	Warning  string          `json:"warning,omitempty"`
 }
 
 func side(m Memory) DuplicateSide {
@@ -556,22 +521,6 @@ func (e *EmbeddingsClient) Embed(ctx context.Context, texts []string) ([][]float
 }
 
 // ---- merge ----
-
-// MergeRequest merges near-duplicates within a shared namespace.
-type MergeRequest struct {
-	IDs       []string `json:"ids"`
-	Namespace string   `json:"namespace"`
-}
-
-// MergeResult is the survivor and what happened to the others.
-type MergeResult struct {
-	Memory           Memory   `json:"memory"`       // the survivor, after the merge
-	Merged           []string `json:"merged"`       // soft-deleted, lineage = the survivor
-	Contributors     []string `json:"contributors"` // outside the namespace: provenance only
-	Independent      bool     `json:"independent"`  // independent agents agreed: confidence raised
-	ConfidenceBefore float64  `json:"confidence_before"`
-	ConfidenceAfter  float64  `json:"confidence_after"`
-}
 
 // MergeDuplicates merges ids within req.Namespace (see the comment at the
 // top). The caller needs write on the namespace and read on every id.

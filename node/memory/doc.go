@@ -80,4 +80,10 @@
 // Methods return errors wrapping ErrInvalid (400), ErrNotFound (404),
 // ErrConflict (409), ErrTooLarge (413) or acl.ErrDenied (403), with a
 // message that says what was wrong; a rejected request changes nothing.
+//
+// # The API's types
+//
+// The request and response types, the limits and the sentinels are
+// node/memapi's, re-exported here under the same names (api.go), so the
+// HTTP client, the MCP tools and the CLI use them without linking Badger.
 package memory

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -194,7 +195,7 @@ func (s *Service) ImportWith(ctx context.Context, c Caller, data []byte, opts Im
 				scope = "user"
 			}
 			typ := strings.ToLower(strings.TrimSpace(o.Type))
-			if typ == "" || validType(typ) != nil {
+			if typ == "" || memapi.CheckType(typ) != nil {
 				typ = DefaultType
 			}
 			req := SaveRequest{Type: typ, Title: o.Title, Content: o.Content, Scope: scope,

@@ -12,18 +12,10 @@ import (
 	"github.com/mnemohq/mnemo/node/store"
 )
 
-// Defaults and bounds of the read operations.
+// The defaults and bounds of the read operations are memapi's (api.go).
 const (
-	DefaultSearchLimit  = 10
-	MaxSearchLimit      = 100
-	DefaultAround       = 5
-	MaxAround           = 50
-	DefaultMaxTokens    = 2000
-	MaxMaxTokens        = 100000
-	DefaultCompactLimit = 50
-	MaxCompactLimit     = 200
-	snippetRunes        = 100
-	contextEntryRunes   = 600
+	snippetRunes      = 100
+	contextEntryRunes = 600
 )
 
 // indexFilter turns a Filter into the index's filter, scoped to what the

@@ -236,37 +236,3 @@ func (s *Service) Progress(ctx context.Context, c Caller, req ProgressRequest) (
 	return s.Save(ctx, c, SaveRequest{Namespace: ns.String(), Type: "progress", Title: title, Content: req.Content,
 		Project: req.Project, SessionID: req.SessionID, TopicKey: ProgressKey(ns, req.Project)})
 }
-
-// SuggestTopicKey proposes a stable topic key "<type>/<slug of title>" so an
-// agent can upsert the same topic later; the content is used when there is
-// no title.
-func SuggestTopicKey(typ, title, content string) string {
-	typ = strings.TrimSpace(strings.ToLower(typ))
-	if validType(typ) != nil {
-		typ = DefaultType
-	}
-	base := strings.TrimSpace(title)
-	if base == "" {
-		base = deriveTitle(content)
-	}
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(base) {
-		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
-		if ok {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-		if b.Len() >= 60 {
-			break
-		}
-	}
-	slug := strings.Trim(b.String(), "-")
-	if slug == "" {
-		slug = "untitled"
-	}
-	return typ + "/" + slug
-}

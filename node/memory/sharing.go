@@ -8,6 +8,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -38,33 +39,6 @@ import (
 
 // TypeReference is the type of the memory a promotion by move leaves behind.
 const TypeReference = "reference"
-
-// Promotion modes.
-const (
-	PromoteCopy = "copy"
-	PromoteMove = "move"
-)
-
-// ShareRequest copies memory ID into Namespace.
-type ShareRequest struct {
-	ID        string `json:"id"`
-	Namespace string `json:"namespace"`
-}
-
-// PromoteRequest copies or moves memory ID into a team or project namespace.
-type PromoteRequest struct {
-	ID        string `json:"id"`
-	Namespace string `json:"namespace"`
-	Mode      string `json:"mode,omitempty"` // copy (default) or move
-}
-
-// ShareResult is the copy, and whether it already existed.
-type ShareResult struct {
-	Memory   Memory `json:"memory"`
-	Existing bool   `json:"existing"`
-	// Reference is what a move left in the source namespace.
-	Reference *Memory `json:"reference,omitempty"`
-}
 
 // resolveReference follows one reference (never a chain) for Get.
 func (s *Service) resolveReference(c Caller, m Memory) Memory {
@@ -304,7 +278,7 @@ func (a *AutoPromote) Validate() error {
 		a.Types = DefaultAutoPromoteTypes()
 	}
 	for _, t := range a.Types {
-		if err := validType(t); err != nil {
+		if err := memapi.CheckType(t); err != nil {
 			return fmt.Errorf("auto_promote.types: %w", err)
 		}
 	}

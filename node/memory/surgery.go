@@ -12,11 +12,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/store"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -68,30 +68,8 @@ import (
 // quarantine follows the memory's copies as edits of their own; a memory
 // derived from a retracted one is flagged (Memory.NeedsResummary).
 
-// Edit operations.
-const (
-	OpRetract    = "retract"
-	OpBlock      = "block"
-	OpQuarantine = "quarantine"
-	OpAmend      = "amend"
-	OpAttenuate  = "attenuate"
-)
-
-// Edit statuses.
-const (
-	StatusPending  = "pending"
-	StatusApproved = "approved"
-	StatusRejected = "rejected"
-)
-
-// EditOps lists the operations in precedence order.
-var EditOps = []string{OpRetract, OpBlock, OpQuarantine, OpAmend, OpAttenuate}
-
-// Limits of an edit.
-const (
-	MaxReasonBytes = 4 << 10
-	maxSealedBytes = 128 << 10
-)
+// maxSealedBytes bounds a sealed edit or decision from a peer.
+const maxSealedBytes = 128 << 10
 
 const (
 	fEdit          = "ed" // edit records: the sealed edit
@@ -104,70 +82,6 @@ const (
 	editDomain     = "mnemo/edit/v1\x00"
 	decisionDomain = "mnemo/decision/v1\x00"
 )
-
-// EditPatch is what an edit changes; which fields apply depends on the op.
-type EditPatch struct {
-	Text            *string  `json:"text,omitempty"`             // amend: the new content
-	Importance      *float64 `json:"importance,omitempty"`       // amend, attenuate: absolute, 0..1
-	ImportanceDelta *float64 `json:"importance_delta,omitempty"` // attenuate: added, result clamped to 0..1
-	Channel         string   `json:"channel,omitempty"`          // block: the channel hidden from
-}
-
-// EditRequest proposes an edit of one memory.
-type EditRequest struct {
-	TargetID string    `json:"target_id"`
-	Op       string    `json:"op"`
-	Reason   string    `json:"reason"`
-	Patch    EditPatch `json:"patch"`
-}
-
-// EditResult is the edit recorded and its status.
-type EditResult struct {
-	EditID string `json:"edit_id"`
-	Status string `json:"status"`
-}
-
-// Edit is one audit entry.
-type Edit struct {
-	EditID        string     `json:"edit_id"`
-	TargetID      string     `json:"target_id"`
-	Namespace     string     `json:"namespace"`
-	Op            string     `json:"op"`
-	Reason        string     `json:"reason"`
-	Proposer      string     `json:"proposer"`
-	Patch         EditPatch  `json:"patch"`
-	Status        string     `json:"status"`
-	NeedsApproval bool       `json:"needs_approval"`
-	Approver      string     `json:"approver,omitempty"`
-	CreatedAt     time.Time  `json:"created_at"`
-	DecidedAt     *time.Time `json:"decided_at,omitempty"`
-	Follows       string     `json:"follows,omitempty"` // the edit this one carried onto a copy (copies.go)
-
-	ts crdt.Timestamp // orders edits within an op
-}
-
-// AuditQuery selects audit entries. ID "" means every memory.
-type AuditQuery struct {
-	ID        string `json:"id,omitempty"`        // a memory id: its history
-	Status    string `json:"status,omitempty"`    // pending, approved or rejected
-	Namespace string `json:"namespace,omitempty"` // restrict to one namespace (and below)
-}
-
-// Resummary is a derived memory whose sources include a retracted memory.
-type Resummary struct {
-	ID        string   `json:"id"`
-	Namespace string   `json:"namespace"`
-	Type      string   `json:"type"`
-	Title     string   `json:"title"`
-	Retracted []string `json:"retracted_sources"`
-}
-
-// AuditResult lists edits, oldest first, and the derived memories that
-// need re-summarising.
-type AuditResult struct {
-	Edits          []Edit      `json:"edits"`
-	NeedsResummary []Resummary `json:"needs_resummary,omitempty"`
-}
 
 // Approvals says which edit operations need an admin's approval, per
 // namespace: keys are a namespace address (a root covers its paths) or "*"
@@ -657,8 +571,15 @@ func (s *Service) revisitEdits() {
 	}
 }
 
+// timedEdit is an audit entry with the clock that orders it within its op;
+// the API's Edit carries no storage clock.
+type timedEdit struct {
+	Edit
+	ts crdt.Timestamp
+}
+
 // editsOf returns the edits of target stored in ns with their status.
-func (s *Service) editsOf(ns, target string) []Edit {
+func (s *Service) editsOf(ns, target string) []timedEdit {
 	st := &s.surg
 	st.mu.RLock()
 	defer st.mu.RUnlock()
@@ -666,7 +587,7 @@ func (s *Service) editsOf(ns, target string) []Edit {
 	if len(es) == 0 {
 		return nil
 	}
-	out := make([]Edit, 0, len(es))
+	out := make([]timedEdit, 0, len(es))
 	for _, e := range es {
 		if e.ns == ns {
 			out = append(out, s.toEdit(e))
@@ -676,11 +597,11 @@ func (s *Service) editsOf(ns, target string) []Edit {
 }
 
 // toEdit builds an audit entry with its status. Call with surg.mu held.
-func (s *Service) toEdit(e *editEntry) Edit {
+func (s *Service) toEdit(e *editEntry) timedEdit {
 	b := &e.body
 	ts := crdt.Timestamp(b.TS)
-	out := Edit{EditID: e.id, TargetID: b.Target, Namespace: e.ns, Op: b.Op, Reason: b.Reason, Proposer: b.Proposer,
-		Patch: b.patch(), NeedsApproval: b.NeedsApproval, CreatedAt: ts.Time(), ts: ts, Status: StatusApproved, Follows: followsOf(b.Reason)}
+	out := timedEdit{Edit: Edit{EditID: e.id, TargetID: b.Target, Namespace: e.ns, Op: b.Op, Reason: b.Reason, Proposer: b.Proposer,
+		Patch: b.patch(), NeedsApproval: b.NeedsApproval, CreatedAt: ts.Time(), Status: StatusApproved, Follows: followsOf(b.Reason)}, ts: ts}
 	if !b.NeedsApproval {
 		out.DecidedAt = &out.CreatedAt
 		return out
@@ -737,9 +658,9 @@ var opRank = map[string]int{OpRetract: 0, OpBlock: 1, OpQuarantine: 2, OpAmend: 
 // effective applies the approved edits to m: by op precedence (retract,
 // block, quarantine, amend, attenuate), within an op by (clock, edit id).
 // It is pure: the same memory and edits give the same view, in any order.
-func effective(m Memory, edits []Edit) (Memory, viewFlags) {
+func effective(m Memory, edits []timedEdit) (Memory, viewFlags) {
 	var fl viewFlags
-	var app []Edit
+	var app []timedEdit
 	for _, e := range edits {
 		if e.Status == StatusApproved {
 			app = append(app, e)
@@ -748,7 +669,7 @@ func effective(m Memory, edits []Edit) (Memory, viewFlags) {
 	if len(app) == 0 {
 		return m, fl
 	}
-	slices.SortFunc(app, func(a, b Edit) int {
+	slices.SortFunc(app, func(a, b timedEdit) int {
 		return cmp.Or(cmp.Compare(opRank[a.Op], opRank[b.Op]), cmp.Compare(a.ts, b.ts), cmp.Compare(a.EditID, b.EditID))
 	})
 	clamp := func(v float64) float64 { return min(1, max(0, v)) }
@@ -764,8 +685,8 @@ func effective(m Memory, edits []Edit) (Memory, viewFlags) {
 			fl.quarantined = true
 		case OpAmend:
 			if e.Patch.Text != nil {
-				if m.Title == deriveTitle(m.Content) {
-					m.Title = deriveTitle(*e.Patch.Text) // a title taken from the old text goes with it
+				if m.Title == memapi.DeriveTitle(m.Content) {
+					m.Title = memapi.DeriveTitle(*e.Patch.Text) // a title taken from the old text goes with it
 				}
 				m.Content = *e.Patch.Text
 				m.ContentHash = contentHash(m.Content)
@@ -984,7 +905,7 @@ func (s *Service) auditEntry(editID string) (Edit, bool) {
 	if !ok {
 		return Edit{}, false
 	}
-	return s.toEdit(e), true
+	return s.toEdit(e).Edit, true
 }
 
 // Audit lists the edits the caller can read (those of one memory with
@@ -1010,6 +931,7 @@ func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResul
 		return false
 	}
 	res := AuditResult{Edits: []Edit{}}
+	var eds []timedEdit
 	s.surg.mu.RLock()
 	var entries []*editEntry
 	if q.ID != "" {
@@ -1024,12 +946,15 @@ func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResul
 			continue
 		}
 		if ed := s.toEdit(e); q.Status == "" || ed.Status == q.Status {
-			res.Edits = append(res.Edits, ed)
+			eds = append(eds, ed)
 		}
 	}
 	retracts := s.surg.retracts
 	s.surg.mu.RUnlock()
-	slices.SortFunc(res.Edits, func(a, b Edit) int { return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.EditID, b.EditID)) })
+	slices.SortFunc(eds, func(a, b timedEdit) int { return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.EditID, b.EditID)) })
+	for _, ed := range eds {
+		res.Edits = append(res.Edits, ed.Edit)
+	}
 	if retracts == 0 || q.Status == StatusPending || q.Status == StatusRejected {
 		return res, nil
 	}
@@ -1041,13 +966,6 @@ func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResul
 		res.NeedsResummary = append(res.NeedsResummary, Resummary{ID: m.ID, Namespace: m.Namespace, Type: m.Type, Title: m.Title, Retracted: m.NeedsResummary})
 	}
 	return res, nil
-}
-
-// GetOptions are Get's read options beyond include_deleted.
-type GetOptions struct {
-	IncludeDeleted     bool
-	IncludeQuarantined bool   // a quarantined memory is ErrNotFound without it
-	Channel            string // a memory blocked for this channel is ErrNotFound
 }
 
 // GetFor is Get as the read API serves it: a memory quarantined (unless

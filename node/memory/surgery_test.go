@@ -377,14 +377,14 @@ func openAccessWith(t *testing.T, replica crdt.ReplicaID, approvals Approvals) (
 func TestEffectiveIsOrderFree(t *testing.T) {
 	text1, text2 := "one", "two"
 	imp, d1, d2 := 0.9, -0.3, 0.1
-	edits := []Edit{
-		{EditID: "a", Op: OpAmend, Status: StatusApproved, ts: 5, Patch: EditPatch{Text: &text2}},
-		{EditID: "b", Op: OpAmend, Status: StatusApproved, ts: 3, Patch: EditPatch{Text: &text1, Importance: &imp}},
-		{EditID: "c", Op: OpAttenuate, Status: StatusApproved, ts: 1, Patch: EditPatch{ImportanceDelta: &d1}},
-		{EditID: "d", Op: OpAttenuate, Status: StatusApproved, ts: 1, Patch: EditPatch{ImportanceDelta: &d2}},
-		{EditID: "e", Op: OpBlock, Status: StatusApproved, ts: 2, Patch: EditPatch{Channel: "public"}},
-		{EditID: "f", Op: OpQuarantine, Status: StatusPending, ts: 2},
-		{EditID: "g", Op: OpRetract, Status: StatusRejected, ts: 9},
+	edits := []timedEdit{
+		{Edit: Edit{EditID: "a", Op: OpAmend, Status: StatusApproved, Patch: EditPatch{Text: &text2}}, ts: 5},
+		{Edit: Edit{EditID: "b", Op: OpAmend, Status: StatusApproved, Patch: EditPatch{Text: &text1, Importance: &imp}}, ts: 3},
+		{Edit: Edit{EditID: "c", Op: OpAttenuate, Status: StatusApproved, Patch: EditPatch{ImportanceDelta: &d1}}, ts: 1},
+		{Edit: Edit{EditID: "d", Op: OpAttenuate, Status: StatusApproved, Patch: EditPatch{ImportanceDelta: &d2}}, ts: 1},
+		{Edit: Edit{EditID: "e", Op: OpBlock, Status: StatusApproved, Patch: EditPatch{Channel: "public"}}, ts: 2},
+		{Edit: Edit{EditID: "f", Op: OpQuarantine, Status: StatusPending}, ts: 2},
+		{Edit: Edit{EditID: "g", Op: OpRetract, Status: StatusRejected}, ts: 9},
 	}
 	base := Memory{ID: "m", Content: "orig", Importance: 0.5}
 	want, wf := effective(base, edits)

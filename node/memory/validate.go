@@ -1,29 +1,20 @@
 package memory
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
-// Limits on what a caller may write. Over-long content is ErrTooLarge (413);
-// everything else malformed is ErrInvalid (400).
+// Defaults of a save. The limits on what a caller may write are memapi's
+// (api.go): over-long content is ErrTooLarge (413), everything else
+// malformed ErrInvalid (400).
 const (
-	MaxContentBytes = 64 << 10
-	MaxTitleBytes   = 512
-	MaxSummaryBytes = 4 << 10
-	MaxTags         = 32
-	MaxTagBytes     = 64
-	MaxLinkedFiles  = 64
-	MaxPathBytes    = 512
-	MaxKeyBytes     = 256 // topic key, project, subject, session id
-	DefaultType     = "observation"
-	DefaultScope    = "project"
-	defaultImport   = 0.5
-	defaultConfid   = 0.8
+	defaultImport = 0.5
+	defaultConfid = 0.8
 )
 
 var (
@@ -45,18 +36,6 @@ type saveParams struct {
 
 func invalid(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
-}
-
-func validType(t string) error {
-	if len(t) == 0 || len(t) > 32 {
-		return invalid("type must be 1..32 characters of a-z, 0-9, _ or -")
-	}
-	for _, r := range t {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return invalid("type %q: only a-z, 0-9, _ and - are allowed", t)
-		}
-	}
-	return nil
 }
 
 func oneOf(field, v string, allowed []string) error {
@@ -131,12 +110,6 @@ func cleanList(field string, in []string, maxN, maxLen int) ([]string, error) {
 	return out, nil
 }
 
-// deriveTitle takes the first line of the content, cut to 80 characters.
-func deriveTitle(content string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(content), "\n")
-	return truncateRunes(strings.TrimSpace(line), 80)
-}
-
 func truncateRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
@@ -151,7 +124,7 @@ func normaliseSave(req *SaveRequest) (saveParams, error) {
 	if req.Type == "" {
 		req.Type = DefaultType
 	}
-	if err := validType(req.Type); err != nil {
+	if err := memapi.CheckType(req.Type); err != nil {
 		return saveParams{}, err
 	}
 	if strings.TrimSpace(req.Content) == "" {
@@ -159,7 +132,7 @@ func normaliseSave(req *SaveRequest) (saveParams, error) {
 	}
 	req.Title = strings.TrimSpace(req.Title)
 	if req.Title == "" {
-		req.Title = deriveTitle(req.Content)
+		req.Title = memapi.DeriveTitle(req.Content)
 	}
 	for _, f := range []struct {
 		name, v string
@@ -211,7 +184,7 @@ func normaliseSave(req *SaveRequest) (saveParams, error) {
 // normaliseUpdate validates a partial update.
 func normaliseUpdate(req *UpdateRequest) error {
 	if req.Type != nil {
-		if err := validType(*req.Type); err != nil {
+		if err := memapi.CheckType(*req.Type); err != nil {
 			return err
 		}
 	}
@@ -269,169 +242,4 @@ func normaliseUpdate(req *UpdateRequest) error {
 		}
 	}
 	return nil
-}
-
-// CheckJSONText refuses, before anything decodes it, a JSON document whose
-// strings an agent could not have meant as text: bytes that are not UTF-8,
-// an unpaired UTF-16 surrogate escape ("\ud800"), or a NUL ("\u0000").
-// encoding/json would turn the first two into U+FFFD without a word, so
-// the check must see the raw bytes; the HTTP API and the MCP tools run it
-// on every body, imports on the file. The error is ErrInvalid naming the
-// field as a path ("title", "tags[1]", "memories[3].content"). Malformed
-// JSON is left to the decoder (nil here).
-func CheckJSONText(data []byte) error {
-	if utf8.Valid(data) && !hasSuspectEscape(data) {
-		return nil // the common case: one pass, no allocation
-	}
-	type frame struct {
-		obj     bool
-		key     string
-		idx     int
-		wantKey bool
-	}
-	var st []frame
-	path := func() string {
-		var b strings.Builder
-		for _, f := range st {
-			switch {
-			case f.obj && f.key != "":
-				if b.Len() > 0 {
-					b.WriteByte('.')
-				}
-				b.WriteString(f.key)
-			case !f.obj && f.idx >= 0:
-				fmt.Fprintf(&b, "[%d]", f.idx)
-			}
-		}
-		if b.Len() == 0 {
-			return "the body"
-		}
-		return b.String()
-	}
-	begin := func() { // a value starts in the current container
-		if n := len(st); n > 0 && !st[n-1].obj {
-			st[n-1].idx++
-		}
-	}
-	end := func() { // a value ended in the current container
-		if n := len(st); n > 0 && st[n-1].obj {
-			st[n-1].wantKey = true
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	prev := int64(0)
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // the end, or malformed JSON: the decoder reports that
-		}
-		cur := dec.InputOffset()
-		raw := data[prev:cur]
-		prev = cur
-		switch v := tok.(type) {
-		case json.Delim:
-			switch v {
-			case '{', '[':
-				begin()
-				st = append(st, frame{obj: v == '{', idx: -1, wantKey: v == '{'})
-			default:
-				st = st[:len(st)-1]
-				end()
-			}
-		case string:
-			if n := len(st); n > 0 && st[n-1].obj && st[n-1].wantKey {
-				st[n-1].key = "" // the path of the object holding the key
-				if why := badJSONString(raw); why != "" {
-					return invalid("a key in %s %s", path(), why)
-				}
-				st[n-1].key, st[n-1].wantKey = v, false
-				continue
-			}
-			begin()
-			if why := badJSONString(raw); why != "" {
-				return invalid("%s %s", path(), why)
-			}
-			end()
-		default:
-			begin()
-			end()
-		}
-	}
-}
-
-// hasSuspectEscape reports whether data may hold a "\u0000" or a surrogate
-// escape ("\uD800"-"\uDFFF"); an escaped backslash before a "u" makes a
-// false alarm, which the slow path clears.
-func hasSuspectEscape(data []byte) bool {
-	for i := 0; i+5 < len(data); i++ {
-		if data[i] != '\\' || data[i+1] != 'u' {
-			continue
-		}
-		h := data[i+2 : i+6]
-		if string(h) == "0000" || (h[0]|0x20) == 'd' && strings.IndexByte("89abcdefABCDEF", h[1]) >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// badJSONString says what is wrong with the raw JSON string token at the
-// end of raw (after any separator), or "" if nothing is.
-func badJSONString(raw []byte) string {
-	if !utf8.Valid(raw) {
-		return "is not valid UTF-8"
-	}
-	for i := bytes.IndexByte(raw, '"') + 1; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
-		}
-		i++
-		if i >= len(raw) || raw[i] != 'u' {
-			continue // a one-letter escape
-		}
-		r, ok := hex4(raw[i+1:])
-		if !ok {
-			return "" // malformed: the decoder reports it
-		}
-		i += 4
-		switch {
-		case r == 0:
-			return "contains a NUL character (\\u0000)"
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return "is not valid UTF-8 (an unpaired surrogate escape)"
-		case r >= 0xD800 && r <= 0xDBFF:
-			if i+6 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
-				return "is not valid UTF-8 (an unpaired surrogate escape)"
-			}
-			lo, ok := hex4(raw[i+3:])
-			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return "is not valid UTF-8 (an unpaired surrogate escape)"
-			}
-			i += 6
-		}
-	}
-	return ""
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(d)
-	}
-	return r, true
 }
