@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // The admin verbs of namespaces, grants, tokens and sharing. Each is one
@@ -78,7 +78,7 @@ func (cf *clientFlags) request(ctx context.Context, method, path string, q url.V
 
 func runNS(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "create" {
-		var info memory.NamespaceInfo
+		var info memapi.NamespaceInfo
 		return simple("ns create", "NAMESPACE", "Creates a team:// or project:// namespace; you become its creator, holding every\npermission. An existing namespace is an error.", 1, args[1:], stdout, stderr, nil,
 			func(cf *clientFlags, pos []string) ([]byte, error) {
 				return cf.request(ctx, "POST", "/v1/namespaces", nil, map[string]string{"namespace": pos[0]}, &info)
@@ -93,7 +93,7 @@ func runNS(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage
 	}
 	var out struct {
-		Namespaces []memory.NamespaceInfo `json:"namespaces"`
+		Namespaces []memapi.NamespaceInfo `json:"namespaces"`
 	}
 	return simple("ns", "ls | create NAMESPACE", "Lists the namespaces this node holds on which you hold any permission\n(\"mnemo ns create NAMESPACE\" creates one).", 0, args, stdout, stderr, nil,
 		func(cf *clientFlags, pos []string) ([]byte, error) {
@@ -117,10 +117,10 @@ func runRevoke(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 func grantCmd(ctx context.Context, name, method, about string, args []string, stdout, stderr io.Writer) int {
-	var res memory.GrantResult
+	var res memapi.GrantResult
 	return simple(name, "NAMESPACE PRINCIPAL PERMS", about, 3, args, stdout, stderr, nil,
 		func(cf *clientFlags, pos []string) ([]byte, error) {
-			req := memory.GrantRequest{Namespace: pos[0], Principal: pos[1], Permissions: splitComma(pos[2])}
+			req := memapi.GrantRequest{Namespace: pos[0], Principal: pos[1], Permissions: splitComma(pos[2])}
 			return cf.request(ctx, method, "/v1/grants", nil, req, &res)
 		}, func([]byte) {
 			now := strings.Join(res.Permissions, ",")
@@ -133,7 +133,7 @@ func grantCmd(ctx context.Context, name, method, about string, args []string, st
 }
 
 func runACL(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var v memory.ACLView
+	var v memapi.ACLView
 	return simple("acl", "NAMESPACE", "Lists the effective permissions on a namespace (its root's), with who signed\neach grant. Admins also see records that do not count, and why.", 1, args, stdout, stderr, nil,
 		func(cf *clientFlags, pos []string) ([]byte, error) {
 			return cf.request(ctx, "GET", "/v1/grants", url.Values{"namespace": {pos[0]}}, nil, &v)
@@ -186,28 +186,28 @@ func runToken(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 }
 
 func runShare(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var res memory.ShareResult
+	var res memapi.ShareResult
 	return simple("share", "ID NAMESPACE", "Copies a memory into a namespace (a one-time snapshot whose lineage is the\noriginal). Needs read and share on the memory's namespace and write on the target.", 2, args, stdout, stderr, nil,
 		func(cf *clientFlags, pos []string) ([]byte, error) {
-			return cf.request(ctx, "POST", "/v1/share", nil, memory.ShareRequest{ID: pos[0], Namespace: pos[1]}, &res)
+			return cf.request(ctx, "POST", "/v1/share", nil, memapi.ShareRequest{ID: pos[0], Namespace: pos[1]}, &res)
 		}, func([]byte) { printCopy(stdout, "shared", res) })
 }
 
 func runPromote(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var res memory.ShareResult
+	var res memapi.ShareResult
 	var move bool
 	return simple("promote", "ID NAMESPACE", "Copies a memory into a team:// or project:// namespace; with --move the original\nis deleted and a reference to the promoted memory takes its place.", 2, args, stdout, stderr,
 		func(fs *flag.FlagSet) { fs.BoolVar(&move, "move", false, "move instead of copy") },
 		func(cf *clientFlags, pos []string) ([]byte, error) {
-			mode := memory.PromoteCopy
+			mode := memapi.PromoteCopy
 			if move {
-				mode = memory.PromoteMove
+				mode = memapi.PromoteMove
 			}
-			return cf.request(ctx, "POST", "/v1/promote", nil, memory.PromoteRequest{ID: pos[0], Namespace: pos[1], Mode: mode}, &res)
+			return cf.request(ctx, "POST", "/v1/promote", nil, memapi.PromoteRequest{ID: pos[0], Namespace: pos[1], Mode: mode}, &res)
 		}, func([]byte) { printCopy(stdout, "promoted", res) })
 }
 
-func printCopy(w io.Writer, verb string, res memory.ShareResult) {
+func printCopy(w io.Writer, verb string, res memapi.ShareResult) {
 	state := ""
 	if res.Existing {
 		state = " (already there)"

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mnemohq/mnemo/node"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // withBearer adds a bearer token (and optionally a session key) to every
@@ -99,7 +99,7 @@ func TestE2EIsolation(t *testing.T) {
 	if code != 201 {
 		t.Fatalf("save: %d %s", code, body)
 	}
-	var saved memory.SaveResult
+	var saved memapi.SaveResult
 	json.Unmarshal(body, &saved)
 	id := saved.ID
 

@@ -17,7 +17,7 @@ import (
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/cluster"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/sync/gossip"
 	"github.com/mnemohq/mnemo/sync/quicnet"
 	"github.com/mnemohq/mnemo/sync/wire"
@@ -237,7 +237,7 @@ func TestE2EMaliciousMember(t *testing.T) {
 	// write naming alice as author is refused; its write as itself lands.
 	fcall(t, alice, "POST", "/v1/grants", `{"namespace":"team://x","principal":"agent://mallory","permissions":["write"]}`, 200, 201)
 	eventually(t, "the grant on carol", func() bool {
-		var v memory.ACLView
+		var v memapi.ACLView
 		_ = json.Unmarshal(fcall(t, carol, "GET", "/v1/grants?namespace=team://x", "", 200), &v)
 		for _, e := range v.Entries {
 			if e.Principal == "agent://mallory" {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // Capsules, the context bundle (mnemo context --bundle, dispatched from
@@ -41,7 +41,7 @@ func runCapsule(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case "create":
 		return capsuleCreate(ctx, args, stdout, stderr)
 	case "", "ls", "list":
-		var out memory.CapsuleList
+		var out memapi.CapsuleList
 		var st, si string
 		return simple("capsule ls", "[--subject-type T --subject-id I]", "Lists the capsules available to you: shared with you (active) and created by you.", 0, args, stdout, stderr,
 			func(fs *flag.FlagSet) {
@@ -66,7 +66,7 @@ func runCapsule(ctx context.Context, args []string, stdin io.Reader, stdout, std
 				w.Flush()
 			})
 	case "get", "revoke":
-		var c memory.Capsule
+		var c memapi.Capsule
 		method, about := "GET", "Shows a capsule with its risks and items."
 		if sub == "revoke" {
 			method, about = "DELETE", "Revokes a capsule you created: unreadable at once for its whole audience."
@@ -90,10 +90,10 @@ func runCapsule(ctx context.Context, args []string, stdin io.Reader, stdout, std
 }
 
 func capsuleCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var req memory.CapsuleRequest
+	var req memapi.CapsuleRequest
 	var audience, ids, risks, query string
 	var limit int
-	var res memory.CapsuleCreated
+	var res memapi.CapsuleCreated
 	return simple("capsule create", "--subject-type T --subject-id I --audience A[,B] (--ids a,b | --query Q)",
 		"Creates a capsule: a copy of the chosen memories, with risks and an expiry, readable\nonly by the audience (and you). Needs share on every memory's namespace.", 0, args, stdout, stderr,
 		func(fs *flag.FlagSet) {
@@ -110,7 +110,7 @@ func capsuleCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		func(cf *clientFlags, pos []string) ([]byte, error) {
 			req.Audience, req.IDs = splitComma(audience), splitComma(ids)
 			if query != "" {
-				req.Query = &memory.SearchQuery{Query: query, Limit: limit}
+				req.Query = &memapi.SearchQuery{Query: query, Limit: limit}
 			}
 			for _, r := range strings.Split(risks, ";") {
 				if r = strings.TrimSpace(r); r != "" {
@@ -131,9 +131,9 @@ func isBundle(args []string) bool {
 }
 
 func runContextBundle(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var req memory.BundleRequest
+	var req memapi.BundleRequest
 	var noCapsules bool
-	var res memory.BundleResult
+	var res memapi.BundleResult
 	fs := newFlagSet("context --bundle", "[flags]", "Prints the context bundle: decisions in force by precedence, capsules shared with\nyou and recent memories (session first), within --max-tokens; the budget split goes to stderr.", stdout, stderr)
 	cf := addClientFlags(fs)
 	fs.Bool("bundle", true, "build the context bundle")
@@ -178,7 +178,7 @@ func runContextBundle(ctx context.Context, args []string, stdout, stderr io.Writ
 func runDuplicates(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "merge" {
 		var ns string
-		var res memory.MergeResult
+		var res memapi.MergeResult
 		fs := newFlagSet("duplicates merge", "--namespace NS ID ID...", "Merges duplicates within a shared namespace you can write: the first id in it\nsurvives with every contributor's provenance; the others there are archived.", stdout, stderr)
 		cf := addClientFlags(fs)
 		fs.StringVar(&ns, "namespace", "", "the shared namespace `NS` (required)")
@@ -189,7 +189,7 @@ func runDuplicates(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		if len(pos) < 2 {
 			return usageError(stderr, fs, "want at least two ids, got %d", len(pos))
 		}
-		raw, err := cf.request(ctx, "POST", "/v1/duplicates/merge", nil, memory.MergeRequest{IDs: pos, Namespace: ns}, &res)
+		raw, err := cf.request(ctx, "POST", "/v1/duplicates/merge", nil, memapi.MergeRequest{IDs: pos, Namespace: ns}, &res)
 		if err != nil {
 			return failed(stderr, fs, err)
 		}
@@ -203,7 +203,7 @@ func runDuplicates(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	}
 	var ns string
 	var threshold float64
-	var out memory.DuplicatesResult
+	var out memapi.DuplicatesResult
 	return simple("duplicates", "[--namespace NS] [--threshold X] | merge --namespace NS ID ID...", "Lists near-duplicate memories across the namespaces you can read (MinHash,\nand embeddings when the node is configured for them).", 0, args, stdout, stderr,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&ns, "namespace", "", "only pairs with a side in `NS`")

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 func runStats(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -24,7 +24,7 @@ func runStats(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	var st memory.Stats
+	var st memapi.Stats
 	raw, err := call(ctx, c, "GET", "/v1/stats", nsQuery(*ns), nil, &st)
 	if err != nil {
 		return failed(stderr, fs, err)
@@ -100,7 +100,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	res, err := c.Import(ctx, data, memory.ImportOptions{Namespace: *ns, PreserveProvenance: *preserve})
+	res, err := c.Import(ctx, data, memapi.ImportOptions{Namespace: *ns, PreserveProvenance: *preserve})
 	if err != nil {
 		return failed(stderr, fs, err)
 	}

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/node"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // These tests build the real binary once and drive it as a user would: a
@@ -290,7 +290,7 @@ func TestE2EWorkflow(t *testing.T) {
 	if code != 201 {
 		t.Fatalf("POST /v1/memories: %d %s", code, body)
 	}
-	var viaHTTP memory.SaveResult
+	var viaHTTP memapi.SaveResult
 	json.Unmarshal(body, &viaHTTP)
 
 	out := a.mnemo("", "save", "--type", "decision", "--title", "Use Badger", "--tags", "storage,db", "badger tuning for the storage engine").stdout
@@ -309,7 +309,7 @@ func TestE2EWorkflow(t *testing.T) {
 	if !strings.Contains(out, "ID") || !strings.Contains(out, "SCORE") || !strings.Contains(out, id) || !strings.Contains(out, viaHTTP.ID) || strings.Contains(out, idStdin) {
 		t.Fatalf("search table:\n%s", out)
 	}
-	var sr memory.SearchResult
+	var sr memapi.SearchResult
 	if err := json.Unmarshal([]byte(a.mnemo("", "search", "badger", "--json").stdout), &sr); err != nil || sr.Total != 3 {
 		t.Fatalf("search --json: %+v, %v", sr, err)
 	}
@@ -318,7 +318,7 @@ func TestE2EWorkflow(t *testing.T) {
 	if !strings.Contains(out, "Use Badger") || !strings.Contains(out, "badger tuning for the storage engine") || !strings.Contains(out, "db, storage") {
 		t.Fatalf("get:\n%s", out)
 	}
-	var got memory.Memory
+	var got memapi.Memory
 	if err := json.Unmarshal([]byte(a.mnemo("", "get", idStdin, "--json").stdout), &got); err != nil || got.Content != "observed from stdin: badger compaction is slow\n" {
 		t.Fatalf("get --json: %+v, %v", got, err)
 	}
@@ -333,7 +333,7 @@ func TestE2EWorkflow(t *testing.T) {
 		t.Fatalf("context:\nstdout %s\nstderr %s", r.stdout, r.stderr)
 	}
 
-	var cp memory.CompactResult
+	var cp memapi.CompactResult
 	if err := json.Unmarshal([]byte(a.mnemo("", "compact", "--older-than-days", "30", "--json").stdout), &cp); err != nil || cp.Mode != "identify" || cp.Before != 3 {
 		t.Fatalf("compact identify: %+v, %v", cp, err)
 	}
@@ -357,7 +357,7 @@ func TestE2EWorkflow(t *testing.T) {
 
 	// export > file, then import into a second node with another owner.
 	export := a.mnemo("", "export").stdout
-	var ex memory.Export
+	var ex memapi.Export
 	if err := json.Unmarshal([]byte(export), &ex); err != nil || ex.Format != "mnemo-export" || len(ex.Memories) != 4 {
 		t.Fatalf("export: %d memories, %v", len(ex.Memories), err)
 	}
@@ -433,7 +433,7 @@ func TestE2ECrashDurability(t *testing.T) {
 		if code != 201 {
 			t.Fatalf("save %d: %d %s", i, code, body)
 		}
-		var res memory.SaveResult
+		var res memapi.SaveResult
 		if err := json.Unmarshal(body, &res); err != nil || res.ID == "" {
 			t.Fatalf("save %d: %s", i, body)
 		}
@@ -454,7 +454,7 @@ func TestE2ECrashDurability(t *testing.T) {
 		}
 	}
 	code, body := q.api("GET", "/v1/search?q=durable&limit=100", q.token, "")
-	var sr memory.SearchResult
+	var sr memapi.SearchResult
 	if err := json.Unmarshal(body, &sr); code != 200 || err != nil || sr.Total != n || len(sr.Results) != n {
 		t.Fatalf("search after kill -9: %d, total %d, %d results: %v", code, sr.Total, len(sr.Results), err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/mnemohq/mnemo/node"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // TestE2EFeatures proves the replicated features of issues 6 and 8 with
@@ -72,13 +72,13 @@ func TestE2EFeatures(t *testing.T) {
 }
 
 // fsave saves a memory from a JSON body on p with p's owner token.
-func fsave(t *testing.T, p *nodeProc, body string) memory.Memory {
+func fsave(t *testing.T, p *nodeProc, body string) memapi.Memory {
 	t.Helper()
 	code, b := p.api("POST", "/v1/memories", p.token, body)
 	if code != 201 {
 		t.Fatalf("save %s: %d %s", body, code, b)
 	}
-	var m memory.SaveResult
+	var m memapi.SaveResult
 	if err := json.Unmarshal(b, &m); err != nil || m.ID == "" {
 		t.Fatalf("save answer %s: %v", b, err)
 	}
@@ -96,18 +96,18 @@ func fcall(t *testing.T, p *nodeProc, method, path, body string, want ...int) []
 }
 
 // fsearch runs GET /v1/search?q=… with extra query parameters as p's owner.
-func fsearch(t *testing.T, p *nodeProc, q string, extra url.Values) []memory.Memory {
+func fsearch(t *testing.T, p *nodeProc, q string, extra url.Values) []memapi.Memory {
 	t.Helper()
 	v := url.Values{"q": {q}, "limit": {"100"}}
 	for k, xs := range extra {
 		v[k] = xs
 	}
 	b := fcall(t, p, "GET", "/v1/search?"+v.Encode(), "", 200)
-	var res memory.SearchResult
+	var res memapi.SearchResult
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatalf("search answer %s: %v", b, err)
 	}
-	out := make([]memory.Memory, 0, len(res.Results))
+	out := make([]memapi.Memory, 0, len(res.Results))
 	for _, h := range res.Results {
 		out = append(out, h.Memory)
 	}
@@ -115,17 +115,17 @@ func fsearch(t *testing.T, p *nodeProc, q string, extra url.Values) []memory.Mem
 }
 
 // fcontext runs GET /v1/context with extra query parameters as p's owner.
-func fcontext(t *testing.T, p *nodeProc, extra url.Values) memory.ContextResult {
+func fcontext(t *testing.T, p *nodeProc, extra url.Values) memapi.ContextResult {
 	t.Helper()
 	b := fcall(t, p, "GET", "/v1/context?"+extra.Encode(), "", 200)
-	var res memory.ContextResult
+	var res memapi.ContextResult
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatalf("context answer %s: %v", b, err)
 	}
 	return res
 }
 
-func ids(ms []memory.Memory) []string {
+func ids(ms []memapi.Memory) []string {
 	out := make([]string, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, m.ID)
@@ -134,13 +134,13 @@ func ids(ms []memory.Memory) []string {
 }
 
 // byLineage finds the memory derived from source id.
-func byLineage(ms []memory.Memory, id string) (memory.Memory, bool) {
+func byLineage(ms []memapi.Memory, id string) (memapi.Memory, bool) {
 	for _, m := range ms {
 		if m.Lineage == id {
 			return m, true
 		}
 	}
-	return memory.Memory{}, false
+	return memapi.Memory{}, false
 }
 
 // holds reports whether p's node holds replicated namespace ns.
@@ -177,7 +177,7 @@ func featProjection(t *testing.T, alice, bob, carol *nodeProc) {
 	m3 := fsave(t, alice, `{"type":"decision","title":"pangolin invoice rounding","content":"pangolin invoices round half even","tags":["other"]}`)
 
 	b := fcall(t, alice, "POST", "/v1/projections", `{"source":"agent://alice","target":"agent://bob","filter":{"tags":["auth"]},"level":"L2","live":true}`, 201)
-	var live memory.ProjectionInfo
+	var live memapi.ProjectionInfo
 	if err := json.Unmarshal(b, &live); err != nil || live.View == "" || live.Memories != 2 || !live.Live {
 		t.Fatalf("create: %v %s", err, b)
 	}
@@ -187,7 +187,7 @@ func featProjection(t *testing.T, alice, bob, carol *nodeProc) {
 
 	// bob's node gets exactly the auth-tagged memories, at L2, marked
 	// with their source.
-	var got []memory.Memory
+	var got []memapi.Memory
 	eventually(t, "the projected view on bob's node", func() bool {
 		got = fsearch(t, bob, "pangolin", nil)
 		return len(got) == 2
@@ -273,7 +273,7 @@ func featProjection(t *testing.T, alice, bob, carol *nodeProc) {
 	// A snapshot does not follow later changes; the live view does.
 	m4 := fsave(t, alice, `{"type":"decision","title":"pangolin mfa policy","content":"pangolin admins need a hardware key","tags":["auth"]}`)
 	b = fcall(t, alice, "POST", "/v1/projections", `{"source":"agent://alice","target":"agent://bob","filter":{"tags":["auth"]},"level":"L2","live":false}`, 201)
-	var snap memory.ProjectionInfo
+	var snap memapi.ProjectionInfo
 	if err := json.Unmarshal(b, &snap); err != nil || snap.Live || snap.Memories != 1 {
 		t.Fatalf("snapshot create: %v %s", err, b)
 	}
@@ -321,7 +321,7 @@ func featSurgery(t *testing.T, alice, bob, carol *nodeProc) {
 		code, _ := carol.api("POST", "/v1/memories", carol.token, `{"namespace":"team://ops","type":"note","content":"wombat probe"}`)
 		return code == 201
 	})
-	save := func(title, content, channel string) memory.Memory {
+	save := func(title, content, channel string) memapi.Memory {
 		return fsave(t, carol, fmt.Sprintf(`{"namespace":%q,"type":"decision","title":%q,"content":%q,"channel":%q}`, team, title, content, channel))
 	}
 	amend := save("wombat retention", "wombat logs are kept for 7 days", "team")
@@ -329,15 +329,15 @@ func featSurgery(t *testing.T, alice, bob, carol *nodeProc) {
 	block := save("wombat incident", "wombat incident details for insiders", "public")
 	control := save("wombat status page", "wombat status page is public", "public")
 	doomed := save("wombat customer list", "wombat customer list lives in the crm", "team")
-	all := []memory.Memory{amend, quar, block, control, doomed}
+	all := []memapi.Memory{amend, quar, block, control, doomed}
 	for _, p := range []*nodeProc{alice, bob} {
 		for _, m := range all {
 			eventually(t, "carol's team memories on "+p.nodeID, func() bool { return p.has(m.ID) })
 		}
 	}
 
-	edit := func(body string) memory.EditResult {
-		var res memory.EditResult
+	edit := func(body string) memapi.EditResult {
+		var res memapi.EditResult
 		if err := json.Unmarshal(fcall(t, alice, "POST", "/v1/edits", body, 201), &res); err != nil || res.EditID == "" {
 			t.Fatalf("edit %s: %v", body, err)
 		}
@@ -364,7 +364,7 @@ func featSurgery(t *testing.T, alice, bob, carol *nodeProc) {
 			m := p.memory(t, amend.ID)
 			return m != nil && m["content"] == amended
 		})
-		if ms := fsearch(t, p, "wombat retention", nil); !slices.ContainsFunc(ms, func(m memory.Memory) bool {
+		if ms := fsearch(t, p, "wombat retention", nil); !slices.ContainsFunc(ms, func(m memapi.Memory) bool {
 			return m.ID == amend.ID && m.Content == amended
 		}) {
 			t.Fatalf("search on %s does not show the amended text: %+v", p.nodeID, ms)
@@ -372,7 +372,7 @@ func featSurgery(t *testing.T, alice, bob, carol *nodeProc) {
 		if ms := fsearch(t, p, "archived", nil); !slices.Contains(ids(ms), amend.ID) {
 			t.Fatalf("search for the amended words on %s: %v", p.nodeID, ids(ms))
 		}
-		if ms := fsearch(t, p, "days", nil); slices.ContainsFunc(ms, func(m memory.Memory) bool { return strings.Contains(m.Content, "7 days") }) {
+		if ms := fsearch(t, p, "days", nil); slices.ContainsFunc(ms, func(m memapi.Memory) bool { return strings.Contains(m.Content, "7 days") }) {
 			t.Fatalf("the pre-amend text is still searchable on %s", p.nodeID)
 		}
 		// quarantine: out of default search and context, in with include_quarantined
@@ -413,9 +413,9 @@ func featSurgery(t *testing.T, alice, bob, carol *nodeProc) {
 
 	// The audit log replicates; the pending retract has no effect anywhere.
 	type auditAns struct {
-		Edits []memory.Edit `json:"edits"`
+		Edits []memapi.Edit `json:"edits"`
 	}
-	audit := func(p *nodeProc, q string) []memory.Edit {
+	audit := func(p *nodeProc, q string) []memapi.Edit {
 		var a auditAns
 		if err := json.Unmarshal(fcall(t, p, "GET", "/v1/audit?"+q, "", 200), &a); err != nil {
 			t.Fatal(err)
@@ -493,7 +493,7 @@ func featSurgery(t *testing.T, alice, bob, carol *nodeProc) {
 	// A projection of the team namespace (maintained on alice's node, its
 	// creator's) follows writes and edits made on carol's node.
 	b := fcall(t, alice, "POST", "/v1/projections", `{"source":"team://ops","target":"agent://bob","filter":{"tags":["runbook"]},"level":"L2"}`, 201)
-	var pi memory.ProjectionInfo
+	var pi memapi.ProjectionInfo
 	if err := json.Unmarshal(b, &pi); err != nil {
 		t.Fatal(err)
 	}
@@ -524,20 +524,20 @@ func featSurgery(t *testing.T, alice, bob, carol *nodeProc) {
 func featCapsules(t *testing.T, alice, bob, carol *nodeProc) {
 	c1 := fsave(t, alice, `{"type":"decision","title":"quetzal deploy window","content":"quetzal deploys happen on tuesdays"}`)
 	c2 := fsave(t, alice, `{"type":"decision","title":"quetzal rollback","content":"quetzal rollbacks need two approvals"}`)
-	var created memory.CapsuleCreated
+	var created memapi.CapsuleCreated
 	b := fcall(t, alice, "POST", "/v1/capsules", fmt.Sprintf(`{"subject_type":"project","subject_id":"quetzal","audience":["agent://bob"],"ids":[%q,%q],"ttl_days":1,"risks":["rollback rules may change"]}`, c1.ID, c2.ID), 201)
 	if err := json.Unmarshal(b, &created); err != nil || created.CapsuleID == "" || created.ItemCount != 2 {
 		t.Fatalf("create: %v %s", err, b)
 	}
 	inbox := "agent://bob/.inbox/alice/capsule-" + created.CapsuleID
 
-	var got memory.Capsule
+	var got memapi.Capsule
 	eventually(t, "the capsule readable on bob's node", func() bool {
 		code, b := bob.api("GET", "/v1/capsules/"+created.CapsuleID, bob.token, "")
 		if code != 200 {
 			return false
 		}
-		got = memory.Capsule{}
+		got = memapi.Capsule{}
 		return json.Unmarshal(b, &got) == nil && len(got.Items) == 2
 	})
 	if !holds(t, bob, inbox) {
@@ -549,17 +549,17 @@ func featCapsules(t *testing.T, alice, bob, carol *nodeProc) {
 	if got.Items[0].Lineage != c1.ID || got.Items[1].Lineage != c2.ID || got.Items[0].Content != c1.Content {
 		t.Fatalf("bob's capsule items: %+v", got.Items)
 	}
-	var list memory.CapsuleList
+	var list memapi.CapsuleList
 	if err := json.Unmarshal(fcall(t, bob, "GET", "/v1/capsules", "", 200), &list); err != nil ||
-		!slices.ContainsFunc(list.Capsules, func(c memory.Capsule) bool { return c.ID == created.CapsuleID }) {
+		!slices.ContainsFunc(list.Capsules, func(c memapi.Capsule) bool { return c.ID == created.CapsuleID }) {
 		t.Fatalf("bob's capsule list: %+v %v", list, err)
 	}
 	if ms := fsearch(t, bob, "quetzal", nil); len(ms) != 2 {
 		t.Fatalf("bob's search of the capsule items: %v", ids(ms))
 	}
 
-	bundle := func(p *nodeProc) memory.BundleResult {
-		var br memory.BundleResult
+	bundle := func(p *nodeProc) memapi.BundleResult {
+		var br memapi.BundleResult
 		if err := json.Unmarshal(fcall(t, p, "POST", "/v1/context/bundle", `{"subject_type":"project","subject_id":"quetzal"}`, 200), &br); err != nil {
 			t.Fatal(err)
 		}
@@ -615,7 +615,7 @@ func featCapsules(t *testing.T, alice, bob, carol *nodeProc) {
 		t.Fatalf("bob's context bundle after the revoke: %+v", br)
 	}
 	// alice, the creator, still sees it as revoked.
-	var mine memory.Capsule
+	var mine memapi.Capsule
 	if err := json.Unmarshal(fcall(t, alice, "GET", "/v1/capsules/"+created.CapsuleID, "", 200), &mine); err != nil || mine.Status != "revoked" || len(mine.Items) != 0 {
 		t.Fatalf("alice's view of the revoked capsule: %+v %v", mine, err)
 	}

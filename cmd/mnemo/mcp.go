@@ -16,7 +16,9 @@ import (
 
 	"github.com/mnemohq/mnemo/node"
 	"github.com/mnemohq/mnemo/node/client"
+	"github.com/mnemohq/mnemo/node/mcpservice"
 	"github.com/mnemohq/mnemo/node/mcptools"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
@@ -185,7 +187,7 @@ func (l *link) serve(n *node.Node) mcptools.Backend {
 	l.n, l.stop, l.stopped = n, stop, make(chan error, 1)
 	go func() { l.stopped <- n.Serve(sctx) }()
 	l.log.Info("running the node in this process", "http", n.Addr(), "agent", n.Service().Owner().String(), "data", n.Dir())
-	return mcptools.ServiceBackend(n.Service(), memory.Caller{Principal: n.Service().Owner()})
+	return mcpservice.New(n.Service(), memapi.Caller{Principal: n.Service().Owner()})
 }
 
 // attach checks that the node at url answers an authenticated call.
@@ -262,16 +264,16 @@ func retry[T any](ctx context.Context, l *link, f func(mcptools.Backend) (T, err
 	return f(nb)
 }
 
-func (l *link) Save(ctx context.Context, req memory.SaveRequest) (memory.SaveResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.SaveResult, error) { return b.Save(ctx, req) })
+func (l *link) Save(ctx context.Context, req memapi.SaveRequest) (memapi.SaveResult, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.SaveResult, error) { return b.Save(ctx, req) })
 }
 
-func (l *link) Get(ctx context.Context, id string, includeDeleted bool) (memory.Memory, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.Memory, error) { return b.Get(ctx, id, includeDeleted) })
+func (l *link) Get(ctx context.Context, id string, includeDeleted bool) (memapi.Memory, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.Memory, error) { return b.Get(ctx, id, includeDeleted) })
 }
 
-func (l *link) Update(ctx context.Context, id string, req memory.UpdateRequest) (memory.Memory, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.Memory, error) { return b.Update(ctx, id, req) })
+func (l *link) Update(ctx context.Context, id string, req memapi.UpdateRequest) (memapi.Memory, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.Memory, error) { return b.Update(ctx, id, req) })
 }
 
 func (l *link) Delete(ctx context.Context, id string, hard bool) error {
@@ -279,42 +281,42 @@ func (l *link) Delete(ctx context.Context, id string, hard bool) error {
 	return err
 }
 
-func (l *link) Search(ctx context.Context, q memory.SearchQuery) (memory.SearchResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.SearchResult, error) { return b.Search(ctx, q) })
+func (l *link) Search(ctx context.Context, q memapi.SearchQuery) (memapi.SearchResult, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.SearchResult, error) { return b.Search(ctx, q) })
 }
 
-func (l *link) Timeline(ctx context.Context, q memory.TimelineQuery) (memory.Timeline, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.Timeline, error) { return b.Timeline(ctx, q) })
+func (l *link) Timeline(ctx context.Context, q memapi.TimelineQuery) (memapi.Timeline, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.Timeline, error) { return b.Timeline(ctx, q) })
 }
 
-func (l *link) Context(ctx context.Context, q memory.ContextQuery) (memory.ContextResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.ContextResult, error) { return b.Context(ctx, q) })
+func (l *link) Context(ctx context.Context, q memapi.ContextQuery) (memapi.ContextResult, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.ContextResult, error) { return b.Context(ctx, q) })
 }
 
-func (l *link) Compact(ctx context.Context, req memory.CompactRequest) (memory.CompactResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.CompactResult, error) { return b.Compact(ctx, req) })
+func (l *link) Compact(ctx context.Context, req memapi.CompactRequest) (memapi.CompactResult, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.CompactResult, error) { return b.Compact(ctx, req) })
 }
 
-func (l *link) StartSession(ctx context.Context, req memory.SessionStart) (memory.Session, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.Session, error) { return b.StartSession(ctx, req) })
+func (l *link) StartSession(ctx context.Context, req memapi.SessionStart) (memapi.Session, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.Session, error) { return b.StartSession(ctx, req) })
 }
 
-func (l *link) EndSession(ctx context.Context, req memory.SessionEnd) (memory.Session, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.Session, error) { return b.EndSession(ctx, req) })
+func (l *link) EndSession(ctx context.Context, req memapi.SessionEnd) (memapi.Session, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.Session, error) { return b.EndSession(ctx, req) })
 }
 
-func (l *link) SessionSummary(ctx context.Context, req memory.SessionSummaryRequest) (memory.SaveResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.SaveResult, error) { return b.SessionSummary(ctx, req) })
+func (l *link) SessionSummary(ctx context.Context, req memapi.SessionSummaryRequest) (memapi.SaveResult, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.SaveResult, error) { return b.SessionSummary(ctx, req) })
 }
 
-func (l *link) SavePrompt(ctx context.Context, req memory.PromptRequest) (memory.SaveResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.SaveResult, error) { return b.SavePrompt(ctx, req) })
+func (l *link) SavePrompt(ctx context.Context, req memapi.PromptRequest) (memapi.SaveResult, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.SaveResult, error) { return b.SavePrompt(ctx, req) })
 }
 
-func (l *link) Progress(ctx context.Context, req memory.ProgressRequest) (memory.SaveResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.SaveResult, error) { return b.Progress(ctx, req) })
+func (l *link) Progress(ctx context.Context, req memapi.ProgressRequest) (memapi.SaveResult, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.SaveResult, error) { return b.Progress(ctx, req) })
 }
 
-func (l *link) Stats(ctx context.Context, ns string) (memory.Stats, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.Stats, error) { return b.Stats(ctx, ns) })
+func (l *link) Stats(ctx context.Context, ns string) (memapi.Stats, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.Stats, error) { return b.Stats(ctx, ns) })
 }

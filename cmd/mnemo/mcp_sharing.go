@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mnemohq/mnemo/node/mcptools"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // The stdio MCP server's link offers mem_share and mem_promote whenever the
@@ -13,21 +13,21 @@ import (
 // HTTP client do).
 var _ mcptools.Sharer = (*link)(nil)
 
-func (l *link) Share(ctx context.Context, req memory.ShareRequest) (memory.ShareResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.ShareResult, error) {
+func (l *link) Share(ctx context.Context, req memapi.ShareRequest) (memapi.ShareResult, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.ShareResult, error) {
 		sh, ok := b.(mcptools.Sharer)
 		if !ok {
-			return memory.ShareResult{}, fmt.Errorf("%w: this node does not offer sharing", memory.ErrInvalid)
+			return memapi.ShareResult{}, fmt.Errorf("%w: this node does not offer sharing", memapi.ErrInvalid)
 		}
 		return sh.Share(ctx, req)
 	})
 }
 
-func (l *link) Promote(ctx context.Context, req memory.PromoteRequest) (memory.ShareResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memory.ShareResult, error) {
+func (l *link) Promote(ctx context.Context, req memapi.PromoteRequest) (memapi.ShareResult, error) {
+	return retry(ctx, l, func(b mcptools.Backend) (memapi.ShareResult, error) {
 		sh, ok := b.(mcptools.Sharer)
 		if !ok {
-			return memory.ShareResult{}, fmt.Errorf("%w: this node does not offer sharing", memory.ErrInvalid)
+			return memapi.ShareResult{}, fmt.Errorf("%w: this node does not offer sharing", memapi.ErrInvalid)
 		}
 		return sh.Promote(ctx, req)
 	})

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // filterFlags are the read filters shared by search, timeline and context;
@@ -62,7 +62,7 @@ func runSave(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs := newFlagSet("save", "[flags] CONTENT… | -",
 		"Saves a memory. The content is the arguments joined by spaces, or standard input for \"-\".\nA --topic-key that matches a live memory updates it in place.", stdout, stderr)
 	cf := addClientFlags(fs)
-	var req memory.SaveRequest
+	var req memapi.SaveRequest
 	fs.StringVar(&req.Type, "type", "observation", "memory `TYPE`: observation, decision, preference, correction, pattern, summary, progress, …")
 	fs.StringVar(&req.Title, "title", "", "`TITLE` (default derived from the content)")
 	tags := fs.String("tags", "", "comma-separated `TAGS`")
@@ -100,7 +100,7 @@ func runSave(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	var res memory.SaveResult
+	var res memapi.SaveResult
 	raw, err := call(ctx, c, "POST", "/v1/memories", nil, req, &res)
 	if err != nil {
 		return failed(stderr, fs, err)
@@ -136,7 +136,7 @@ func runGet(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *incl {
 		q.Set("include_deleted", "true")
 	}
-	var m memory.Memory
+	var m memapi.Memory
 	raw, err := call(ctx, c, "GET", "/v1/memories/"+url.PathEscape(pos[0]), q, nil, &m)
 	if err != nil {
 		return failed(stderr, fs, err)
@@ -171,7 +171,7 @@ func runSearch(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	var res memory.SearchResult
+	var res memapi.SearchResult
 	raw, err := call(ctx, c, "GET", "/v1/search", q, nil, &res)
 	if err != nil {
 		return failed(stderr, fs, err)
@@ -205,7 +205,7 @@ func runTimeline(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	var tl memory.Timeline
+	var tl memapi.Timeline
 	raw, err := call(ctx, c, "GET", "/v1/timeline", q, nil, &tl)
 	if err != nil {
 		return failed(stderr, fs, err)
@@ -239,7 +239,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	var res memory.ContextResult
+	var res memapi.ContextResult
 	raw, err := call(ctx, c, "GET", "/v1/context", q, nil, &res)
 	if err != nil {
 		return failed(stderr, fs, err)
@@ -265,7 +265,7 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs := newFlagSet("compact", "[flags]",
 		"Identify: --older-than-days N lists stale memories.\nExecute: --ids a,b,c soft-deletes them, writing one compaction_summary memory\nfrom --summary-title/--summary-content if given; all or nothing.", stdout, stderr)
 	cf := addClientFlags(fs)
-	var req memory.CompactRequest
+	var req memapi.CompactRequest
 	fs.IntVar(&req.OlderThanDays, "older-than-days", 0, "identify memories older than `N` days")
 	fs.IntVar(&req.Limit, "limit", 0, "identify at most `N` (node default 50, max 200)")
 	fs.StringVar(&req.Namespace, "namespace", "", "namespace `NS`")
@@ -290,7 +290,7 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	var res memory.CompactResult
+	var res memapi.CompactResult
 	raw, err := call(ctx, c, "POST", "/v1/compact", nil, req, &res)
 	if err != nil {
 		return failed(stderr, fs, err)

@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/projection"
 )
 
@@ -60,12 +60,12 @@ func runProjection(ctx context.Context, args []string, stdin io.Reader, stdout, 
 
 func runProjectionCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
-		req                          memory.ProjectionRequest
+		req                          memapi.ProjectionRequest
 		source, target, level        string
 		types, tags, files, pred     string
 		snapshot                     bool
 		minConfidence, minImportance **float64
-		info                         memory.ProjectionInfo
+		info                         memapi.ProjectionInfo
 	)
 	extra := func(fs *flag.FlagSet) {
 		fs.StringVar(&source, "source", "", "the namespace to project (required; you need share on it)")
@@ -87,7 +87,7 @@ func runProjectionCreate(ctx context.Context, args []string, stdout, stderr io.W
 				return nil, err
 			}
 			live := !snapshot
-			req = memory.ProjectionRequest{Source: source, Target: target, Level: lv, Live: &live,
+			req = memapi.ProjectionRequest{Source: source, Target: target, Level: lv, Live: &live,
 				Filter: projection.Filter{Types: splitComma(types), Tags: splitComma(tags), LinkedFiles: splitComma(files),
 					Predicate: pred, MinConfidence: *minConfidence, MinImportance: *minImportance}}
 			return cf.request(ctx, "POST", "/v1/projections", nil, req, &info)
@@ -103,7 +103,7 @@ func runProjectionCreate(ctx context.Context, args []string, stdout, stderr io.W
 
 func runProjectionList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var out struct {
-		Projections []memory.ProjectionInfo `json:"projections"`
+		Projections []memapi.ProjectionInfo `json:"projections"`
 	}
 	return simple("projection ls", "", "Lists the projections you created or receive that this node knows of.", 0, args, stdout, stderr, nil,
 		func(cf *clientFlags, pos []string) ([]byte, error) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mnemohq/mnemo/node/httpapi"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // TestE2EProjection: create, list and remove a projection through the real
@@ -37,7 +37,7 @@ func TestE2EProjection(t *testing.T) {
 	}
 
 	out := a.mnemo("", "projection", "create", "--source", "agent://alice", "--target", "agent://bob", "--tags", "auth", "--level", "L2", "--json").stdout
-	var info memory.ProjectionInfo
+	var info memapi.ProjectionInfo
 	if err := json.Unmarshal([]byte(out), &info); err != nil || info.ID == "" || !info.Live || info.Memories != 1 || info.Level.String() != "L2" {
 		t.Fatalf("create: %v %s", err, out)
 	}
@@ -47,10 +47,10 @@ func TestE2EProjection(t *testing.T) {
 	if ls := cli(t, "", bobEnv, "projection", "ls", "--data", dir).ok(t); !strings.Contains(ls.stdout, info.ID) {
 		t.Fatalf("bob's ls:\n%s", ls.stdout)
 	}
-	search := func() memory.SearchResult {
+	search := func() memapi.SearchResult {
 		t.Helper()
 		code, body := a.apiAs("GET", "/v1/search?q=quokka", bobTok, "", "")
-		var res memory.SearchResult
+		var res memapi.SearchResult
 		if code != 200 || json.Unmarshal([]byte(body), &res) != nil {
 			t.Fatalf("bob's search: %d %s", code, body)
 		}

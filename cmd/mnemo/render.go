@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 func nsQuery(ns string) url.Values {
@@ -50,7 +50,7 @@ func orDash(s string) string {
 	return s
 }
 
-func printMemory(w io.Writer, m memory.Memory) {
+func printMemory(w io.Writer, m memapi.Memory) {
 	tw := table(w)
 	row := func(k, v string) {
 		if v != "" {
@@ -85,7 +85,7 @@ func printMemory(w io.Writer, m memory.Memory) {
 	fmt.Fprintf(w, "\n%s\n", strings.TrimRight(m.Content, "\n"))
 }
 
-func printSearch(w io.Writer, res memory.SearchResult) {
+func printSearch(w io.Writer, res memapi.SearchResult) {
 	if len(res.Results) == 0 {
 		fmt.Fprintln(w, "no memories found")
 		return
@@ -100,10 +100,10 @@ func printSearch(w io.Writer, res memory.SearchResult) {
 	fmt.Fprintf(w, "%d of %d shown\n", len(res.Results), res.Total)
 }
 
-func printTimeline(w io.Writer, tl memory.Timeline) {
+func printTimeline(w io.Writer, tl memapi.Timeline) {
 	tw := table(w)
 	fmt.Fprintln(tw, " \tID\tCREATED\tTYPE\tTITLE")
-	line := func(mark string, m memory.Memory) {
+	line := func(mark string, m memapi.Memory) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mark, m.ID, when(m.CreatedAt), m.Type, cell(m.Title, 60))
 	}
 	for _, m := range tl.Before {
@@ -116,7 +116,7 @@ func printTimeline(w io.Writer, tl memory.Timeline) {
 	tw.Flush()
 }
 
-func printCompact(w io.Writer, res memory.CompactResult) {
+func printCompact(w io.Writer, res memapi.CompactResult) {
 	if res.Mode == "execute" {
 		fmt.Fprintf(w, "compacted %d memories", res.Compacted)
 		if res.SummaryID != "" {
@@ -146,7 +146,7 @@ func printCompact(w io.Writer, res memory.CompactResult) {
 	fmt.Fprintln(w, "\nto compact: mnemo compact --ids ID,ID,… --summary-title T --summary-content C")
 }
 
-func printStats(w io.Writer, st memory.Stats) {
+func printStats(w io.Writer, st memapi.Stats) {
 	tw := table(w)
 	fmt.Fprintf(tw, "memories\t%d\n", st.Memories)
 	fmt.Fprintf(tw, "deleted\t%d\n", st.Deleted)

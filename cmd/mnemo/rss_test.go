@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
@@ -172,12 +173,12 @@ func fillNodeDir(t *testing.T, dir, agent string, n int) {
 	defer s.Close()
 	g := newTextGen(5)
 	ctx := context.Background()
-	caller := memory.Caller{Principal: owner}
+	caller := memapi.Caller{Principal: owner}
 	nss := []string{"", "", "", "subagent/build", "subagent/research", "subagent/review"}
 	types := []string{"decision", "fact", "fact", "observation", "observation", "note", "preference", "task", "procedure"}
 	scopes := []string{"project", "project", "user", "session", "global"}
 	for i := range n {
-		req := memory.SaveRequest{
+		req := memapi.SaveRequest{
 			Namespace: nss[g.rng.IntN(len(nss))],
 			Type:      types[g.rng.IntN(len(types))],
 			Title:     g.text(4 + g.rng.IntN(5)),

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // The memory-surgery verbs: propose an edit, approve or reject one, read
@@ -52,10 +52,10 @@ func (o *floatFlag) Set(s string) error {
 }
 
 func runEdit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var req memory.EditRequest
+	var req memapi.EditRequest
 	var text string
 	var imp, delta floatFlag
-	var res memory.EditResult
+	var res memapi.EditResult
 	return simple("edit", "ID --op OP --reason R [--text T] [--importance X] [--importance-delta D] [--channel C]",
 		"Proposes an edit of a memory. retract: gone from every query and purged on every node;\n"+
 			"amend: new text and/or importance; quarantine: hidden from context and default search;\n"+
@@ -89,11 +89,11 @@ func runReject(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 func runDecide(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) int {
-	var e memory.Edit
+	var e memapi.Edit
 	return simple(verb, "EDIT_ID", "Decides a pending edit ("+verb+"s it). Needs admin on the memory's namespace.", 1, args, stdout, stderr, nil,
 		func(cf *clientFlags, pos []string) ([]byte, error) {
 			return cf.request(ctx, "POST", "/v1/edits/"+url.PathEscape(pos[0])+"/"+verb, nil, nil, &e)
-		}, func([]byte) { printEdits(stdout, []memory.Edit{e}) })
+		}, func([]byte) { printEdits(stdout, []memapi.Edit{e}) })
 }
 
 func runAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -119,7 +119,7 @@ func runAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *ns != "" {
 		q.Set("namespace", *ns)
 	}
-	var res memory.AuditResult
+	var res memapi.AuditResult
 	raw, err := cf.request(ctx, "GET", "/v1/audit", q, nil, &res)
 	if err != nil {
 		return failed(stderr, fs, err)
@@ -141,7 +141,7 @@ func runAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return exitOK
 }
 
-func printEdits(w io.Writer, edits []memory.Edit) {
+func printEdits(w io.Writer, edits []memapi.Edit) {
 	for _, e := range edits {
 		fmt.Fprintf(w, "%s  %s  %-10s %-8s %s on %s in %s by %s", e.EditID, e.CreatedAt.Format("2006-01-02 15:04:05"), e.Op, e.Status, patchString(e.Patch), e.TargetID, e.Namespace, e.Proposer)
 		if e.Approver != "" {
@@ -151,7 +151,7 @@ func printEdits(w io.Writer, edits []memory.Edit) {
 	}
 }
 
-func patchString(p memory.EditPatch) string {
+func patchString(p memapi.EditPatch) string {
 	var parts []string
 	if p.Text != nil {
 		parts = append(parts, fmt.Sprintf("text=%q", truncate(*p.Text, 40)))

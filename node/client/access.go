@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/url"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // SessionHeader is the header a session key travels in (httpapi.SessionHeader).
@@ -20,52 +20,52 @@ func (c *Client) WithSession(key string) *Client {
 }
 
 // Namespaces lists the namespaces the caller holds any permission on.
-func (c *Client) Namespaces(ctx context.Context) ([]memory.NamespaceInfo, error) {
+func (c *Client) Namespaces(ctx context.Context) ([]memapi.NamespaceInfo, error) {
 	var out struct {
-		Namespaces []memory.NamespaceInfo `json:"namespaces"`
+		Namespaces []memapi.NamespaceInfo `json:"namespaces"`
 	}
 	err := c.call(ctx, "GET", "/v1/namespaces", nil, nil, &out)
 	return out.Namespaces, err
 }
 
 // CreateNamespace creates a team or project namespace, the caller its admin.
-func (c *Client) CreateNamespace(ctx context.Context, ns string) (memory.NamespaceInfo, error) {
-	var out memory.NamespaceInfo
+func (c *Client) CreateNamespace(ctx context.Context, ns string) (memapi.NamespaceInfo, error) {
+	var out memapi.NamespaceInfo
 	err := c.call(ctx, "POST", "/v1/namespaces", nil, map[string]string{"namespace": ns}, &out)
 	return out, err
 }
 
 // Grant grants permissions on a namespace.
-func (c *Client) Grant(ctx context.Context, req memory.GrantRequest) (memory.GrantResult, error) {
-	var out memory.GrantResult
+func (c *Client) Grant(ctx context.Context, req memapi.GrantRequest) (memapi.GrantResult, error) {
+	var out memapi.GrantResult
 	err := c.call(ctx, "POST", "/v1/grants", nil, req, &out)
 	return out, err
 }
 
 // Revoke revokes permissions on a namespace.
-func (c *Client) Revoke(ctx context.Context, req memory.GrantRequest) (memory.GrantResult, error) {
-	var out memory.GrantResult
+func (c *Client) Revoke(ctx context.Context, req memapi.GrantRequest) (memapi.GrantResult, error) {
+	var out memapi.GrantResult
 	err := c.call(ctx, "DELETE", "/v1/grants", nil, req, &out)
 	return out, err
 }
 
 // ACL lists the effective permissions on a namespace and who signed them.
-func (c *Client) ACL(ctx context.Context, ns string) (memory.ACLView, error) {
-	var out memory.ACLView
+func (c *Client) ACL(ctx context.Context, ns string) (memapi.ACLView, error) {
+	var out memapi.ACLView
 	err := c.call(ctx, "GET", "/v1/grants", url.Values{"namespace": {ns}}, nil, &out)
 	return out, err
 }
 
 // Share copies a memory into another namespace.
-func (c *Client) Share(ctx context.Context, req memory.ShareRequest) (memory.ShareResult, error) {
-	var out memory.ShareResult
+func (c *Client) Share(ctx context.Context, req memapi.ShareRequest) (memapi.ShareResult, error) {
+	var out memapi.ShareResult
 	err := c.call(ctx, "POST", "/v1/share", nil, req, &out)
 	return out, err
 }
 
 // Promote copies or moves a memory into a team or project namespace.
-func (c *Client) Promote(ctx context.Context, req memory.PromoteRequest) (memory.ShareResult, error) {
-	var out memory.ShareResult
+func (c *Client) Promote(ctx context.Context, req memapi.PromoteRequest) (memapi.ShareResult, error) {
+	var out memapi.ShareResult
 	err := c.call(ctx, "POST", "/v1/promote", nil, req, &out)
 	return out, err
 }

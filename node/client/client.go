@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/acl"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // ErrUnreachable is wrapped when no HTTP answer came back at all.
@@ -42,13 +42,13 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error {
 	switch e.Code {
 	case "invalid_request":
-		return memory.ErrInvalid
+		return memapi.ErrInvalid
 	case "not_found":
-		return memory.ErrNotFound
+		return memapi.ErrNotFound
 	case "conflict":
-		return memory.ErrConflict
+		return memapi.ErrConflict
 	case "too_large":
-		return memory.ErrTooLarge
+		return memapi.ErrTooLarge
 	case "permission_denied":
 		return acl.ErrDenied
 	}
@@ -151,15 +151,15 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 // Save creates (or, by topic key, upserts) a memory.
-func (c *Client) Save(ctx context.Context, req memory.SaveRequest) (memory.SaveResult, error) {
-	var out memory.SaveResult
+func (c *Client) Save(ctx context.Context, req memapi.SaveRequest) (memapi.SaveResult, error) {
+	var out memapi.SaveResult
 	err := c.call(ctx, "POST", "/v1/memories", nil, req, &out)
 	return out, err
 }
 
 // Get reads one memory.
-func (c *Client) Get(ctx context.Context, id string, includeDeleted bool) (memory.Memory, error) {
-	var out memory.Memory
+func (c *Client) Get(ctx context.Context, id string, includeDeleted bool) (memapi.Memory, error) {
+	var out memapi.Memory
 	err := c.call(ctx, "GET", "/v1/memories/"+url.PathEscape(id), GetQuery(includeDeleted), nil, &out)
 	return out, err
 }
@@ -174,8 +174,8 @@ func GetQuery(includeDeleted bool) url.Values {
 }
 
 // Update changes the given fields of a memory.
-func (c *Client) Update(ctx context.Context, id string, req memory.UpdateRequest) (memory.Memory, error) {
-	var out memory.Memory
+func (c *Client) Update(ctx context.Context, id string, req memapi.UpdateRequest) (memapi.Memory, error) {
+	var out memapi.Memory
 	err := c.call(ctx, "PATCH", "/v1/memories/"+url.PathEscape(id), nil, req, &out)
 	return out, err
 }
@@ -190,50 +190,50 @@ func (c *Client) Delete(ctx context.Context, id string, hard bool) error {
 }
 
 // Search runs a ranked query.
-func (c *Client) Search(ctx context.Context, q memory.SearchQuery) (memory.SearchResult, error) {
-	var out memory.SearchResult
+func (c *Client) Search(ctx context.Context, q memapi.SearchQuery) (memapi.SearchResult, error) {
+	var out memapi.SearchResult
 	err := c.call(ctx, "GET", "/v1/search", SearchValues(q), nil, &out)
 	return out, err
 }
 
 // Timeline reads the memories around one.
-func (c *Client) Timeline(ctx context.Context, q memory.TimelineQuery) (memory.Timeline, error) {
-	var out memory.Timeline
+func (c *Client) Timeline(ctx context.Context, q memapi.TimelineQuery) (memapi.Timeline, error) {
+	var out memapi.Timeline
 	err := c.call(ctx, "GET", "/v1/timeline", TimelineValues(q), nil, &out)
 	return out, err
 }
 
 // Context builds prompt-ready context.
-func (c *Client) Context(ctx context.Context, q memory.ContextQuery) (memory.ContextResult, error) {
-	var out memory.ContextResult
+func (c *Client) Context(ctx context.Context, q memapi.ContextQuery) (memapi.ContextResult, error) {
+	var out memapi.ContextResult
 	err := c.call(ctx, "GET", "/v1/context", ContextValues(q), nil, &out)
 	return out, err
 }
 
 // Compact identifies stale memories or compacts the given ids.
-func (c *Client) Compact(ctx context.Context, req memory.CompactRequest) (memory.CompactResult, error) {
-	var out memory.CompactResult
+func (c *Client) Compact(ctx context.Context, req memapi.CompactRequest) (memapi.CompactResult, error) {
+	var out memapi.CompactResult
 	err := c.call(ctx, "POST", "/v1/compact", nil, req, &out)
 	return out, err
 }
 
 // Stats summarises a namespace ("" = everything readable).
-func (c *Client) Stats(ctx context.Context, ns string) (memory.Stats, error) {
-	var out memory.Stats
+func (c *Client) Stats(ctx context.Context, ns string) (memapi.Stats, error) {
+	var out memapi.Stats
 	err := c.call(ctx, "GET", "/v1/stats", NamespaceValues(ns), nil, &out)
 	return out, err
 }
 
 // Export reads everything readable under ns.
-func (c *Client) Export(ctx context.Context, ns string) (memory.Export, error) {
-	var out memory.Export
+func (c *Client) Export(ctx context.Context, ns string) (memapi.Export, error) {
+	var out memapi.Export
 	err := c.call(ctx, "GET", "/v1/export", NamespaceValues(ns), nil, &out)
 	return out, err
 }
 
 // Import sends a mnemo or engram export.
-func (c *Client) Import(ctx context.Context, data []byte, opts memory.ImportOptions) (memory.ImportResult, error) {
-	var out memory.ImportResult
+func (c *Client) Import(ctx context.Context, data []byte, opts memapi.ImportOptions) (memapi.ImportResult, error) {
+	var out memapi.ImportResult
 	q := NamespaceValues(opts.Namespace)
 	if opts.PreserveProvenance {
 		q.Set("preserve_provenance", "true")
@@ -249,15 +249,15 @@ func (c *Client) Import(ctx context.Context, data []byte, opts memory.ImportOpti
 }
 
 // StartSession opens a session (idempotent by id).
-func (c *Client) StartSession(ctx context.Context, req memory.SessionStart) (memory.Session, error) {
-	var out memory.Session
+func (c *Client) StartSession(ctx context.Context, req memapi.SessionStart) (memapi.Session, error) {
+	var out memapi.Session
 	err := c.call(ctx, "POST", "/v1/sessions", nil, req, &out)
 	return out, err
 }
 
 // EndSession closes a session.
-func (c *Client) EndSession(ctx context.Context, req memory.SessionEnd) (memory.Session, error) {
-	var out memory.Session
+func (c *Client) EndSession(ctx context.Context, req memapi.SessionEnd) (memapi.Session, error) {
+	var out memapi.Session
 	body := struct {
 		Summary string `json:"summary,omitempty"`
 	}{req.Summary}
@@ -266,22 +266,22 @@ func (c *Client) EndSession(ctx context.Context, req memory.SessionEnd) (memory.
 }
 
 // SessionSummary saves an end-of-session summary.
-func (c *Client) SessionSummary(ctx context.Context, req memory.SessionSummaryRequest) (memory.SaveResult, error) {
-	var out memory.SaveResult
+func (c *Client) SessionSummary(ctx context.Context, req memapi.SessionSummaryRequest) (memapi.SaveResult, error) {
+	var out memapi.SaveResult
 	err := c.call(ctx, "POST", "/v1/sessions/"+url.PathEscape(req.SessionID)+"/summary", nil, req, &out)
 	return out, err
 }
 
 // SavePrompt saves a user prompt.
-func (c *Client) SavePrompt(ctx context.Context, req memory.PromptRequest) (memory.SaveResult, error) {
-	var out memory.SaveResult
+func (c *Client) SavePrompt(ctx context.Context, req memapi.PromptRequest) (memapi.SaveResult, error) {
+	var out memapi.SaveResult
 	err := c.call(ctx, "POST", "/v1/prompts", nil, req, &out)
 	return out, err
 }
 
 // Progress upserts a project's progress note.
-func (c *Client) Progress(ctx context.Context, req memory.ProgressRequest) (memory.SaveResult, error) {
-	var out memory.SaveResult
+func (c *Client) Progress(ctx context.Context, req memapi.ProgressRequest) (memapi.SaveResult, error) {
+	var out memapi.SaveResult
 	err := c.call(ctx, "POST", "/v1/progress", nil, req, &out)
 	return out, err
 }
@@ -294,7 +294,7 @@ func NamespaceValues(ns string) url.Values {
 }
 
 // FilterValues encodes a Filter as query parameters.
-func FilterValues(f memory.Filter) url.Values {
+func FilterValues(f memapi.Filter) url.Values {
 	q := url.Values{}
 	setStr(q, "namespace", f.Namespace)
 	setStr(q, "type", f.Type)
@@ -318,7 +318,7 @@ func FilterValues(f memory.Filter) url.Values {
 }
 
 // SearchValues encodes a SearchQuery.
-func SearchValues(s memory.SearchQuery) url.Values {
+func SearchValues(s memapi.SearchQuery) url.Values {
 	q := FilterValues(s.Filter)
 	setStr(q, "q", s.Query)
 	setInt(q, "limit", s.Limit)
@@ -329,7 +329,7 @@ func SearchValues(s memory.SearchQuery) url.Values {
 }
 
 // TimelineValues encodes a TimelineQuery.
-func TimelineValues(t memory.TimelineQuery) url.Values {
+func TimelineValues(t memapi.TimelineQuery) url.Values {
 	q := FilterValues(t.Filter)
 	q.Set("id", t.ID)
 	setInt(q, "before", t.Before)
@@ -338,7 +338,7 @@ func TimelineValues(t memory.TimelineQuery) url.Values {
 }
 
 // ContextValues encodes a ContextQuery.
-func ContextValues(c memory.ContextQuery) url.Values {
+func ContextValues(c memapi.ContextQuery) url.Values {
 	q := FilterValues(c.Filter)
 	setInt(q, "max_tokens", c.MaxTokens)
 	return q

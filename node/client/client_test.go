@@ -13,6 +13,7 @@ import (
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/client"
 	"github.com/mnemohq/mnemo/node/httpapi"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
@@ -66,38 +67,38 @@ func TestRoundTrip(t *testing.T) {
 	imp := 0.9
 	var ids []string
 	for _, title := range []string{"badger tuning", "badger memtables", "lunch"} {
-		res, err := c.Save(ctx, memory.SaveRequest{Type: "decision", Title: title, Content: title + " notes",
+		res, err := c.Save(ctx, memapi.SaveRequest{Type: "decision", Title: title, Content: title + " notes",
 			Tags: []string{"db"}, Project: "mnemo", Importance: &imp})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, res.ID)
 	}
-	sr, err := c.Search(ctx, memory.SearchQuery{Query: "badger", Filter: memory.Filter{
+	sr, err := c.Search(ctx, memapi.SearchQuery{Query: "badger", Filter: memapi.Filter{
 		Type: "decision", Tags: []string{"db"}, Project: "mnemo",
 		Since: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 	}, Limit: 5})
 	if err != nil || sr.Total != 2 || len(sr.Results) != 2 {
 		t.Fatalf("search: %+v, %v", sr, err)
 	}
-	tl, err := c.Timeline(ctx, memory.TimelineQuery{ID: ids[1], Before: 1, After: 1})
+	tl, err := c.Timeline(ctx, memapi.TimelineQuery{ID: ids[1], Before: 1, After: 1})
 	if err != nil || tl.Center.ID != ids[1] || len(tl.Before) != 1 || len(tl.After) != 1 {
 		t.Fatalf("timeline: %+v, %v", tl, err)
 	}
-	cr, err := c.Context(ctx, memory.ContextQuery{MaxTokens: 300})
+	cr, err := c.Context(ctx, memapi.ContextQuery{MaxTokens: 300})
 	if err != nil || cr.MaxTokens != 300 {
 		t.Fatalf("context: %+v, %v", cr, err)
 	}
 	title := "renamed"
-	m, err := c.Update(ctx, ids[2], memory.UpdateRequest{Title: &title})
+	m, err := c.Update(ctx, ids[2], memapi.UpdateRequest{Title: &title})
 	if err != nil || m.Title != "renamed" {
 		t.Fatalf("update: %+v, %v", m, err)
 	}
 	if err := c.Delete(ctx, ids[2], false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Get(ctx, ids[2], false); !errors.Is(err, memory.ErrNotFound) {
-		t.Fatalf("get deleted: %v, want memory.ErrNotFound", err)
+	if _, err := c.Get(ctx, ids[2], false); !errors.Is(err, memapi.ErrNotFound) {
+		t.Fatalf("get deleted: %v, want memapi.ErrNotFound", err)
 	}
 	if m, err := c.Get(ctx, ids[2], true); err != nil || m.DeletedAt == nil {
 		t.Fatalf("get include deleted: %+v, %v", m, err)
@@ -106,23 +107,23 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || st.Memories != 2 || st.Deleted != 1 {
 		t.Fatalf("stats: %+v, %v", st, err)
 	}
-	cp, err := c.Compact(ctx, memory.CompactRequest{CompactIDs: ids[:2], SummaryTitle: "badger", SummaryContent: "tuned"})
+	cp, err := c.Compact(ctx, memapi.CompactRequest{CompactIDs: ids[:2], SummaryTitle: "badger", SummaryContent: "tuned"})
 	if err != nil || cp.Compacted != 2 {
 		t.Fatalf("compact: %+v, %v", cp, err)
 	}
-	if _, err := c.StartSession(ctx, memory.SessionStart{ID: "s1"}); err != nil {
+	if _, err := c.StartSession(ctx, memapi.SessionStart{ID: "s1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SavePrompt(ctx, memory.PromptRequest{SessionID: "s1", Content: "hi"}); err != nil {
+	if _, err := c.SavePrompt(ctx, memapi.PromptRequest{SessionID: "s1", Content: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Progress(ctx, memory.ProgressRequest{Project: "mnemo", Content: "half way"}); err != nil {
+	if _, err := c.Progress(ctx, memapi.ProgressRequest{Project: "mnemo", Content: "half way"}); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := c.SessionSummary(ctx, memory.SessionSummaryRequest{SessionID: "s1", Content: "done"}); err != nil || r.SessionID != "s1" {
+	if r, err := c.SessionSummary(ctx, memapi.SessionSummaryRequest{SessionID: "s1", Content: "done"}); err != nil || r.SessionID != "s1" {
 		t.Fatalf("summary: %+v, %v", r, err)
 	}
-	if s, err := c.EndSession(ctx, memory.SessionEnd{ID: "s1", Summary: "bye"}); err != nil || s.EndedAt == nil {
+	if s, err := c.EndSession(ctx, memapi.SessionEnd{ID: "s1", Summary: "bye"}); err != nil || s.EndedAt == nil {
 		t.Fatalf("end: %+v, %v", s, err)
 	}
 	ex, err := c.Export(ctx, "")
@@ -135,7 +136,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ir, err := c2.Import(ctx, raw, memory.ImportOptions{})
+	ir, err := c2.Import(ctx, raw, memapi.ImportOptions{})
 	if err != nil || ir.Memories != len(ex.Memories) {
 		t.Fatalf("import: %+v, %v (exported %d)", ir, err, len(ex.Memories))
 	}
@@ -144,24 +145,24 @@ func TestRoundTrip(t *testing.T) {
 func TestErrorsUnwrap(t *testing.T) {
 	c := newClient(t)
 	ctx := t.Context()
-	_, err := c.Save(ctx, memory.SaveRequest{Type: "decision"})
+	_, err := c.Save(ctx, memapi.SaveRequest{Type: "decision"})
 	var ae *client.Error
-	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || ae.Code != "invalid_request" || !errors.Is(err, memory.ErrInvalid) {
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || ae.Code != "invalid_request" || !errors.Is(err, memapi.ErrInvalid) {
 		t.Fatalf("save without content: %#v", err)
 	}
-	if _, err := c.Save(ctx, memory.SaveRequest{Type: "decision", Content: "x", Namespace: "team://core"}); !errors.Is(err, acl.ErrDenied) {
+	if _, err := c.Save(ctx, memapi.SaveRequest{Type: "decision", Content: "x", Namespace: "team://core"}); !errors.Is(err, acl.ErrDenied) {
 		t.Fatalf("save to team: %v, want acl.ErrDenied", err)
 	}
-	if _, err := c.Save(ctx, memory.SaveRequest{Type: "decision", Content: strings.Repeat("x", memory.MaxContentBytes+1)}); !errors.Is(err, memory.ErrTooLarge) {
-		t.Fatalf("huge save: %v, want memory.ErrTooLarge", err)
+	if _, err := c.Save(ctx, memapi.SaveRequest{Type: "decision", Content: strings.Repeat("x", memapi.MaxContentBytes+1)}); !errors.Is(err, memapi.ErrTooLarge) {
+		t.Fatalf("huge save: %v, want memapi.ErrTooLarge", err)
 	}
-	res, err := c.Save(ctx, memory.SaveRequest{Type: "observation", Content: "c", SubjectType: "file", SubjectID: "a"})
+	res, err := c.Save(ctx, memapi.SaveRequest{Type: "observation", Content: "c", SubjectType: "file", SubjectID: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := "b"
-	if _, err := c.Update(ctx, res.ID, memory.UpdateRequest{SubjectID: &other}); !errors.Is(err, memory.ErrConflict) {
-		t.Fatalf("subject change: %v, want memory.ErrConflict", err)
+	if _, err := c.Update(ctx, res.ID, memapi.UpdateRequest{SubjectID: &other}); !errors.Is(err, memapi.ErrConflict) {
+		t.Fatalf("subject change: %v, want memapi.ErrConflict", err)
 	}
 
 	bad, _ := client.New(c.URL(), "wrong-token-0123456789")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // SessionHeader carries the agent runtime's session key (an MCP session
@@ -45,10 +45,10 @@ func (a *api) boundPrincipal(tok string) (namespace.Address, bool) {
 //     can neither widen nor narrow what a bound token may do; ignoring it
 //     (rather than refusing a header that maps elsewhere) lets an agent
 //     runtime send its session key everywhere without knowing the rules.
-func (a *api) resolveCaller(r *http.Request) (c memory.Caller, owner bool, err error) {
+func (a *api) resolveCaller(r *http.Request) (c memapi.Caller, owner bool, err error) {
 	tok, ok := bearerToken(r)
 	if !ok {
-		return memory.Caller{}, false, errUnauthorized
+		return memapi.Caller{}, false, errUnauthorized
 	}
 	if a.isOwnerToken(tok) {
 		p := a.svc.Owner()
@@ -60,12 +60,12 @@ func (a *api) resolveCaller(r *http.Request) (c memory.Caller, owner bool, err e
 		if a.onPrincipal != nil && p != a.svc.Owner() {
 			a.onPrincipal(p)
 		}
-		return memory.Caller{Principal: p}, true, nil
+		return memapi.Caller{Principal: p}, true, nil
 	}
 	if p, ok := a.boundPrincipal(tok); ok {
-		return memory.Caller{Principal: p}, false, nil
+		return memapi.Caller{Principal: p}, false, nil
 	}
-	return memory.Caller{}, false, errUnauthorized
+	return memapi.Caller{}, false, errUnauthorized
 }
 
 // issueToken is POST /v1/tokens {"principal"}: owner token only.

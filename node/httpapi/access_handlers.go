@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // accessRoutes are the namespace, grant, sharing and token routes.
@@ -30,7 +30,7 @@ func (a *api) accessRoutes() []struct {
 
 // NamespacesAnswer is the answer to GET /v1/namespaces.
 type NamespacesAnswer struct {
-	Namespaces []memory.NamespaceInfo `json:"namespaces"`
+	Namespaces []memapi.NamespaceInfo `json:"namespaces"`
 }
 
 func (a *api) listNamespaces(w http.ResponseWriter, r *http.Request) error {
@@ -93,8 +93,8 @@ func (a *api) revoke(w http.ResponseWriter, r *http.Request) error {
 	return a.grantOrRevoke(w, r, a.svc.Revoke, http.StatusOK)
 }
 
-func (a *api) grantOrRevoke(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, c memory.Caller, req memory.GrantRequest) (memory.GrantResult, error), status int) error {
-	var req memory.GrantRequest
+func (a *api) grantOrRevoke(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, c memapi.Caller, req memapi.GrantRequest) (memapi.GrantResult, error), status int) error {
+	var req memapi.GrantRequest
 	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (a *api) promote(w http.ResponseWriter, r *http.Request) error {
 }
 
 // copiedStatus is 201 for a new copy, 200 when the same copy existed.
-func copiedStatus(res memory.ShareResult) int {
+func copiedStatus(res memapi.ShareResult) int {
 	if res.Existing && res.Reference == nil {
 		return http.StatusOK
 	}

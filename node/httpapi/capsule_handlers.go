@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // capsuleRoutes are the capsule, context bundle and duplicates routes.
@@ -40,7 +40,7 @@ func (a *api) listCapsules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.ListCapsules(r.Context(), c, memory.CapsuleQuery{SubjectType: p.str("subject_type"), SubjectID: p.str("subject_id")})
+	res, err := a.svc.ListCapsules(r.Context(), c, memapi.CapsuleQuery{SubjectType: p.str("subject_type"), SubjectID: p.str("subject_id")})
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (a *api) revokeCapsule(w http.ResponseWriter, r *http.Request) error {
 	return a.capsuleByID(w, r, a.svc.RevokeCapsule)
 }
 
-func (a *api) capsuleByID(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, c memory.Caller, id string) (memory.Capsule, error)) error {
+func (a *api) capsuleByID(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, c memapi.Caller, id string) (memapi.Capsule, error)) error {
 	if _, err := newParams(r); err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (a *api) capsuleByID(w http.ResponseWriter, r *http.Request, do func(ctx co
 }
 
 func (a *api) contextBundle(w http.ResponseWriter, r *http.Request) error {
-	var req memory.BundleRequest
+	var req memapi.BundleRequest
 	if err := decodeJSON(w, r, a.maxBody, &req, true); err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (a *api) duplicates(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := memory.DuplicateQuery{Namespace: p.str("namespace"), Limit: p.count("limit")}
+	q := memapi.DuplicateQuery{Namespace: p.str("namespace"), Limit: p.count("limit")}
 	if s := p.str("threshold"); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v <= 0 || v > 1 {

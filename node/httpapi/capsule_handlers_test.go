@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 func TestCapsuleRoutes(t *testing.T) {
@@ -15,21 +15,21 @@ func TestCapsuleRoutes(t *testing.T) {
 	wantStatus(t, f.do("POST", "/v1/capsules", `{"subject_type":"user","subject_id":"jack","audience":["agent://bob"],"ids":["NOPE"]}`), http.StatusNotFound, "")
 	a := f.do("POST", "/v1/capsules", fmt.Sprintf(`{"subject_type":"user","subject_id":"jack","audience":["agent://bob"],"ids":[%q],"ttl_days":3,"risks":["open complaint"]}`, m.ID))
 	wantStatus(t, a, http.StatusCreated, "")
-	var created memory.CapsuleCreated
+	var created memapi.CapsuleCreated
 	a.decode(t, &created)
 	if created.CapsuleID == "" || created.ItemCount != 1 || created.Audience[0] != "agent://bob" {
 		t.Fatalf("created %+v", created)
 	}
 	a = f.do("GET", "/v1/capsules?subject_type=user&subject_id=jack", "")
 	wantStatus(t, a, http.StatusOK, "")
-	var list memory.CapsuleList
+	var list memapi.CapsuleList
 	a.decode(t, &list)
-	if len(list.Capsules) != 1 || list.Capsules[0].Status != memory.CapsuleActive {
+	if len(list.Capsules) != 1 || list.Capsules[0].Status != memapi.CapsuleActive {
 		t.Fatalf("list %+v", list)
 	}
 	a = f.do("GET", "/v1/capsules/"+created.CapsuleID, "")
 	wantStatus(t, a, http.StatusOK, "")
-	var c memory.Capsule
+	var c memapi.Capsule
 	a.decode(t, &c)
 	if len(c.Items) != 1 || c.Items[0].Lineage != m.ID {
 		t.Fatalf("get %+v", c)
@@ -37,9 +37,9 @@ func TestCapsuleRoutes(t *testing.T) {
 	wantStatus(t, f.do("GET", "/v1/capsules?bogus=1", ""), http.StatusBadRequest, "")
 	wantStatus(t, f.do("DELETE", "/v1/capsules/"+created.CapsuleID, ""), http.StatusOK, "")
 	a = f.do("GET", "/v1/capsules/"+created.CapsuleID, "")
-	c = memory.Capsule{}
+	c = memapi.Capsule{}
 	a.decode(t, &c)
-	if c.Status != memory.CapsuleRevoked || len(c.Items) != 0 {
+	if c.Status != memapi.CapsuleRevoked || len(c.Items) != 0 {
 		t.Fatalf("after revoke %+v", c)
 	}
 	wantStatus(t, f.do("GET", "/v1/capsules/unknown", ""), http.StatusNotFound, "")
@@ -51,7 +51,7 @@ func TestBundleAndDuplicatesRoutes(t *testing.T) {
 	f.save(`{"type":"note","content":"the ledger is append-only","session_id":"s1"}`)
 	a := f.do("POST", "/v1/context/bundle", `{"session_id":"s1","max_tokens":500}`)
 	wantStatus(t, a, http.StatusOK, "")
-	var b memory.BundleResult
+	var b memapi.BundleResult
 	a.decode(t, &b)
 	if len(b.Decisions) != 1 || len(b.Recent) != 1 || b.Budget.Total > 500 || b.Budget.MaxTokens != 500 {
 		t.Fatalf("bundle %+v", b)
@@ -60,7 +60,7 @@ func TestBundleAndDuplicatesRoutes(t *testing.T) {
 	wantStatus(t, f.do("POST", "/v1/context/bundle", ``), http.StatusOK, "")
 	a = f.do("GET", "/v1/duplicates?threshold=0.9", "")
 	wantStatus(t, a, http.StatusOK, "")
-	var d memory.DuplicatesResult
+	var d memapi.DuplicatesResult
 	a.decode(t, &d)
 	wantStatus(t, f.do("GET", "/v1/duplicates?threshold=2", ""), http.StatusBadRequest, "")
 	wantStatus(t, f.do("POST", "/v1/duplicates/merge", `{"ids":["a","b"],"namespace":"team://core"}`), http.StatusForbidden, "")

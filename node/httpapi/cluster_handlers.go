@@ -11,7 +11,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/cluster"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/sync/replica"
 )
 
@@ -71,7 +71,7 @@ func (a *api) handover(w http.ResponseWriter, r *http.Request) error {
 	b, err := h.Handover(p, to)
 	switch {
 	case errors.Is(err, cluster.ErrNotHosted):
-		return fmt.Errorf("%w: %v", memory.ErrConflict, err)
+		return fmt.Errorf("%w: %v", memapi.ErrConflict, err)
 	case errors.Is(err, acl.ErrInvalid):
 		return badRequest("%v", err)
 	case err != nil:
@@ -220,4 +220,4 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
 }
 
 // callerOwner is the node's owner agent, for node-wide figures.
-func callerOwner(a *api) memory.Caller { return memory.Caller{Principal: a.svc.Owner()} }
+func callerOwner(a *api) memapi.Caller { return memapi.Caller{Principal: a.svc.Owner()} }

@@ -13,12 +13,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // decodeJSON reads one JSON value from a capped body into dst, refusing
 // unknown fields and trailing data, and strings that are not text
-// (memory.CheckJSONText: bytes that are not UTF-8, which the decoder would
+// (memapi.CheckJSONText: bytes that are not UTF-8, which the decoder would
 // silently replace, or a NUL), naming the field. An empty body is an error
 // unless allowEmpty, in which case dst keeps its zero value.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any, allowEmpty bool) error {
@@ -26,7 +26,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any, al
 	if err != nil {
 		return err
 	}
-	if err := memory.CheckJSONText(body); err != nil {
+	if err := memapi.CheckJSONText(body); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -168,8 +168,8 @@ func splitList(s string) []string {
 	return out
 }
 
-func (p *params) filter() memory.Filter {
-	f := memory.Filter{
+func (p *params) filter() memapi.Filter {
+	f := memapi.Filter{
 		Namespace:   p.str("namespace"),
 		Type:        p.str("type"),
 		Tags:        p.list("tags"),
@@ -196,12 +196,12 @@ func with(list []string, more ...string) []string {
 
 // bodyCall is a POST handler whose JSON body is the request of one Service
 // method and whose answer, with status code, is that method's result.
-func bodyCall[In, Out any](a *api, call func(context.Context, memory.Caller, In) (Out, error), code int) handlerFunc {
+func bodyCall[In, Out any](a *api, call func(context.Context, memapi.Caller, In) (Out, error), code int) handlerFunc {
 	return bodyCallStatus(a, call, func(Out) int { return code })
 }
 
 // bodyCallStatus is bodyCall with the status code chosen from the result.
-func bodyCallStatus[In, Out any](a *api, call func(context.Context, memory.Caller, In) (Out, error), status func(Out) int) handlerFunc {
+func bodyCallStatus[In, Out any](a *api, call func(context.Context, memapi.Caller, In) (Out, error), status func(Out) int) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		var req In
 		if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {

@@ -73,7 +73,7 @@
 //   - Strings must be text: a JSON string (body or import file) or query
 //     value holding bytes that are not UTF-8, an unpaired surrogate escape
 //     or a NUL is 400 naming the field ("tags[1]", "memories[3].title"),
-//     never stored with U+FFFD in place of the bytes (memory.CheckJSONText).
+//     never stored with U+FFFD in place of the bytes (memapi.CheckJSONText).
 //   - Bodies are capped (Config.MaxBodyBytes, default 2 MiB; imports
 //     Config.MaxImportBytes, default 64 MiB); more is 413.
 //   - Who asks is decided in one place, callerFor. The owner token acts

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // apiError is an error the handler itself decided (bad parameter, no
@@ -45,15 +45,15 @@ func classify(err error) (status int, code string) {
 	switch {
 	case errors.As(err, &ae):
 		return ae.status, ae.code
-	case errors.As(err, &mbe), errors.Is(err, memory.ErrTooLarge):
+	case errors.As(err, &mbe), errors.Is(err, memapi.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, acl.ErrDenied):
 		return http.StatusForbidden, "permission_denied"
-	case errors.Is(err, memory.ErrNotFound):
+	case errors.Is(err, memapi.ErrNotFound):
 		return http.StatusNotFound, "not_found"
-	case errors.Is(err, memory.ErrConflict):
+	case errors.Is(err, memapi.ErrConflict):
 		return http.StatusConflict, "conflict"
-	case errors.Is(err, memory.ErrInvalid), errors.Is(err, namespace.ErrInvalid):
+	case errors.Is(err, memapi.ErrInvalid), errors.Is(err, namespace.ErrInvalid):
 		return http.StatusBadRequest, "invalid_request"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "unavailable"

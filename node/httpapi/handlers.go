@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // pathID returns the {id} path value, which the router guarantees non-empty.
@@ -17,7 +17,7 @@ func pathID(r *http.Request) (string, error) {
 }
 
 // savedStatus is 201 for a new memory, 200 when a topic key upserted one.
-func savedStatus(res memory.SaveResult) int {
+func savedStatus(res memapi.SaveResult) int {
 	if res.Upserted {
 		return http.StatusOK
 	}
@@ -33,7 +33,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	opts := memory.GetOptions{IncludeDeleted: p.boolean("include_deleted"),
+	opts := memapi.GetOptions{IncludeDeleted: p.boolean("include_deleted"),
 		IncludeQuarantined: p.boolean("include_quarantined"), Channel: p.str("channel")}
 	if p.err != nil {
 		return p.err
@@ -59,7 +59,7 @@ func (a *api) update(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req memory.UpdateRequest
+	var req memapi.UpdateRequest
 	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := memory.SearchQuery{
+	q := memapi.SearchQuery{
 		Query:          p.str("q"),
 		Filter:         p.filter(),
 		Limit:          p.count("limit"),
@@ -122,7 +122,7 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if res.Results == nil {
-		res.Results = []memory.SearchHit{}
+		res.Results = []memapi.SearchHit{}
 	}
 	writeJSON(w, http.StatusOK, res)
 	return nil
@@ -133,7 +133,7 @@ func (a *api) timeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := memory.TimelineQuery{
+	q := memapi.TimelineQuery{
 		ID:     strings.TrimSpace(p.str("id")),
 		Before: p.count("before"),
 		After:  p.count("after"),
@@ -154,10 +154,10 @@ func (a *api) timeline(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if tl.Before == nil {
-		tl.Before = []memory.Memory{}
+		tl.Before = []memapi.Memory{}
 	}
 	if tl.After == nil {
-		tl.After = []memory.Memory{}
+		tl.After = []memapi.Memory{}
 	}
 	writeJSON(w, http.StatusOK, tl)
 	return nil
@@ -168,7 +168,7 @@ func (a *api) context(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := memory.ContextQuery{Filter: p.filter(), MaxTokens: p.count("max_tokens")}
+	q := memapi.ContextQuery{Filter: p.filter(), MaxTokens: p.count("max_tokens")}
 	if p.err != nil {
 		return p.err
 	}
@@ -181,10 +181,10 @@ func (a *api) context(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if res.Memories == nil {
-		res.Memories = []memory.Memory{}
+		res.Memories = []memapi.Memory{}
 	}
 	if res.Sessions == nil {
-		res.Sessions = []memory.Session{}
+		res.Sessions = []memapi.Session{}
 	}
 	writeJSON(w, http.StatusOK, res)
 	return nil
@@ -225,10 +225,10 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if ex.Memories == nil {
-		ex.Memories = []memory.Memory{}
+		ex.Memories = []memapi.Memory{}
 	}
 	if ex.Sessions == nil {
-		ex.Sessions = []memory.Session{}
+		ex.Sessions = []memapi.Session{}
 	}
 	writeJSON(w, http.StatusOK, ex)
 	return nil
@@ -239,7 +239,7 @@ func (a *api) importData(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	opts := memory.ImportOptions{Namespace: p.str("namespace"), PreserveProvenance: p.boolean("preserve_provenance")}
+	opts := memapi.ImportOptions{Namespace: p.str("namespace"), PreserveProvenance: p.boolean("preserve_provenance")}
 	if p.err != nil {
 		return p.err
 	}
@@ -290,7 +290,7 @@ func (a *api) endSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.svc.EndSession(r.Context(), c, memory.SessionEnd{ID: id, Summary: body.Summary})
+	s, err := a.svc.EndSession(r.Context(), c, memapi.SessionEnd{ID: id, Summary: body.Summary})
 	if err != nil {
 		return err
 	}
@@ -303,7 +303,7 @@ func (a *api) sessionSummary(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req memory.SessionSummaryRequest
+	var req memapi.SessionSummaryRequest
 	if err := decodeJSON(w, r, a.maxBody, &req, false); err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 type bearer struct {
@@ -55,6 +55,6 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 }
 
-func callerOf(f *fixture) memory.Caller { return memory.Caller{Principal: f.svc.Owner()} }
+func callerOf(f *fixture) memapi.Caller { return memapi.Caller{Principal: f.svc.Owner()} }
 
-func searchFor(q string) memory.SearchQuery { return memory.SearchQuery{Query: q} }
+func searchFor(q string) memapi.SearchQuery { return memapi.SearchQuery{Query: q} }

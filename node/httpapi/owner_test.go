@@ -12,7 +12,7 @@ import (
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/cluster"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/sync/replica"
 )
 
@@ -110,7 +110,7 @@ func TestImportProvenanceAndFutureTimes(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.Tokens = mapTokens{bobToken: namespace.MustParse("agent://bob")} })
 	src := newFixture(t, nil)
 	src.save(`{"type":"decision","title":"one","content":"first"}`)
-	var ex memory.Export
+	var ex memapi.Export
 	src.do("GET", "/v1/export", "").decode(t, &ex)
 	ex.Memories[0].Author = "agent://ceo"
 	body, _ := json.Marshal(ex)
@@ -130,7 +130,7 @@ func TestImportProvenanceAndFutureTimes(t *testing.T) {
 	}
 
 	wantStatus(t, f.do("POST", "/v1/import", string(body)), http.StatusOK, "")
-	var got memory.Memory
+	var got memapi.Memory
 	f.do("GET", "/v1/memories/"+ex.Memories[0].ID, "").decode(t, &got)
 	if got.Author != "agent://alice" {
 		t.Fatalf("default import: author %q, want the importer", got.Author)

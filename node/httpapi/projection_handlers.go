@@ -3,7 +3,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // projectionRoutes are the projection routes:
@@ -27,7 +27,7 @@ func (a *api) projectionRoutes() []struct {
 
 // ProjectionsAnswer is the answer to GET /v1/projections.
 type ProjectionsAnswer struct {
-	Projections []memory.ProjectionInfo `json:"projections"`
+	Projections []memapi.ProjectionInfo `json:"projections"`
 }
 
 func (a *api) createProjection(w http.ResponseWriter, r *http.Request) error {

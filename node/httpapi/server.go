@@ -12,7 +12,9 @@ import (
 	"strings"
 
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/mcpservice"
 	"github.com/mnemohq/mnemo/node/mcptools"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
@@ -166,7 +168,7 @@ func New(cfg Config) (http.Handler, error) {
 		if err != nil {
 			return nil, ""
 		}
-		return mcptools.ServiceBackend(a.svc, c), c.Principal.String()
+		return mcpservice.New(a.svc, c), c.Principal.String()
 	}, mcpOpts)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w", err)
@@ -276,7 +278,7 @@ func (a *api) isOwnerToken(tok string) bool {
 // resolveCaller in access.go): the owner token acts for the principal its
 // X-Mnemo-Session header maps to (the owner without one); a
 // principal-bound token acts only as its principal.
-func (a *api) callerFor(r *http.Request) (memory.Caller, error) {
+func (a *api) callerFor(r *http.Request) (memapi.Caller, error) {
 	c, _, err := a.resolveCaller(r)
 	return c, err
 }

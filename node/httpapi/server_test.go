@@ -17,6 +17,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
@@ -114,13 +115,13 @@ func (f *fixture) doAuth(method, path, body, auth string) answer {
 	return answer{rec.Code, rec.Header(), rec.Body.Bytes()}
 }
 
-func (f *fixture) save(body string) memory.SaveResult {
+func (f *fixture) save(body string) memapi.SaveResult {
 	f.t.Helper()
 	a := f.do("POST", "/v1/memories", body)
 	if a.status != http.StatusCreated && a.status != http.StatusOK {
 		f.t.Fatalf("save %s: %d %s", body, a.status, a.body)
 	}
-	var res memory.SaveResult
+	var res memapi.SaveResult
 	a.decode(f.t, &res)
 	return res
 }
@@ -202,7 +203,7 @@ func TestAuth(t *testing.T) {
 	wantStatus(t, f.doAuth("GET", "/v1/stats", "", "bearer "+testToken), http.StatusOK, "")
 	wantStatus(t, f.doAuth("GET", "/v1/stats", "", "Bearer "+testToken), http.StatusOK, "")
 	// Nothing was written by the rejected requests.
-	var st memory.Stats
+	var st memapi.Stats
 	f.do("GET", "/v1/stats", "").decode(t, &st)
 	if st.Memories != 0 {
 		t.Fatalf("rejected requests wrote %d memories", st.Memories)
@@ -213,7 +214,7 @@ func TestMemoryLifecycle(t *testing.T) {
 	f := newFixture(t, nil)
 	a := f.do("POST", "/v1/memories", `{"type":"decision","title":"Use Badger","content":"we store in badger","tags":["db","storage"],"topic_key":"storage/engine"}`)
 	wantStatus(t, a, http.StatusCreated, "")
-	var created memory.SaveResult
+	var created memapi.SaveResult
 	a.decode(t, &created)
 	if created.ID == "" || created.Upserted || created.Type != "decision" || created.Title != "Use Badger" ||
 		created.Namespace != "agent://alice" || created.Author != "agent://alice" {
@@ -226,7 +227,7 @@ func TestMemoryLifecycle(t *testing.T) {
 	// Same topic key: 200 and the same id.
 	a = f.do("POST", "/v1/memories", `{"type":"decision","content":"we store in badger v4","topic_key":"storage/engine"}`)
 	wantStatus(t, a, http.StatusOK, "")
-	var up memory.SaveResult
+	var up memapi.SaveResult
 	a.decode(t, &up)
 	if !up.Upserted || up.ID != created.ID || up.Content != "we store in badger v4" {
 		t.Fatalf("upsert %+v, want upserted id %s", up, created.ID)
@@ -234,7 +235,7 @@ func TestMemoryLifecycle(t *testing.T) {
 
 	a = f.do("GET", "/v1/memories/"+created.ID, "")
 	wantStatus(t, a, http.StatusOK, "")
-	var got memory.Memory
+	var got memapi.Memory
 	a.decode(t, &got)
 	if got.ID != created.ID || got.Content != "we store in badger v4" {
 		t.Fatalf("get %+v", got)
@@ -374,9 +375,9 @@ func TestTooLarge(t *testing.T) {
 	huge := strings.Repeat("x", 128<<10)
 	wantStatus(t, f.do("POST", "/v1/import", `{"format":"`+huge+`"}`), http.StatusRequestEntityTooLarge, "too_large")
 
-	// The service's own limit (content over memory.MaxContentBytes) is 413 too.
+	// The service's own limit (content over memapi.MaxContentBytes) is 413 too.
 	g := newFixture(t, nil)
-	content := strings.Repeat("y", memory.MaxContentBytes+1)
+	content := strings.Repeat("y", memapi.MaxContentBytes+1)
 	wantStatus(t, g.do("POST", "/v1/memories", `{"type":"decision","content":"`+content+`"}`), http.StatusRequestEntityTooLarge, "too_large")
 }
 
@@ -390,7 +391,7 @@ func TestQueriesShapes(t *testing.T) {
 
 	a := f.do("GET", "/v1/search?q=badger&type=decision&tags=db&project=mnemo&limit=3", "")
 	wantStatus(t, a, http.StatusOK, "")
-	var sr memory.SearchResult
+	var sr memapi.SearchResult
 	a.decode(t, &sr)
 	if len(sr.Results) != 3 || sr.Total != 5 {
 		t.Fatalf("search: %d results, total %d; want 3 of 5: %s", len(sr.Results), sr.Total, a.body)
@@ -408,7 +409,7 @@ func TestQueriesShapes(t *testing.T) {
 
 	a = f.do("GET", "/v1/timeline?id="+ids[2]+"&before=1&after=1", "")
 	wantStatus(t, a, http.StatusOK, "")
-	var tl memory.Timeline
+	var tl memapi.Timeline
 	a.decode(t, &tl)
 	if tl.Center.ID != ids[2] || len(tl.Before) != 1 || tl.Before[0].ID != ids[1] || len(tl.After) != 1 || tl.After[0].ID != ids[3] {
 		t.Fatalf("timeline %s", a.body)
@@ -416,7 +417,7 @@ func TestQueriesShapes(t *testing.T) {
 
 	a = f.do("GET", "/v1/context?max_tokens=500&project=mnemo", "")
 	wantStatus(t, a, http.StatusOK, "")
-	var cr memory.ContextResult
+	var cr memapi.ContextResult
 	a.decode(t, &cr)
 	if cr.MaxTokens != 500 || len(cr.Memories) == 0 || !strings.Contains(cr.Text, "badger") {
 		t.Fatalf("context %s", a.body)
@@ -424,7 +425,7 @@ func TestQueriesShapes(t *testing.T) {
 
 	a = f.do("GET", "/v1/stats", "")
 	wantStatus(t, a, http.StatusOK, "")
-	var st memory.Stats
+	var st memapi.Stats
 	a.decode(t, &st)
 	if st.Memories != 6 || st.ByType["decision"] != 5 {
 		t.Fatalf("stats %s", a.body)
@@ -432,7 +433,7 @@ func TestQueriesShapes(t *testing.T) {
 
 	a = f.do("POST", "/v1/compact", `{"older_than_days":1}`)
 	wantStatus(t, a, http.StatusOK, "")
-	var cp memory.CompactResult
+	var cp memapi.CompactResult
 	a.decode(t, &cp)
 	if cp.Mode != "identify" {
 		t.Fatalf("compact identify %s", a.body)
@@ -450,14 +451,14 @@ func TestSessionsPromptsProgress(t *testing.T) {
 	f := newFixture(t, nil)
 	a := f.do("POST", "/v1/sessions", `{"id":"s1","project":"mnemo"}`)
 	wantStatus(t, a, http.StatusCreated, "")
-	var s memory.Session
+	var s memapi.Session
 	a.decode(t, &s)
 	if s.ID != "s1" || s.Namespace != "agent://alice" {
 		t.Fatalf("session %s", a.body)
 	}
 	a = f.do("POST", "/v1/prompts", `{"session_id":"s1","content":"how do we store things?"}`)
 	wantStatus(t, a, http.StatusCreated, "")
-	var sr memory.SaveResult
+	var sr memapi.SaveResult
 	a.decode(t, &sr)
 	if sr.Type != "prompt" {
 		t.Fatalf("prompt %s", a.body)
@@ -491,7 +492,7 @@ func TestExportImport(t *testing.T) {
 	f.save(`{"type":"decision","title":"two","content":"second"}`)
 	a := f.do("GET", "/v1/export", "")
 	wantStatus(t, a, http.StatusOK, "")
-	var ex memory.Export
+	var ex memapi.Export
 	a.decode(t, &ex)
 	if ex.Format != "mnemo-export" || len(ex.Memories) != 2 {
 		t.Fatalf("export %s", a.body)
@@ -499,7 +500,7 @@ func TestExportImport(t *testing.T) {
 	g := newFixture(t, nil)
 	b := g.do("POST", "/v1/import", string(a.body))
 	wantStatus(t, b, http.StatusOK, "")
-	var ir memory.ImportResult
+	var ir memapi.ImportResult
 	b.decode(t, &ir)
 	if ir.Memories != 2 || ir.Format != "mnemo-export" {
 		t.Fatalf("import %s", b.body)
@@ -531,12 +532,12 @@ func TestClassify(t *testing.T) {
 		status int
 		code   string
 	}{
-		{fmt.Errorf("x: %w", memory.ErrInvalid), 400, "invalid_request"},
+		{fmt.Errorf("x: %w", memapi.ErrInvalid), 400, "invalid_request"},
 		{fmt.Errorf("x: %w", namespace.ErrInvalid), 400, "invalid_request"},
-		{fmt.Errorf("x: %w", memory.ErrNotFound), 404, "not_found"},
+		{fmt.Errorf("x: %w", memapi.ErrNotFound), 404, "not_found"},
 		{fmt.Errorf("x: %w", acl.ErrDenied), 403, "permission_denied"},
-		{fmt.Errorf("x: %w", memory.ErrConflict), 409, "conflict"},
-		{fmt.Errorf("x: %w", memory.ErrTooLarge), 413, "too_large"},
+		{fmt.Errorf("x: %w", memapi.ErrConflict), 409, "conflict"},
+		{fmt.Errorf("x: %w", memapi.ErrTooLarge), 413, "too_large"},
 		{fmt.Errorf("x: %w", mbe), 413, "too_large"},
 		{fmt.Errorf("x: %w", context.Canceled), 503, "unavailable"},
 		{errors.New("disk on fire"), 500, "internal"},

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // surgeryRoutes are the memory-edit and audit routes (see memory's
@@ -66,7 +66,7 @@ func (a *api) audit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := memory.AuditQuery{ID: strings.TrimSpace(p.str("id")), Status: p.str("status"), Namespace: p.str("namespace")}
+	q := memapi.AuditQuery{ID: strings.TrimSpace(p.str("id")), Status: p.str("status"), Namespace: p.str("namespace")}
 	c, err := a.callerFor(r)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
@@ -24,7 +25,7 @@ func surgeryFixture(t *testing.T) *fixture {
 		return p.Kind == namespace.KindAgent && p.Path == "" && (p.Name == "alice" || p.Name == "bob")
 	}
 	svc, err := memory.Open(memory.Config{Agent: alice, Now: func() time.Time { return now }, IsLocal: local,
-		Approvals: memory.Approvals{"team://t": {memory.OpRetract}}})
+		Approvals: memory.Approvals{"team://t": {memapi.OpRetract}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +55,11 @@ func (f *fixture) as(who, method, path, body string) answer {
 	return answer{rec.Code, rec.Header(), rec.Body.Bytes()}
 }
 
-func (f *fixture) audit(query string) []memory.Edit {
+func (f *fixture) audit(query string) []memapi.Edit {
 	f.t.Helper()
 	a := f.do("GET", "/v1/audit"+query, "")
 	wantStatus(f.t, a, http.StatusOK, "")
-	var res memory.AuditResult
+	var res memapi.AuditResult
 	a.decode(f.t, &res)
 	return res.Edits
 }
@@ -91,14 +92,14 @@ func TestSurgeryHTTP(t *testing.T) {
 	// amend + block, approved at once.
 	a := f.as("bob", "POST", "/v1/edits", `{"target_id":"`+m.ID+`","op":"amend","reason":"wrong","patch":{"text":"kafka retention is thirty days","importance":0.9}}`)
 	wantStatus(t, a, http.StatusCreated, "")
-	var er memory.EditResult
+	var er memapi.EditResult
 	a.decode(t, &er)
 	if er.Status != "approved" || er.EditID == "" {
 		t.Fatalf("amend: %+v", er)
 	}
 	wantStatus(t, f.do("POST", "/v1/edits", `{"target_id":"`+m.ID+`","op":"block","reason":"internal","patch":{"channel":"public"}}`), http.StatusCreated, "")
 	a = f.do("GET", "/v1/search?q=seven", "")
-	var sr memory.SearchResult
+	var sr memapi.SearchResult
 	a.decode(t, &sr)
 	if sr.Total != 0 {
 		t.Fatalf("old text searchable: %s", a.body)
@@ -110,7 +111,7 @@ func TestSurgeryHTTP(t *testing.T) {
 	}
 	wantStatus(t, f.do("GET", "/v1/memories/"+m.ID+"?channel=public", ""), http.StatusNotFound, "")
 	a = f.do("GET", "/v1/memories/"+m.ID, "")
-	var got memory.Memory
+	var got memapi.Memory
 	a.decode(t, &got)
 	if got.Content != "kafka retention is thirty days" || got.Importance != 0.9 || !slices.Equal(got.BlockedChannels, []string{"public"}) {
 		t.Fatalf("get: %s", a.body)
@@ -119,7 +120,7 @@ func TestSurgeryHTTP(t *testing.T) {
 	// quarantine: out of context and default search, back with include_quarantined.
 	wantStatus(t, f.do("POST", "/v1/edits", `{"target_id":"`+other.ID+`","op":"quarantine","reason":"unverified"}`), http.StatusCreated, "")
 	a = f.do("GET", "/v1/context", "")
-	var cx memory.ContextResult
+	var cx memapi.ContextResult
 	a.decode(t, &cx)
 	if strings.Contains(cx.Text, "brokers") {
 		t.Fatalf("quarantined memory in context: %s", cx.Text)
@@ -147,7 +148,7 @@ func TestSurgeryHTTP(t *testing.T) {
 	wantStatus(t, f.do("POST", "/v1/edits/nosuch/approve", ""), http.StatusNotFound, "")
 	a = f.do("POST", "/v1/edits/"+er.EditID+"/approve", "")
 	wantStatus(t, a, http.StatusOK, "")
-	var e memory.Edit
+	var e memapi.Edit
 	a.decode(t, &e)
 	if e.Status != "approved" || e.Approver != "agent://alice" || e.DecidedAt == nil {
 		t.Fatalf("approve: %s", a.body)

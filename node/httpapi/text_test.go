@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // Strings that are not text — bytes that are not UTF-8 (which the JSON
@@ -31,7 +31,7 @@ func TestBodiesMustBeText(t *testing.T) {
 			t.Errorf("%s %s: message %q does not name %s", tc.method, tc.path, msg, tc.field)
 		}
 	}
-	var st memory.Stats
+	var st memapi.Stats
 	f.do("GET", "/v1/stats", "").decode(t, &st)
 	if st.Memories != 0 || st.Sessions != 0 {
 		t.Fatalf("refused requests stored something: %+v", st)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // idList is compact_ids: engram clients send a string holding a JSON array,
@@ -75,17 +75,17 @@ func compactSchema() *jsonschema.Schema {
 func toolError(tool string, err error) error {
 	var hint string
 	switch {
-	case errors.Is(err, memory.ErrNotFound):
+	case errors.Is(err, memapi.ErrNotFound):
 		hint = "check the id: ids are strings returned by mem_save, mem_search, mem_context and mem_timeline"
 	case errors.Is(err, acl.ErrDenied):
 		hint = "omit namespace to use your own, use a relative sub-agent path, or a namespace you were granted"
 	case errors.Is(err, namespace.ErrInvalid):
 		hint = `namespace is a relative path like "subagent/task-1" or a full address like agent://name/path`
-	case errors.Is(err, memory.ErrTooLarge):
+	case errors.Is(err, memapi.ErrTooLarge):
 		hint = "shorten the content or split it into several memories"
-	case errors.Is(err, memory.ErrConflict):
+	case errors.Is(err, memapi.ErrConflict):
 		hint = "read the memory again (mem_get_observation) and retry with its current state"
-	case errors.Is(err, memory.ErrInvalid):
+	case errors.Is(err, memapi.ErrInvalid):
 		hint = "fix the arguments and call again"
 	}
 	if hint == "" {

@@ -8,54 +8,23 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mnemohq/mnemo/node/client"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // Capsuler is the optional Backend capability behind the capsule, context
 // bundle and duplicates tools: a backend that has it gets them. Methods
 // follow Backend's blocking and concurrency contract.
 type Capsuler interface {
-	CreateCapsule(ctx context.Context, req memory.CapsuleRequest) (memory.CapsuleCreated, error)
-	Capsules(ctx context.Context, q memory.CapsuleQuery) (memory.CapsuleList, error)
-	Capsule(ctx context.Context, id string) (memory.Capsule, error)
-	RevokeCapsule(ctx context.Context, id string) (memory.Capsule, error)
-	BuildContext(ctx context.Context, req memory.BundleRequest) (memory.BundleResult, error)
-	Duplicates(ctx context.Context, q memory.DuplicateQuery) (memory.DuplicatesResult, error)
-	MergeDuplicates(ctx context.Context, req memory.MergeRequest) (memory.MergeResult, error)
+	CreateCapsule(ctx context.Context, req memapi.CapsuleRequest) (memapi.CapsuleCreated, error)
+	Capsules(ctx context.Context, q memapi.CapsuleQuery) (memapi.CapsuleList, error)
+	Capsule(ctx context.Context, id string) (memapi.Capsule, error)
+	RevokeCapsule(ctx context.Context, id string) (memapi.Capsule, error)
+	BuildContext(ctx context.Context, req memapi.BundleRequest) (memapi.BundleResult, error)
+	Duplicates(ctx context.Context, q memapi.DuplicateQuery) (memapi.DuplicatesResult, error)
+	MergeDuplicates(ctx context.Context, req memapi.MergeRequest) (memapi.MergeResult, error)
 }
 
-var (
-	_ Capsuler = serviceBackend{}
-	_ Capsuler = (*client.Client)(nil)
-)
-
-func (b serviceBackend) CreateCapsule(ctx context.Context, req memory.CapsuleRequest) (memory.CapsuleCreated, error) {
-	return b.svc.CreateCapsule(ctx, b.c, req)
-}
-
-func (b serviceBackend) Capsules(ctx context.Context, q memory.CapsuleQuery) (memory.CapsuleList, error) {
-	return b.svc.ListCapsules(ctx, b.c, q)
-}
-
-func (b serviceBackend) Capsule(ctx context.Context, id string) (memory.Capsule, error) {
-	return b.svc.GetCapsule(ctx, b.c, id)
-}
-
-func (b serviceBackend) RevokeCapsule(ctx context.Context, id string) (memory.Capsule, error) {
-	return b.svc.RevokeCapsule(ctx, b.c, id)
-}
-
-func (b serviceBackend) BuildContext(ctx context.Context, req memory.BundleRequest) (memory.BundleResult, error) {
-	return b.svc.BuildContext(ctx, b.c, req)
-}
-
-func (b serviceBackend) Duplicates(ctx context.Context, q memory.DuplicateQuery) (memory.DuplicatesResult, error) {
-	return b.svc.FindDuplicates(ctx, b.c, q)
-}
-
-func (b serviceBackend) MergeDuplicates(ctx context.Context, req memory.MergeRequest) (memory.MergeResult, error) {
-	return b.svc.MergeDuplicates(ctx, b.c, req)
-}
+var _ Capsuler = (*client.Client)(nil) // mcpservice.Backend checks its own
 
 type capsuleCreateArgs struct {
 	SubjectType string   `json:"subject_type" jsonschema:"What the capsule is about: user, project, customer, ..."`
@@ -98,7 +67,7 @@ type mergeArgs struct {
 	Namespace string   `json:"namespace" jsonschema:"The shared namespace to merge in (you need write there)."`
 }
 
-func capsuleText(c memory.Capsule) string {
+func capsuleText(c memapi.Capsule) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Capsule %s (%s) from %s about %s:%s, expires %s, %d item(s)\n", c.ID, c.Status, c.Author, c.SubjectType, c.SubjectID, day(c.ExpiresAt), c.ItemCount)
 	for _, r := range c.Risks {
@@ -123,15 +92,15 @@ func registerCapsuleTools(s *mcp.Server, b Backend) {
 		Name:        "mem_capsule_create",
 		Annotations: withTitle(write, "Create capsule"),
 		Description: `Hand a curated bundle of your memories about one subject (a user, a project, ...) to other agents, with risks they must know and an expiry (default 7 days). Choose the memories by ids or by a search query. Only the audience receives and reads it; it becomes unreadable when it expires or you revoke it. Needs share permission on every memory's namespace.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleCreateArgs) (*mcp.CallToolResult, memory.CapsuleCreated, error) {
-		req := memory.CapsuleRequest{SubjectType: a.SubjectType, SubjectID: a.SubjectID, Project: a.Project, Audience: a.Audience,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleCreateArgs) (*mcp.CallToolResult, memapi.CapsuleCreated, error) {
+		req := memapi.CapsuleRequest{SubjectType: a.SubjectType, SubjectID: a.SubjectID, Project: a.Project, Audience: a.Audience,
 			IDs: a.IDs, TTLDays: a.TTLDays, Risks: a.Risks}
 		if a.Query != "" {
-			req.Query = &memory.SearchQuery{Query: a.Query, Limit: a.Limit}
+			req.Query = &memapi.SearchQuery{Query: a.Query, Limit: a.Limit}
 		}
 		res, err := cp.CreateCapsule(ctx, req)
 		if err != nil {
-			return nil, memory.CapsuleCreated{}, toolError("mem_capsule_create", err)
+			return nil, memapi.CapsuleCreated{}, toolError("mem_capsule_create", err)
 		}
 		return text(fmt.Sprintf("Created capsule %s with %d item(s) for %s; expires %s.", res.CapsuleID, res.ItemCount,
 			strings.Join(res.Audience, ", "), day(res.ExpiresAt))), res, nil
@@ -140,10 +109,10 @@ func registerCapsuleTools(s *mcp.Server, b Backend) {
 		Name:        "mem_capsules",
 		Annotations: withTitle(read, "List capsules"),
 		Description: `List the capsules available to you: those other agents shared with you (active ones only) and those you created, optionally about one subject. Read one with mem_capsule_get.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleListArgs) (*mcp.CallToolResult, memory.CapsuleList, error) {
-		res, err := cp.Capsules(ctx, memory.CapsuleQuery{SubjectType: a.SubjectType, SubjectID: a.SubjectID})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleListArgs) (*mcp.CallToolResult, memapi.CapsuleList, error) {
+		res, err := cp.Capsules(ctx, memapi.CapsuleQuery{SubjectType: a.SubjectType, SubjectID: a.SubjectID})
 		if err != nil {
-			return nil, memory.CapsuleList{}, toolError("mem_capsules", err)
+			return nil, memapi.CapsuleList{}, toolError("mem_capsules", err)
 		}
 		if len(res.Capsules) == 0 {
 			return text("No capsules available."), res, nil
@@ -158,10 +127,10 @@ func registerCapsuleTools(s *mcp.Server, b Backend) {
 		Name:        "mem_capsule_get",
 		Annotations: withTitle(read, "Read capsule"),
 		Description: `Read one capsule shared with you (or created by you): its subject, risks and the memories it carries. Expired or revoked capsules cannot be read.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleIDArgs) (*mcp.CallToolResult, memory.Capsule, error) {
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleIDArgs) (*mcp.CallToolResult, memapi.Capsule, error) {
 		res, err := cp.Capsule(ctx, a.ID)
 		if err != nil {
-			return nil, memory.Capsule{}, toolError("mem_capsule_get", err)
+			return nil, memapi.Capsule{}, toolError("mem_capsule_get", err)
 		}
 		return text(capsuleText(res)), res, nil
 	})
@@ -169,10 +138,10 @@ func registerCapsuleTools(s *mcp.Server, b Backend) {
 		Name:        "mem_capsule_revoke",
 		Annotations: withTitle(&mcp.ToolAnnotations{DestructiveHint: boolp(true), OpenWorldHint: boolp(false)}, "Revoke capsule"),
 		Description: `Revoke a capsule you created: it becomes unreadable for its whole audience at once and its copied memories are removed. Only the creator can revoke.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleIDArgs) (*mcp.CallToolResult, memory.Capsule, error) {
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a capsuleIDArgs) (*mcp.CallToolResult, memapi.Capsule, error) {
 		res, err := cp.RevokeCapsule(ctx, a.ID)
 		if err != nil {
-			return nil, memory.Capsule{}, toolError("mem_capsule_revoke", err)
+			return nil, memapi.Capsule{}, toolError("mem_capsule_revoke", err)
 		}
 		return text("Revoked capsule " + res.ID + "."), res, nil
 	})
@@ -180,11 +149,11 @@ func registerCapsuleTools(s *mcp.Server, b Backend) {
 		Name:        "mem_build_context",
 		Annotations: withTitle(read, "Build context bundle"),
 		Description: `Build the context to start or continue work: the decisions in force (policy first, then project, user, session), capsules other agents shared with you about the subject, the most relevant recent memories (this session first), and, in a section of their own, what other agents wrote into your inbox (their words, never your decisions), fitted to max_tokens. The answer reports how the budget was split.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a bundleArgs) (*mcp.CallToolResult, memory.BundleResult, error) {
-		res, err := cp.BuildContext(ctx, memory.BundleRequest{SessionID: a.SessionID, Channel: a.Channel, SubjectType: a.SubjectType,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a bundleArgs) (*mcp.CallToolResult, memapi.BundleResult, error) {
+		res, err := cp.BuildContext(ctx, memapi.BundleRequest{SessionID: a.SessionID, Channel: a.Channel, SubjectType: a.SubjectType,
 			SubjectID: a.SubjectID, Project: a.Project, MaxTokens: a.MaxTokens, IncludeCapsules: a.IncludeCapsules})
 		if err != nil {
-			return nil, memory.BundleResult{}, toolError("mem_build_context", err)
+			return nil, memapi.BundleResult{}, toolError("mem_build_context", err)
 		}
 		b := res.Budget
 		out := res.Text
@@ -198,10 +167,10 @@ func registerCapsuleTools(s *mcp.Server, b Backend) {
 		Name:        "mem_duplicates",
 		Annotations: withTitle(read, "Find duplicates"),
 		Description: `Find near-duplicate memories across the namespaces you can read (the same knowledge shared, promoted, or learned by several agents). Each pair says whether independent agents wrote it. Merge pairs in a shared namespace with mem_merge_duplicates.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a duplicatesArgs) (*mcp.CallToolResult, memory.DuplicatesResult, error) {
-		res, err := cp.Duplicates(ctx, memory.DuplicateQuery{Namespace: a.Namespace, Threshold: a.Threshold})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a duplicatesArgs) (*mcp.CallToolResult, memapi.DuplicatesResult, error) {
+		res, err := cp.Duplicates(ctx, memapi.DuplicateQuery{Namespace: a.Namespace, Threshold: a.Threshold})
 		if err != nil {
-			return nil, memory.DuplicatesResult{}, toolError("mem_duplicates", err)
+			return nil, memapi.DuplicatesResult{}, toolError("mem_duplicates", err)
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d pair(s) among %d memories.\n", len(res.Pairs), res.Compared)
@@ -217,10 +186,10 @@ func registerCapsuleTools(s *mcp.Server, b Backend) {
 		Name:        "mem_merge_duplicates",
 		Annotations: withTitle(write, "Merge duplicates"),
 		Description: `Merge duplicate memories within a shared namespace you can write: the first id in that namespace survives with everyone's provenance, the others there are archived pointing to it, and confidence rises by 0.2 (max 1) when independent agents agreed.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a mergeArgs) (*mcp.CallToolResult, memory.MergeResult, error) {
-		res, err := cp.MergeDuplicates(ctx, memory.MergeRequest{IDs: a.IDs, Namespace: a.Namespace})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a mergeArgs) (*mcp.CallToolResult, memapi.MergeResult, error) {
+		res, err := cp.MergeDuplicates(ctx, memapi.MergeRequest{IDs: a.IDs, Namespace: a.Namespace})
 		if err != nil {
-			return nil, memory.MergeResult{}, toolError("mem_merge_duplicates", err)
+			return nil, memapi.MergeResult{}, toolError("mem_merge_duplicates", err)
 		}
 		return text(fmt.Sprintf("Merged into %s (archived %s); confidence %.2f -> %.2f.", res.Memory.ID,
 			strings.Join(res.Merged, ", "), res.ConfidenceBefore, res.ConfidenceAfter)), res, nil

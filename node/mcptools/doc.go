@@ -2,10 +2,10 @@
 //
 // NewServer registers the tools on an *mcp.Server over a Backend, the
 // narrow view of memory.Service the tools need with the caller bound in:
-// ServiceBackend for a Service in this process, ClientBackend for a node
-// reached over its HTTP API. Serve it on stdio (`mnemo mcp`) with
-// server.Run, or over streamable HTTP with NewHTTPHandler, mounted by the node
-// at /mcp behind its token check.
+// node/mcpservice.New for a Service in this process, ClientBackend for a
+// node reached over its HTTP API; the package itself links no storage.
+// Serve it on stdio (`mnemo mcp`) with server.Run, or over streamable HTTP
+// with NewHTTPHandler, mounted by the node at /mcp behind its token check.
 //
 // # Tools
 //
@@ -13,13 +13,13 @@
 // mem_get_observation, mem_suggest_topic_key, mem_save_prompt,
 // mem_session_start, mem_session_end, mem_session_summary, mem_stats,
 // mem_compact and mem_progress; mem_share and mem_promote when the backend
-// is a Sharer (both backends here are). Input schemas are generated from the
+// is a Sharer (both backends are). Input schemas are generated from the
 // argument structs in tools.go; descriptions are written for the model.
 // Every result carries a short text for the model and the same data as
 // structured content (the memory package's JSON types). Arguments holding a
 // string that is not text (bytes that are not UTF-8, an unpaired
 // surrogate, a NUL) are refused before the SDK decodes them, naming the
-// argument (memory.CheckJSONText). Bad arguments,
+// argument (memapi.CheckJSONText). Bad arguments,
 // unknown ids and refused permissions come back as tool errors (IsError)
 // whose text says what to change; they never end the session.
 //

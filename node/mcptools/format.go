@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // The text renderings below are what a model reads; the same data is in the
@@ -17,7 +17,7 @@ const snippetLen = 160
 
 // fromMark marks what another agent wrote into the reader's inbox, so a
 // model never reads it as the reader's own memory or decision.
-func fromMark(m memory.Memory) string {
+func fromMark(m memapi.Memory) string {
 	if m.From == "" {
 		return ""
 	}
@@ -36,7 +36,7 @@ func day(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04")
 }
 
-func savedText(r memory.SaveResult) string {
+func savedText(r memapi.SaveResult) string {
 	verb := "Saved"
 	if r.Upserted {
 		verb = "Updated"
@@ -48,7 +48,7 @@ func savedText(r memory.SaveResult) string {
 	return s
 }
 
-func searchText(q string, r memory.SearchResult) string {
+func searchText(q string, r memapi.SearchResult) string {
 	if len(r.Results) == 0 {
 		return fmt.Sprintf("No memories match %q. Try other keywords, fewer filters, or mem_context for recent memories.", q)
 	}
@@ -70,7 +70,7 @@ func searchText(q string, r memory.SearchResult) string {
 	return b.String()
 }
 
-func contextText(r memory.ContextResult) string {
+func contextText(r memapi.ContextResult) string {
 	if r.Text == "" && len(r.Memories) == 0 && len(r.Sessions) == 0 {
 		return "No memories yet for this filter. Save decisions and learnings with mem_save as you work."
 	}
@@ -82,9 +82,9 @@ func contextText(r memory.ContextResult) string {
 	return s + ")"
 }
 
-func timelineText(t memory.Timeline) string {
+func timelineText(t memapi.Timeline) string {
 	var b strings.Builder
-	line := func(mark string, m memory.Memory) {
+	line := func(mark string, m memapi.Memory) {
 		fmt.Fprintf(&b, "%s %s [%s] (%s) %s%s\n", mark, day(m.CreatedAt), m.ID, m.Type, fromMark(m), m.Title)
 	}
 	fmt.Fprintf(&b, "Timeline around %s (%d before, %d after):\n", t.Center.ID, len(t.Before), len(t.After))
@@ -99,7 +99,7 @@ func timelineText(t memory.Timeline) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func memoryText(m memory.Memory) string {
+func memoryText(m memapi.Memory) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s%s\nid: %s\ntype: %s\nnamespace: %s\nscope: %s\n", fromMark(m), m.Title, m.ID, m.Type, m.Namespace, m.Scope)
 	opt := func(k, v string) {
@@ -135,7 +135,7 @@ func memoryText(m memory.Memory) string {
 	return b.String()
 }
 
-func statsText(s memory.Stats) string {
+func statsText(s memapi.Stats) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d live memories, %d archived, %d sessions.\n", s.Memories, s.Deleted, s.Sessions)
 	counts := func(label string, m map[string]int) {
@@ -159,7 +159,7 @@ func statsText(s memory.Stats) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func compactText(days int, r memory.CompactResult) string {
+func compactText(days int, r memapi.CompactResult) string {
 	var b strings.Builder
 	if r.Mode == "execute" {
 		fmt.Fprintf(&b, "Compacted %d memories", r.Compacted)

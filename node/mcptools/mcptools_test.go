@@ -1,4 +1,4 @@
-package mcptools
+package mcptools_test
 
 import (
 	"encoding/json"
@@ -13,6 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/mcpservice"
+	"github.com/mnemohq/mnemo/node/mcptools"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
@@ -49,13 +52,13 @@ func openService(t *testing.T, clk *fakeClock) *memory.Service {
 	return svc
 }
 
-// connect serves NewServer over an in-memory transport and returns a
+// connect serves mcptools.NewServer over an in-memory transport and returns a
 // client session of the official Go SDK.
-func connect(t *testing.T, b Backend) *mcp.ClientSession {
+func connect(t *testing.T, b mcptools.Backend) *mcp.ClientSession {
 	t.Helper()
 	ctx := t.Context()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := NewServer(b, Options{}).Connect(ctx, st, nil)
+	ss, err := mcptools.NewServer(b, mcptools.Options{}).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +74,7 @@ func connect(t *testing.T, b Backend) *mcp.ClientSession {
 func newSession(t *testing.T) (*mcp.ClientSession, *fakeClock) {
 	clk := &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
 	svc := openService(t, clk)
-	return connect(t, ServiceBackend(svc, memory.Caller{Principal: svc.Owner()})), clk
+	return connect(t, mcpservice.New(svc, memapi.Caller{Principal: svc.Owner()})), clk
 }
 
 // call invokes a tool; wantErr says whether the result must be a tool error.
@@ -229,19 +232,19 @@ func TestRoundTrip(t *testing.T) {
 	res := call(t, cs, "mem_save", map[string]any{"title": "Chose Badger for storage", "type": "decision",
 		"content": "Badger gives us an embedded LSM with transactions; sqlite was too slow for deltas.",
 		"project": "mnemo", "tags": []string{"storage"}}, false)
-	old1 := out[memory.SaveResult](t, res)
+	old1 := out[memapi.SaveResult](t, res)
 	mustContain(t, "save text", textOf(res), "Saved memory "+old1.ID, "(decision)", "agent://t")
 	if old1.Type != "decision" || old1.Namespace != "agent://t" || old1.Upserted {
 		t.Fatalf("saved %+v", old1)
 	}
 	clk.Advance(time.Minute)
-	old2 := out[memory.SaveResult](t, call(t, cs, "mem_save", map[string]any{"title": "Badger value log GC",
+	old2 := out[memapi.SaveResult](t, call(t, cs, "mem_save", map[string]any{"title": "Badger value log GC",
 		"content": "Run value log GC hourly; badger files grow otherwise.", "project": "mnemo"}, false))
 	if old2.Type != "observation" {
 		t.Errorf("default type = %q, want observation", old2.Type)
 	}
 	clk.Advance(40 * 24 * time.Hour)
-	sub := out[memory.SaveResult](t, call(t, cs, "mem_save", map[string]any{"title": "Sub-agent found a flaky test",
+	sub := out[memapi.SaveResult](t, call(t, cs, "mem_save", map[string]any{"title": "Sub-agent found a flaky test",
 		"content": "The badger reopen test is flaky under -race.", "project": "mnemo", "namespace": "subagent/task-1"}, false))
 	if sub.Namespace != "agent://t/subagent/task-1" {
 		t.Errorf("sub-agent namespace = %q", sub.Namespace)
@@ -249,13 +252,13 @@ func TestRoundTrip(t *testing.T) {
 
 	// Search: numbered hits with ids, scores and snippets.
 	res = call(t, cs, "mem_search", map[string]any{"query": "badger", "project": "mnemo"}, false)
-	sr := out[memory.SearchResult](t, res)
+	sr := out[memapi.SearchResult](t, res)
 	if len(sr.Results) != 3 {
 		t.Fatalf("search found %d, want 3: %s", len(sr.Results), textOf(res))
 	}
 	mustContain(t, "search text", textOf(res), "1. ["+sr.Results[0].Memory.ID+"]", "score", "mem_get_observation")
 	// Namespace scoping: only the sub-agent's memory.
-	sr = out[memory.SearchResult](t, call(t, cs, "mem_search", map[string]any{"query": "badger", "namespace": "subagent/task-1"}, false))
+	sr = out[memapi.SearchResult](t, call(t, cs, "mem_search", map[string]any{"query": "badger", "namespace": "subagent/task-1"}, false))
 	if len(sr.Results) != 1 || sr.Results[0].Memory.ID != sub.ID {
 		t.Errorf("namespaced search = %+v", sr.Results)
 	}
@@ -264,11 +267,11 @@ func TestRoundTrip(t *testing.T) {
 	res = call(t, cs, "mem_get_observation", map[string]any{"id": old1.ID}, false)
 	mustContain(t, "get text", textOf(res), "Chose Badger for storage", "sqlite was too slow", "id: "+old1.ID)
 	res = call(t, cs, "mem_update", map[string]any{"id": old1.ID, "tags": []string{"storage", "db"}}, false)
-	if m := out[memory.Memory](t, res); !slices.Equal(m.Tags, []string{"db", "storage"}) && !slices.Equal(m.Tags, []string{"storage", "db"}) {
+	if m := out[memapi.Memory](t, res); !slices.Equal(m.Tags, []string{"db", "storage"}) && !slices.Equal(m.Tags, []string{"storage", "db"}) {
 		t.Errorf("updated tags = %v", m.Tags)
 	}
 	res = call(t, cs, "mem_timeline", map[string]any{"observation_id": old2.ID, "before": 1, "after": 1}, false)
-	tl := out[memory.Timeline](t, res)
+	tl := out[memapi.Timeline](t, res)
 	if tl.Center.ID != old2.ID || len(tl.Before) != 1 || tl.Before[0].ID != old1.ID || len(tl.After) != 1 {
 		t.Errorf("timeline = %s", textOf(res))
 	}
@@ -276,16 +279,19 @@ func TestRoundTrip(t *testing.T) {
 	res = call(t, cs, "mem_context", map[string]any{"project": "mnemo"}, false)
 	mustContain(t, "context text", textOf(res), "Badger", "tokens")
 	res = call(t, cs, "mem_stats", map[string]any{}, false)
-	if st := out[memory.Stats](t, res); st.Memories != 3 {
+	if st := out[memapi.Stats](t, res); st.Memories != 3 {
 		t.Errorf("stats = %+v", st)
 	}
 	mustContain(t, "stats text", textOf(res), "3 live memories")
 	res = call(t, cs, "mem_suggest_topic_key", map[string]any{"type": "architecture", "title": "Auth model"}, false)
+	type suggestResult struct {
+		TopicKey string `json:"topic_key"`
+	}
 	if k := out[suggestResult](t, res).TopicKey; k == "" {
 		t.Error("empty topic key")
 	}
-	p1 := out[memory.SaveResult](t, call(t, cs, "mem_progress", map[string]any{"project": "mnemo", "content": "step 1 done"}, false))
-	p2 := out[memory.SaveResult](t, call(t, cs, "mem_progress", map[string]any{"project": "mnemo", "content": "step 2 done"}, false))
+	p1 := out[memapi.SaveResult](t, call(t, cs, "mem_progress", map[string]any{"project": "mnemo", "content": "step 1 done"}, false))
+	p2 := out[memapi.SaveResult](t, call(t, cs, "mem_progress", map[string]any{"project": "mnemo", "content": "step 2 done"}, false))
 	if p1.ID != p2.ID || !p2.Upserted || !strings.HasPrefix(p2.TopicKey, "progress/") {
 		t.Errorf("progress not upserted: %+v then %+v", p1, p2)
 	}
@@ -293,17 +299,17 @@ func TestRoundTrip(t *testing.T) {
 	// Sessions and prompts.
 	call(t, cs, "mem_session_start", map[string]any{"id": "s1", "project": "mnemo", "directory": "/src/mnemo"}, false)
 	call(t, cs, "mem_save_prompt", map[string]any{"content": "please make storage faster", "session_id": "s1", "project": "mnemo"}, false)
-	sum := out[memory.SaveResult](t, call(t, cs, "mem_session_summary", map[string]any{"content": "Tuned badger.", "session_id": "s1", "project": "mnemo"}, false))
+	sum := out[memapi.SaveResult](t, call(t, cs, "mem_session_summary", map[string]any{"content": "Tuned badger.", "session_id": "s1", "project": "mnemo"}, false))
 	if sum.Type != "summary" {
 		t.Errorf("session summary type %q", sum.Type)
 	}
-	if se := out[memory.Session](t, call(t, cs, "mem_session_end", map[string]any{"id": "s1", "summary": "done"}, false)); se.EndedAt == nil {
+	if se := out[memapi.Session](t, call(t, cs, "mem_session_end", map[string]any{"id": "s1", "summary": "done"}, false)); se.EndedAt == nil {
 		t.Errorf("session not ended: %+v", se)
 	}
 
 	// Compaction: identify, then execute with compact_ids as engram's JSON string.
 	res = call(t, cs, "mem_compact", map[string]any{"older_than_days": 30, "project": "mnemo"}, false)
-	cr := out[memory.CompactResult](t, res)
+	cr := out[memapi.CompactResult](t, res)
 	if cr.Mode != "identify" || len(cr.Candidates) != 2 {
 		t.Fatalf("identify = %s", textOf(res))
 	}
@@ -311,15 +317,15 @@ func TestRoundTrip(t *testing.T) {
 	ids, _ := json.Marshal([]string{old1.ID, old2.ID})
 	res = call(t, cs, "mem_compact", map[string]any{"compact_ids": string(ids), "project": "mnemo",
 		"summary_title": "Badger notes", "summary_content": "Badger chosen; run value log GC hourly."}, false)
-	cr = out[memory.CompactResult](t, res)
+	cr = out[memapi.CompactResult](t, res)
 	if cr.Mode != "execute" || cr.Compacted != 2 || cr.SummaryID == "" {
 		t.Fatalf("execute = %s", textOf(res))
 	}
 	mustContain(t, "execute text", textOf(res), "Compacted 2 memories", cr.SummaryID)
-	if m := out[memory.Memory](t, call(t, cs, "mem_get_observation", map[string]any{"id": cr.SummaryID}, false)); m.Type != "compaction_summary" {
+	if m := out[memapi.Memory](t, call(t, cs, "mem_get_observation", map[string]any{"id": cr.SummaryID}, false)); m.Type != "compaction_summary" {
 		t.Errorf("summary type %q", m.Type)
 	}
-	sr = out[memory.SearchResult](t, call(t, cs, "mem_search", map[string]any{"query": "badger", "type": "decision"}, false))
+	sr = out[memapi.SearchResult](t, call(t, cs, "mem_search", map[string]any{"query": "badger", "type": "decision"}, false))
 	if len(sr.Results) != 0 {
 		t.Errorf("compacted memory still found: %+v", sr.Results)
 	}
@@ -335,7 +341,7 @@ func TestRoundTrip(t *testing.T) {
 
 func TestToolErrors(t *testing.T) {
 	cs, _ := newSession(t)
-	id := out[memory.SaveResult](t, call(t, cs, "mem_save", map[string]any{"content": "something"}, false)).ID
+	id := out[memapi.SaveResult](t, call(t, cs, "mem_save", map[string]any{"content": "something"}, false)).ID
 	for _, tc := range []struct {
 		tool string
 		args map[string]any
@@ -373,49 +379,20 @@ func TestToolErrors(t *testing.T) {
 	call(t, cs, "mem_get_observation", map[string]any{"id": id}, false)
 }
 
-func TestCompactIDsForms(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want idList
-		ok   bool
-	}{
-		{`["a","b"]`, idList{"a", "b"}, true},
-		{`"[\"a\",\"b\"]"`, idList{"a", "b"}, true},
-		{`" [\"a\"] "`, idList{"a"}, true},
-		{`[]`, idList{}, true},
-		{`"[]"`, idList{}, true},
-		{`""`, idList{}, true},
-		{`"a,b"`, nil, false},
-		{`[1,2]`, nil, false},
-		{`"[1,2]"`, nil, false},
-		{`{}`, nil, false},
-	} {
-		var got idList
-		err := json.Unmarshal([]byte(tc.in), &got)
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: err = %v, want ok=%v", tc.in, err, tc.ok)
-			continue
-		}
-		if tc.ok && (!slices.Equal(got, tc.want) || got == nil) {
-			t.Errorf("%s: got %#v, want %#v", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestHTTPHandler(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
 	svc := openService(t, clk)
 	var asked int
 	var mu sync.Mutex
-	h, err := NewHTTPHandler(func(r *http.Request) (Backend, string) {
+	h, err := mcptools.NewHTTPHandler(func(r *http.Request) (mcptools.Backend, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked++
 		if r.Header.Get("X-Test-Deny") != "" {
 			return nil, ""
 		}
-		return ServiceBackend(svc, memory.Caller{Principal: svc.Owner()}), svc.Owner().String()
-	}, HTTPOptions{})
+		return mcpservice.New(svc, memapi.Caller{Principal: svc.Owner()}), svc.Owner().String()
+	}, mcptools.HTTPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,8 +406,8 @@ func TestHTTPHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	saved := out[memory.SaveResult](t, call(t, cs, "mem_save", map[string]any{"content": "HTTP transport works for quokkas"}, false))
-	sr := out[memory.SearchResult](t, call(t, cs, "mem_search", map[string]any{"query": "quokkas"}, false))
+	saved := out[memapi.SaveResult](t, call(t, cs, "mem_save", map[string]any{"content": "HTTP transport works for quokkas"}, false))
+	sr := out[memapi.SearchResult](t, call(t, cs, "mem_search", map[string]any{"query": "quokkas"}, false))
 	if len(sr.Results) != 1 || sr.Results[0].Memory.ID != saved.ID {
 		t.Fatalf("search over HTTP = %+v", sr)
 	}

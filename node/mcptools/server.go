@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // Options configures NewServer. The zero value is ready to use.
@@ -60,14 +60,14 @@ func NewServer(b Backend, opts Options) *mcp.Server {
 }
 
 // refuseNonText answers a tools/call whose arguments hold a string that is
-// not text (memory.CheckJSONText: bytes that are not UTF-8, an unpaired
+// not text (memapi.CheckJSONText: bytes that are not UTF-8, an unpaired
 // surrogate, a NUL) with a tool error naming the argument. It must see the
 // raw arguments: the SDK's decoder would turn invalid UTF-8 into U+FFFD
 // without a word, and the memory would be stored altered.
 func refuseNonText(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
-			if err := memory.CheckJSONText(p.Arguments); err != nil {
+			if err := memapi.CheckJSONText(p.Arguments); err != nil {
 				res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: toolError(p.Name, err).Error()}}}
 				res.IsError = true
 				return res, nil

@@ -1,4 +1,4 @@
-package mcptools
+package mcptools_test
 
 import (
 	"io"
@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/mcpservice"
+	"github.com/mnemohq/mnemo/node/mcptools"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`
@@ -44,10 +46,10 @@ func mcpPost(t *testing.T, url, principal, session, body string) (int, string) {
 func TestSessionLimits(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
 	svc := openService(t, clk)
-	h, err := NewHTTPHandler(func(r *http.Request) (Backend, string) {
+	h, err := mcptools.NewHTTPHandler(func(r *http.Request) (mcptools.Backend, string) {
 		p := namespace.MustParse("agent://" + r.Header.Get("X-Principal"))
-		return ServiceBackend(svc, memory.Caller{Principal: p}), p.String()
-	}, HTTPOptions{MaxSessions: 5, MaxSessionsPerPrincipal: 3})
+		return mcpservice.New(svc, memapi.Caller{Principal: p}), p.String()
+	}, mcptools.HTTPOptions{MaxSessions: 5, MaxSessionsPerPrincipal: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestSessionLimits(t *testing.T) {
 		t.Fatalf("evicted %d, want %d", got, 40+1-3+1)
 	}
 
-	if _, err := NewHTTPHandler(nil, HTTPOptions{MaxSessions: -1}); err == nil {
+	if _, err := mcptools.NewHTTPHandler(nil, mcptools.HTTPOptions{MaxSessions: -1}); err == nil {
 		t.Fatal("a negative bound was accepted")
 	}
 }

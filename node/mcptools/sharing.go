@@ -7,29 +7,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mnemohq/mnemo/node/client"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // Sharer is the optional Backend capability behind mem_share and
 // mem_promote: a backend that has it gets the two tools. Both methods
 // follow Backend's blocking and concurrency contract.
 type Sharer interface {
-	Share(ctx context.Context, req memory.ShareRequest) (memory.ShareResult, error)
-	Promote(ctx context.Context, req memory.PromoteRequest) (memory.ShareResult, error)
+	Share(ctx context.Context, req memapi.ShareRequest) (memapi.ShareResult, error)
+	Promote(ctx context.Context, req memapi.PromoteRequest) (memapi.ShareResult, error)
 }
 
-var (
-	_ Sharer = serviceBackend{}
-	_ Sharer = (*client.Client)(nil)
-)
-
-func (b serviceBackend) Share(ctx context.Context, req memory.ShareRequest) (memory.ShareResult, error) {
-	return b.svc.Share(ctx, b.c, req)
-}
-
-func (b serviceBackend) Promote(ctx context.Context, req memory.PromoteRequest) (memory.ShareResult, error) {
-	return b.svc.Promote(ctx, b.c, req)
-}
+var _ Sharer = (*client.Client)(nil) // mcpservice.Backend checks its own
 
 type shareArgs struct {
 	ID        string `json:"id" jsonschema:"Id of the memory to share."`
@@ -42,7 +31,7 @@ type promoteArgs struct {
 	Mode      string `json:"mode,omitempty" jsonschema:"copy (default): keep your memory too. move: your memory is archived and replaced by a reference that resolves to the promoted one."`
 }
 
-func copiedText(verb string, r memory.ShareResult) string {
+func copiedText(verb string, r memapi.ShareResult) string {
 	s := fmt.Sprintf("%s memory %s into %s as %s", verb, r.Memory.Lineage, r.Memory.Namespace, r.Memory.ID)
 	if r.Existing {
 		s += " (that copy already existed)"
@@ -65,10 +54,10 @@ func registerSharingTools(s *mcp.Server, b Backend) {
 		Annotations: withTitle(write, "Share memory"),
 		Description: `Copy one of your memories into another namespace (a team, a project, another agent that granted you write) so others can find it. The copy is a snapshot: later edits of yours do not follow it. Sharing the same memory there again returns the existing copy.
 Needs share permission on the memory's namespace (you hold it on your own) and write on the target.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a shareArgs) (*mcp.CallToolResult, memory.ShareResult, error) {
-		res, err := sh.Share(ctx, memory.ShareRequest{ID: a.ID, Namespace: a.Namespace})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a shareArgs) (*mcp.CallToolResult, memapi.ShareResult, error) {
+		res, err := sh.Share(ctx, memapi.ShareRequest{ID: a.ID, Namespace: a.Namespace})
 		if err != nil {
-			return nil, memory.ShareResult{}, toolError("mem_share", err)
+			return nil, memapi.ShareResult{}, toolError("mem_share", err)
 		}
 		return text(copiedText("Shared", res)), res, nil
 	})
@@ -76,10 +65,10 @@ Needs share permission on the memory's namespace (you hold it on your own) and w
 		Name:        "mem_promote",
 		Annotations: withTitle(write, "Promote memory"),
 		Description: `Promote a memory into a team:// or project:// namespace, as settled shared knowledge. mode copy (default) keeps yours; mode move archives yours and leaves a reference that resolves to the promoted memory.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a promoteArgs) (*mcp.CallToolResult, memory.ShareResult, error) {
-		res, err := sh.Promote(ctx, memory.PromoteRequest{ID: a.ID, Namespace: a.Namespace, Mode: a.Mode})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a promoteArgs) (*mcp.CallToolResult, memapi.ShareResult, error) {
+		res, err := sh.Promote(ctx, memapi.PromoteRequest{ID: a.ID, Namespace: a.Namespace, Mode: a.Mode})
 		if err != nil {
-			return nil, memory.ShareResult{}, toolError("mem_promote", err)
+			return nil, memapi.ShareResult{}, toolError("mem_promote", err)
 		}
 		return text(copiedText("Promoted", res)), res, nil
 	})

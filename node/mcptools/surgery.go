@@ -8,34 +8,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mnemohq/mnemo/node/client"
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // Surgeon is the optional Backend capability behind mem_edit, mem_approve
 // and mem_audit: a backend that has it gets the three tools. The methods
 // follow Backend's blocking and concurrency contract.
 type Surgeon interface {
-	ProposeEdit(ctx context.Context, req memory.EditRequest) (memory.EditResult, error)
-	DecideEdit(ctx context.Context, editID string, approve bool) (memory.Edit, error)
-	Audit(ctx context.Context, q memory.AuditQuery) (memory.AuditResult, error)
+	ProposeEdit(ctx context.Context, req memapi.EditRequest) (memapi.EditResult, error)
+	DecideEdit(ctx context.Context, editID string, approve bool) (memapi.Edit, error)
+	Audit(ctx context.Context, q memapi.AuditQuery) (memapi.AuditResult, error)
 }
 
-var (
-	_ Surgeon = serviceBackend{}
-	_ Surgeon = (*client.Client)(nil)
-)
-
-func (b serviceBackend) ProposeEdit(ctx context.Context, req memory.EditRequest) (memory.EditResult, error) {
-	return b.svc.ProposeEdit(ctx, b.c, req)
-}
-
-func (b serviceBackend) DecideEdit(ctx context.Context, editID string, approve bool) (memory.Edit, error) {
-	return b.svc.DecideEdit(ctx, b.c, editID, approve)
-}
-
-func (b serviceBackend) Audit(ctx context.Context, q memory.AuditQuery) (memory.AuditResult, error) {
-	return b.svc.Audit(ctx, b.c, q)
-}
+var _ Surgeon = (*client.Client)(nil) // mcpservice.Backend checks its own
 
 type editArgs struct {
 	ID              string   `json:"id" jsonschema:"Id of the memory to edit (from mem_search, mem_context or mem_get_observation)."`
@@ -58,7 +43,7 @@ type auditArgs struct {
 	Namespace string `json:"namespace,omitempty" jsonschema:"Only this namespace and its sub-namespaces."`
 }
 
-func auditText(res memory.AuditResult) string {
+func auditText(res memapi.AuditResult) string {
 	if len(res.Edits) == 0 && len(res.NeedsResummary) == 0 {
 		return "No edits."
 	}
@@ -92,14 +77,14 @@ func registerSurgeryTools(s *mcp.Server, b Backend) {
 		Annotations: withTitle(write, "Edit memory (governed)"),
 		Description: `Correct or restrict a memory with an audited edit that holds on every node: retract (remove for good), amend (fix its text or importance), quarantine (hold back from automatic retrieval), attenuate (change importance) or block (hide from one channel). Use it when a memory is wrong, stale, harmful or private — not for ordinary updates of your own notes (mem_update).
 A reason is required. Some edits need an admin's approval in some namespaces: then the answer says pending and nothing changes until it is approved.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a editArgs) (*mcp.CallToolResult, memory.EditResult, error) {
-		res, err := sg.ProposeEdit(ctx, memory.EditRequest{TargetID: a.ID, Op: a.Op, Reason: a.Reason,
-			Patch: memory.EditPatch{Text: a.Text, Importance: a.Importance, ImportanceDelta: a.ImportanceDelta, Channel: a.Channel}})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a editArgs) (*mcp.CallToolResult, memapi.EditResult, error) {
+		res, err := sg.ProposeEdit(ctx, memapi.EditRequest{TargetID: a.ID, Op: a.Op, Reason: a.Reason,
+			Patch: memapi.EditPatch{Text: a.Text, Importance: a.Importance, ImportanceDelta: a.ImportanceDelta, Channel: a.Channel}})
 		if err != nil {
-			return nil, memory.EditResult{}, toolError("mem_edit", err)
+			return nil, memapi.EditResult{}, toolError("mem_edit", err)
 		}
 		msg := fmt.Sprintf("Edit %s (%s of %s) is %s.", res.EditID, a.Op, a.ID, res.Status)
-		if res.Status == memory.StatusPending {
+		if res.Status == memapi.StatusPending {
 			msg += " It takes effect once an admin of the namespace approves it (mem_approve)."
 		}
 		return text(msg), res, nil
@@ -108,10 +93,10 @@ A reason is required. Some edits need an admin's approval in some namespaces: th
 		Name:        "mem_approve",
 		Annotations: withTitle(write, "Approve or reject an edit"),
 		Description: `Approve (or, with reject=true, reject) a pending memory edit. Needs admin on the memory's namespace. Only do this when the user or your instructions ask you to review edits; find pending ones with mem_audit status=pending.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a approveArgs) (*mcp.CallToolResult, memory.Edit, error) {
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a approveArgs) (*mcp.CallToolResult, memapi.Edit, error) {
 		e, err := sg.DecideEdit(ctx, a.EditID, !a.Reject)
 		if err != nil {
-			return nil, memory.Edit{}, toolError("mem_approve", err)
+			return nil, memapi.Edit{}, toolError("mem_approve", err)
 		}
 		return text(fmt.Sprintf("Edit %s (%s of %s) is now %s.", e.EditID, e.Op, e.TargetID, e.Status)), e, nil
 	})
@@ -119,10 +104,10 @@ A reason is required. Some edits need an admin's approval in some namespaces: th
 		Name:        "mem_audit",
 		Annotations: withTitle(read, "Memory edit history"),
 		Description: `The audit log of memory edits: who changed or removed what, why, and whether it was approved — for one memory (id) or everything you can read. Also lists summaries and copies built from a memory that was since retracted, which should be re-summarised.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a auditArgs) (*mcp.CallToolResult, memory.AuditResult, error) {
-		res, err := sg.Audit(ctx, memory.AuditQuery{ID: a.ID, Status: a.Status, Namespace: a.Namespace})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a auditArgs) (*mcp.CallToolResult, memapi.AuditResult, error) {
+		res, err := sg.Audit(ctx, memapi.AuditQuery{ID: a.ID, Status: a.Status, Namespace: a.Namespace})
 		if err != nil {
-			return nil, memory.AuditResult{}, toolError("mem_audit", err)
+			return nil, memapi.AuditResult{}, toolError("mem_audit", err)
 		}
 		return text(auditText(res)), res, nil
 	})

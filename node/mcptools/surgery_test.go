@@ -1,10 +1,10 @@
-package mcptools
+package mcptools_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // TestSurgeryTools: mem_edit amends and quarantines, mem_search and
@@ -12,12 +12,12 @@ import (
 // bad edit is a tool error that records nothing.
 func TestSurgeryTools(t *testing.T) {
 	cs, _ := newSession(t)
-	saved := out[memory.SaveResult](t, call(t, cs, "mem_save", map[string]any{"content": "kafka retention is seven days", "type": "decision"}, false))
+	saved := out[memapi.SaveResult](t, call(t, cs, "mem_save", map[string]any{"content": "kafka retention is seven days", "type": "decision"}, false))
 	call(t, cs, "mem_edit", map[string]any{"id": saved.ID, "op": "amend"}, true) // no reason
 	mustContain(t, "bad op", textOf(call(t, cs, "mem_edit", map[string]any{"id": saved.ID, "op": "erase", "reason": "r"}, true)), "unknown op")
 	res := call(t, cs, "mem_edit", map[string]any{"id": saved.ID, "op": "amend", "reason": "wrong number", "text": "kafka retention is thirty days"}, false)
-	er := out[memory.EditResult](t, res)
-	if er.Status != memory.StatusApproved {
+	er := out[memapi.EditResult](t, res)
+	if er.Status != memapi.StatusApproved {
 		t.Fatalf("edit: %+v", er)
 	}
 	mustContain(t, "search", textOf(call(t, cs, "mem_search", map[string]any{"query": "thirty"}, false)), saved.ID)
@@ -29,7 +29,7 @@ func TestSurgeryTools(t *testing.T) {
 		t.Fatalf("quarantined memory in context: %s", got)
 	}
 	mustContain(t, "include_quarantined", textOf(call(t, cs, "mem_search", map[string]any{"query": "thirty", "include_quarantined": true}, false)), saved.ID)
-	au := out[memory.AuditResult](t, call(t, cs, "mem_audit", map[string]any{"id": saved.ID}, false))
+	au := out[memapi.AuditResult](t, call(t, cs, "mem_audit", map[string]any{"id": saved.ID}, false))
 	if len(au.Edits) != 2 || au.Edits[0].Op != "amend" || au.Edits[1].Op != "quarantine" {
 		t.Fatalf("audit: %+v", au)
 	}

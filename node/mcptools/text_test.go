@@ -1,4 +1,4 @@
-package mcptools
+package mcptools_test
 
 import (
 	"bufio"
@@ -10,7 +10,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/mcpservice"
+	"github.com/mnemohq/mnemo/node/mcptools"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 // Arguments that are not text are a tool error naming the argument, and
@@ -19,17 +21,17 @@ import (
 func TestArgumentsMustBeText(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
 	svc := openService(t, clk)
-	owner := memory.Caller{Principal: svc.Owner()}
+	owner := memapi.Caller{Principal: svc.Owner()}
 
 	// A NUL, through the SDK's client (it travels as \u0000).
-	cs := connect(t, ServiceBackend(svc, owner))
+	cs := connect(t, mcpservice.New(svc, owner))
 	res := call(t, cs, "mem_save", map[string]any{"content": "ok", "topic_key": "a\x00b"}, true)
 	mustContain(t, "NUL", textOf(res), "mem_save", "topic_key contains a NUL")
 
 	// Invalid UTF-8, as raw bytes on stdio.
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	srv := NewServer(ServiceBackend(svc, owner), Options{})
+	srv := mcptools.NewServer(mcpservice.New(svc, owner), mcptools.Options{})
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(t.Context(), &mcp.IOTransport{Reader: inR, Writer: outW}) }()
 	lines := bufio.NewScanner(outR)

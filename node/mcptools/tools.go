@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memapi"
 )
 
 type saveArgs struct {
@@ -179,19 +179,19 @@ func registerTools(s *mcp.Server, b Backend) {
 		Description: `Save something worth remembering across sessions. Call it proactively, right after a decision, a bug fix, a discovery, a convention or a user preference; do not wait to be asked.
 Write a short searchable title and content saying what, why, where (files) and what was learned. For an evolving topic pass the same topic_key each time (see mem_suggest_topic_key) to update one memory instead of adding another. Use namespace to write into a sub-agent's space.
 Returns the id of the saved memory (a string), its type and namespace, and whether an existing memory was updated.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a saveArgs) (*mcp.CallToolResult, memory.SaveResult, error) {
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a saveArgs) (*mcp.CallToolResult, memapi.SaveResult, error) {
 		typ := a.Type
 		if typ == "" {
 			typ = "observation"
 		}
-		res, err := b.Save(ctx, memory.SaveRequest{
+		res, err := b.Save(ctx, memapi.SaveRequest{
 			Namespace: a.Namespace, Type: typ, Title: a.Title, Content: a.Content, Tags: a.Tags,
 			TopicKey: a.TopicKey, Importance: a.Importance, Confidence: a.Confidence,
 			LinkedFiles: a.LinkedFiles, Scope: scope(a.Scope), SubjectType: a.SubjectType,
 			SubjectID: a.SubjectID, Project: a.Project, SessionID: a.SessionID, Channel: a.Channel,
 		})
 		if err != nil {
-			return nil, memory.SaveResult{}, toolError("mem_save", err)
+			return nil, memapi.SaveResult{}, toolError("mem_save", err)
 		}
 		return text(savedText(res)), res, nil
 	})
@@ -201,8 +201,8 @@ Returns the id of the saved memory (a string), its type and namespace, and wheth
 		Annotations: withTitle(write, "Update memory"),
 		Description: `Correct or extend an existing memory by id. Only the fields you pass change; the others stay. Use it when you know the exact id (from mem_search or mem_save); to replace a topic over time, mem_save with a topic_key is simpler.
 Returns the memory as it is after the update.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a updateArgs) (*mcp.CallToolResult, memory.Memory, error) {
-		req := memory.UpdateRequest{
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a updateArgs) (*mcp.CallToolResult, memapi.Memory, error) {
+		req := memapi.UpdateRequest{
 			Type: a.Type, Title: a.Title, Content: a.Content, Tags: a.Tags, TopicKey: a.TopicKey,
 			Importance: a.Importance, Confidence: a.Confidence, LinkedFiles: a.LinkedFiles,
 			SubjectType: a.SubjectType, SubjectID: a.SubjectID, Project: a.Project,
@@ -212,12 +212,12 @@ Returns the memory as it is after the update.`,
 			sc := scope(*a.Scope)
 			req.Scope = &sc
 		}
-		if req == (memory.UpdateRequest{}) {
-			return nil, memory.Memory{}, fmt.Errorf("mem_update: nothing to change: pass at least one field besides id (title, content, type, tags, …)")
+		if req == (memapi.UpdateRequest{}) {
+			return nil, memapi.Memory{}, fmt.Errorf("mem_update: nothing to change: pass at least one field besides id (title, content, type, tags, …)")
 		}
 		m, err := b.Update(ctx, a.ID, req)
 		if err != nil {
-			return nil, memory.Memory{}, toolError("mem_update", err)
+			return nil, memapi.Memory{}, toolError("mem_update", err)
 		}
 		return text(fmt.Sprintf("Updated memory %s (%s) in %s: %s", m.ID, m.Type, m.Namespace, m.Title)), m, nil
 	})
@@ -243,25 +243,25 @@ Returns what was done.`,
 		Annotations: withTitle(read, "Search memory"),
 		Description: `Full-text search of your memories and those shared with you, best match first. Use it before starting work that may have been done or decided before, and when the user refers to past work.
 Returns a numbered list of hits with id, type, title, score and a snippet; call mem_get_observation with an id for the full content.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a searchArgs) (*mcp.CallToolResult, memory.SearchResult, error) {
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a searchArgs) (*mcp.CallToolResult, memapi.SearchResult, error) {
 		since, err := parseDate("since", a.Since, false)
 		if err != nil {
-			return nil, memory.SearchResult{}, err
+			return nil, memapi.SearchResult{}, err
 		}
 		until, err := parseDate("until", a.Until, true)
 		if err != nil {
-			return nil, memory.SearchResult{}, err
+			return nil, memapi.SearchResult{}, err
 		}
-		res, err := b.Search(ctx, memory.SearchQuery{
+		res, err := b.Search(ctx, memapi.SearchQuery{
 			Query: a.Query, Limit: a.Limit, IncludeDeleted: a.IncludeDeleted,
-			Filter: memory.Filter{
+			Filter: memapi.Filter{
 				Namespace: a.Namespace, Type: a.Type, Tags: a.Tags, Project: a.Project, Scope: scope(a.Scope),
 				SubjectType: a.SubjectType, SubjectID: a.SubjectID, SessionID: a.SessionID,
 				Channel: a.Channel, Since: since, Until: until, IncludeQuarantined: a.IncludeQuarantined,
 			},
 		})
 		if err != nil {
-			return nil, memory.SearchResult{}, toolError("mem_search", err)
+			return nil, memapi.SearchResult{}, toolError("mem_search", err)
 		}
 		return text(searchText(a.Query, res)), res, nil
 	})
@@ -271,13 +271,13 @@ Returns a numbered list of hits with id, type, title, score and a snippet; call 
 		Annotations: withTitle(read, "Recent context"),
 		Description: `Recent memories and sessions, formatted to paste into your working context, newest first, within a token budget. Call it at the start of a session or after your context was compacted, to pick up where you (or your sub-agents) left off.
 Returns prompt-ready text, and how many tokens it uses.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a contextArgs) (*mcp.CallToolResult, memory.ContextResult, error) {
-		res, err := b.Context(ctx, memory.ContextQuery{
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a contextArgs) (*mcp.CallToolResult, memapi.ContextResult, error) {
+		res, err := b.Context(ctx, memapi.ContextQuery{
 			MaxTokens: a.MaxTokens,
-			Filter:    memory.Filter{Namespace: a.Namespace, Project: a.Project, Scope: scope(a.Scope), SessionID: a.SessionID, Channel: a.Channel},
+			Filter:    memapi.Filter{Namespace: a.Namespace, Project: a.Project, Scope: scope(a.Scope), SessionID: a.SessionID, Channel: a.Channel},
 		})
 		if err != nil {
-			return nil, memory.ContextResult{}, toolError("mem_context", err)
+			return nil, memapi.ContextResult{}, toolError("mem_context", err)
 		}
 		return text(contextText(res)), res, nil
 	})
@@ -287,13 +287,13 @@ Returns prompt-ready text, and how many tokens it uses.`,
 		Annotations: withTitle(read, "Timeline around a memory"),
 		Description: `Show what was remembered just before and after one memory, in time order: the story around a search hit.
 Returns the earlier memories, the center (marked >>) and the later ones, each with id, time, type and title.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a timelineArgs) (*mcp.CallToolResult, memory.Timeline, error) {
-		res, err := b.Timeline(ctx, memory.TimelineQuery{
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a timelineArgs) (*mcp.CallToolResult, memapi.Timeline, error) {
+		res, err := b.Timeline(ctx, memapi.TimelineQuery{
 			ID: a.ObservationID, Before: a.Before, After: a.After,
-			Filter: memory.Filter{Namespace: a.Namespace, Project: a.Project, Scope: scope(a.Scope), SessionID: a.SessionID},
+			Filter: memapi.Filter{Namespace: a.Namespace, Project: a.Project, Scope: scope(a.Scope), SessionID: a.SessionID},
 		})
 		if err != nil {
-			return nil, memory.Timeline{}, toolError("mem_timeline", err)
+			return nil, memapi.Timeline{}, toolError("mem_timeline", err)
 		}
 		return text(timelineText(res)), res, nil
 	})
@@ -303,10 +303,10 @@ Returns the earlier memories, the center (marked >>) and the later ones, each wi
 		Annotations: withTitle(read, "Get memory"),
 		Description: `Read one memory in full by id (search results and context only show snippets).
 Returns every field: title, type, namespace, project, scope, tags, topic key, times and the full content.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a getArgs) (*mcp.CallToolResult, memory.Memory, error) {
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a getArgs) (*mcp.CallToolResult, memapi.Memory, error) {
 		m, err := b.Get(ctx, a.ID, a.IncludeDeleted)
 		if err != nil {
-			return nil, memory.Memory{}, toolError("mem_get_observation", err)
+			return nil, memapi.Memory{}, toolError("mem_get_observation", err)
 		}
 		return text(memoryText(m)), m, nil
 	})
@@ -320,7 +320,7 @@ Returns the key; it changes nothing.`,
 		if strings.TrimSpace(a.Title) == "" && strings.TrimSpace(a.Content) == "" {
 			return nil, suggestResult{}, fmt.Errorf("mem_suggest_topic_key: pass a title (preferred) or content to derive the key from")
 		}
-		key := memory.SuggestTopicKey(a.Type, a.Title, a.Content)
+		key := memapi.SuggestTopicKey(a.Type, a.Title, a.Content)
 		if key == "" {
 			return nil, suggestResult{}, fmt.Errorf("mem_suggest_topic_key: no key could be derived from that text; use a title with a few plain words")
 		}
@@ -332,10 +332,10 @@ Returns the key; it changes nothing.`,
 		Annotations: withTitle(write, "Save user prompt"),
 		Description: `Record what the user asked, verbatim, so later sessions know their goals and wording. Call it for significant requests, before the memories you derive from them.
 Returns the id of the saved prompt memory.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a promptArgs) (*mcp.CallToolResult, memory.SaveResult, error) {
-		res, err := b.SavePrompt(ctx, memory.PromptRequest{SessionID: a.SessionID, Namespace: a.Namespace, Project: a.Project, Content: a.Content})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a promptArgs) (*mcp.CallToolResult, memapi.SaveResult, error) {
+		res, err := b.SavePrompt(ctx, memapi.PromptRequest{SessionID: a.SessionID, Namespace: a.Namespace, Project: a.Project, Content: a.Content})
 		if err != nil {
-			return nil, memory.SaveResult{}, toolError("mem_save_prompt", err)
+			return nil, memapi.SaveResult{}, toolError("mem_save_prompt", err)
 		}
 		return text(savedText(res)), res, nil
 	})
@@ -345,10 +345,10 @@ Returns the id of the saved prompt memory.`,
 		Annotations: withTitle(&mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: boolp(false), OpenWorldHint: boolp(false)}, "Start session"),
 		Description: `Register the start of a work session, so memories can be grouped by session and mem_context can show what each session did. Starting the same id again is harmless.
 Returns the session.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a sessionStartArgs) (*mcp.CallToolResult, memory.Session, error) {
-		se, err := b.StartSession(ctx, memory.SessionStart{ID: a.ID, Namespace: a.Namespace, Project: a.Project, Directory: a.Directory})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a sessionStartArgs) (*mcp.CallToolResult, memapi.Session, error) {
+		se, err := b.StartSession(ctx, memapi.SessionStart{ID: a.ID, Namespace: a.Namespace, Project: a.Project, Directory: a.Directory})
 		if err != nil {
-			return nil, memory.Session{}, toolError("mem_session_start", err)
+			return nil, memapi.Session{}, toolError("mem_session_start", err)
 		}
 		return text(fmt.Sprintf("Session %s started in %s at %s.", se.ID, se.Namespace, se.StartedAt.UTC().Format(time.RFC3339))), se, nil
 	})
@@ -358,10 +358,10 @@ Returns the session.`,
 		Annotations: withTitle(write, "End session"),
 		Description: `Mark a session as finished, optionally with a one-paragraph summary. For a searchable summary memory use mem_session_summary as well.
 Returns the closed session.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a sessionEndArgs) (*mcp.CallToolResult, memory.Session, error) {
-		se, err := b.EndSession(ctx, memory.SessionEnd{ID: a.ID, Summary: a.Summary})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a sessionEndArgs) (*mcp.CallToolResult, memapi.Session, error) {
+		se, err := b.EndSession(ctx, memapi.SessionEnd{ID: a.ID, Summary: a.Summary})
 		if err != nil {
-			return nil, memory.Session{}, toolError("mem_session_end", err)
+			return nil, memapi.Session{}, toolError("mem_session_end", err)
 		}
 		return text(fmt.Sprintf("Session %s ended.", se.ID)), se, nil
 	})
@@ -371,10 +371,10 @@ Returns the closed session.`,
 		Annotations: withTitle(write, "Save session summary"),
 		Description: `Save an end-of-session summary as a searchable memory (type summary): the goal, what was done, what was learned, what is left and the files involved. Call it before you say you are done, so the next session can continue.
 Returns the id of the saved summary.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a sessionSummaryArgs) (*mcp.CallToolResult, memory.SaveResult, error) {
-		res, err := b.SessionSummary(ctx, memory.SessionSummaryRequest{SessionID: a.SessionID, Namespace: a.Namespace, Project: a.Project, Title: a.Title, Content: a.Content})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a sessionSummaryArgs) (*mcp.CallToolResult, memapi.SaveResult, error) {
+		res, err := b.SessionSummary(ctx, memapi.SessionSummaryRequest{SessionID: a.SessionID, Namespace: a.Namespace, Project: a.Project, Title: a.Title, Content: a.Content})
 		if err != nil {
-			return nil, memory.SaveResult{}, toolError("mem_session_summary", err)
+			return nil, memapi.SaveResult{}, toolError("mem_session_summary", err)
 		}
 		return text(savedText(res)), res, nil
 	})
@@ -383,10 +383,10 @@ Returns the id of the saved summary.`,
 		Name:        "mem_stats",
 		Annotations: withTitle(read, "Memory statistics"),
 		Description: `Count what you can read: live and archived memories, sessions, memories by type and by namespace, projects, oldest and newest. Useful before compaction or to see what sub-agents saved.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a statsArgs) (*mcp.CallToolResult, memory.Stats, error) {
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a statsArgs) (*mcp.CallToolResult, memapi.Stats, error) {
 		st, err := b.Stats(ctx, a.Namespace)
 		if err != nil {
-			return nil, memory.Stats{}, toolError("mem_stats", err)
+			return nil, memapi.Stats{}, toolError("mem_stats", err)
 		}
 		if st.ByType == nil {
 			st.ByType = map[string]int{}
@@ -405,25 +405,25 @@ Returns the id of the saved summary.`,
 1. Identify: call with older_than_days (> 0) and optionally project, scope, namespace, limit. Nothing changes; you get the candidates (id, age, type, title, snippet) and an age histogram.
 2. Execute: read the candidates (mem_get_observation for detail), write a summary of what is still worth knowing, then call with compact_ids (the ids to retire) plus summary_title and summary_content. The ids are archived and the summary (type compaction_summary) is saved together, all or nothing. Memories already deleted cannot be compacted.
 Returns the candidates, or how many memories were compacted, the summary id and the live counts before and after.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a compactArgs) (*mcp.CallToolResult, memory.CompactResult, error) {
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a compactArgs) (*mcp.CallToolResult, memapi.CompactResult, error) {
 		execute := a.CompactIDs != nil
 		switch {
 		case execute && len(a.CompactIDs) == 0:
-			return nil, memory.CompactResult{}, fmt.Errorf("mem_compact: compact_ids is empty: pass the ids to retire, or omit compact_ids (with older_than_days > 0) to list candidates first")
+			return nil, memapi.CompactResult{}, fmt.Errorf("mem_compact: compact_ids is empty: pass the ids to retire, or omit compact_ids (with older_than_days > 0) to list candidates first")
 		case !execute && a.OlderThanDays <= 0:
-			return nil, memory.CompactResult{}, fmt.Errorf("mem_compact: older_than_days must be > 0 to identify candidates (e.g. 30); to compact known ids pass compact_ids instead")
+			return nil, memapi.CompactResult{}, fmt.Errorf("mem_compact: older_than_days must be > 0 to identify candidates (e.g. 30); to compact known ids pass compact_ids instead")
 		case a.SummaryContent != "" && strings.TrimSpace(a.SummaryTitle) == "":
-			return nil, memory.CompactResult{}, fmt.Errorf("mem_compact: summary_content needs a summary_title too")
+			return nil, memapi.CompactResult{}, fmt.Errorf("mem_compact: summary_content needs a summary_title too")
 		case !execute && (a.SummaryTitle != "" || a.SummaryContent != ""):
-			return nil, memory.CompactResult{}, fmt.Errorf("mem_compact: a summary is written only in execute mode: pass compact_ids with it")
+			return nil, memapi.CompactResult{}, fmt.Errorf("mem_compact: a summary is written only in execute mode: pass compact_ids with it")
 		}
-		res, err := b.Compact(ctx, memory.CompactRequest{
+		res, err := b.Compact(ctx, memapi.CompactRequest{
 			Namespace: a.Namespace, Project: a.Project, Scope: scope(a.Scope), OlderThanDays: a.OlderThanDays,
 			Limit: a.Limit, CompactIDs: a.CompactIDs, SummaryTitle: a.SummaryTitle,
 			SummaryContent: a.SummaryContent, SessionID: a.SessionID,
 		})
 		if err != nil {
-			return nil, memory.CompactResult{}, toolError("mem_compact", err)
+			return nil, memapi.CompactResult{}, toolError("mem_compact", err)
 		}
 		return text(compactText(a.OlderThanDays, res)), res, nil
 	})
@@ -433,10 +433,10 @@ Returns the candidates, or how many memories were compacted, the summary id and 
 		Annotations: withTitle(write, "Record progress"),
 		Description: `Keep one up-to-date progress note per project (and per namespace): what is done, in progress, next and blocked. Each call replaces the previous note, so call it whenever the state of a long task changes; a sub-agent passes its namespace to keep its own note.
 Returns the id of the note and whether an earlier note was replaced.`,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, a progressArgs) (*mcp.CallToolResult, memory.SaveResult, error) {
-		res, err := b.Progress(ctx, memory.ProgressRequest{Namespace: a.Namespace, Project: a.Project, Title: a.Title, Content: a.Content, SessionID: a.SessionID})
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, a progressArgs) (*mcp.CallToolResult, memapi.SaveResult, error) {
+		res, err := b.Progress(ctx, memapi.ProgressRequest{Namespace: a.Namespace, Project: a.Project, Title: a.Title, Content: a.Content, SessionID: a.SessionID})
 		if err != nil {
-			return nil, memory.SaveResult{}, toolError("mem_progress", err)
+			return nil, memapi.SaveResult{}, toolError("mem_progress", err)
 		}
 		return text(savedText(res)), res, nil
 	})

@@ -1,0 +1,134 @@
+package mcpservice
+
+import (
+	"context"
+
+	"github.com/mnemohq/mnemo/node/mcptools"
+	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/memory"
+)
+
+// Backend is a Service with the caller bound in. It has every capability
+// the tools look for; each method calls the Service method of the same
+// meaning once, so it may be called concurrently and blocks as the Service
+// does, and its errors are the Service's.
+type Backend struct {
+	svc *memory.Service
+	c   memapi.Caller
+}
+
+var (
+	_ mcptools.Backend  = Backend{}
+	_ mcptools.Sharer   = Backend{}
+	_ mcptools.Surgeon  = Backend{}
+	_ mcptools.Capsuler = Backend{}
+)
+
+// New serves the tools from svc, every call made as caller c.
+func New(svc *memory.Service, c memapi.Caller) Backend {
+	return Backend{svc: svc, c: c}
+}
+
+func (b Backend) Save(ctx context.Context, req memapi.SaveRequest) (memapi.SaveResult, error) {
+	return b.svc.Save(ctx, b.c, req)
+}
+
+func (b Backend) Get(ctx context.Context, id string, includeDeleted bool) (memapi.Memory, error) {
+	return b.svc.Get(ctx, b.c, id, includeDeleted)
+}
+
+func (b Backend) Update(ctx context.Context, id string, req memapi.UpdateRequest) (memapi.Memory, error) {
+	return b.svc.Update(ctx, b.c, id, req)
+}
+
+func (b Backend) Delete(ctx context.Context, id string, hard bool) error {
+	return b.svc.Delete(ctx, b.c, id, hard)
+}
+
+func (b Backend) Search(ctx context.Context, q memapi.SearchQuery) (memapi.SearchResult, error) {
+	return b.svc.Search(ctx, b.c, q)
+}
+
+func (b Backend) Timeline(ctx context.Context, q memapi.TimelineQuery) (memapi.Timeline, error) {
+	return b.svc.Timeline(ctx, b.c, q)
+}
+
+func (b Backend) Context(ctx context.Context, q memapi.ContextQuery) (memapi.ContextResult, error) {
+	return b.svc.Context(ctx, b.c, q)
+}
+
+func (b Backend) Compact(ctx context.Context, req memapi.CompactRequest) (memapi.CompactResult, error) {
+	return b.svc.Compact(ctx, b.c, req)
+}
+
+func (b Backend) StartSession(ctx context.Context, req memapi.SessionStart) (memapi.Session, error) {
+	return b.svc.StartSession(ctx, b.c, req)
+}
+
+func (b Backend) EndSession(ctx context.Context, req memapi.SessionEnd) (memapi.Session, error) {
+	return b.svc.EndSession(ctx, b.c, req)
+}
+
+func (b Backend) SessionSummary(ctx context.Context, req memapi.SessionSummaryRequest) (memapi.SaveResult, error) {
+	return b.svc.SessionSummary(ctx, b.c, req)
+}
+
+func (b Backend) SavePrompt(ctx context.Context, req memapi.PromptRequest) (memapi.SaveResult, error) {
+	return b.svc.SavePrompt(ctx, b.c, req)
+}
+
+func (b Backend) Progress(ctx context.Context, req memapi.ProgressRequest) (memapi.SaveResult, error) {
+	return b.svc.Progress(ctx, b.c, req)
+}
+
+func (b Backend) Stats(ctx context.Context, ns string) (memapi.Stats, error) {
+	return b.svc.Stats(ctx, b.c, ns)
+}
+
+func (b Backend) Share(ctx context.Context, req memapi.ShareRequest) (memapi.ShareResult, error) {
+	return b.svc.Share(ctx, b.c, req)
+}
+
+func (b Backend) Promote(ctx context.Context, req memapi.PromoteRequest) (memapi.ShareResult, error) {
+	return b.svc.Promote(ctx, b.c, req)
+}
+
+func (b Backend) ProposeEdit(ctx context.Context, req memapi.EditRequest) (memapi.EditResult, error) {
+	return b.svc.ProposeEdit(ctx, b.c, req)
+}
+
+func (b Backend) DecideEdit(ctx context.Context, editID string, approve bool) (memapi.Edit, error) {
+	return b.svc.DecideEdit(ctx, b.c, editID, approve)
+}
+
+func (b Backend) Audit(ctx context.Context, q memapi.AuditQuery) (memapi.AuditResult, error) {
+	return b.svc.Audit(ctx, b.c, q)
+}
+
+func (b Backend) CreateCapsule(ctx context.Context, req memapi.CapsuleRequest) (memapi.CapsuleCreated, error) {
+	return b.svc.CreateCapsule(ctx, b.c, req)
+}
+
+func (b Backend) Capsules(ctx context.Context, q memapi.CapsuleQuery) (memapi.CapsuleList, error) {
+	return b.svc.ListCapsules(ctx, b.c, q)
+}
+
+func (b Backend) Capsule(ctx context.Context, id string) (memapi.Capsule, error) {
+	return b.svc.GetCapsule(ctx, b.c, id)
+}
+
+func (b Backend) RevokeCapsule(ctx context.Context, id string) (memapi.Capsule, error) {
+	return b.svc.RevokeCapsule(ctx, b.c, id)
+}
+
+func (b Backend) BuildContext(ctx context.Context, req memapi.BundleRequest) (memapi.BundleResult, error) {
+	return b.svc.BuildContext(ctx, b.c, req)
+}
+
+func (b Backend) Duplicates(ctx context.Context, q memapi.DuplicateQuery) (memapi.DuplicatesResult, error) {
+	return b.svc.FindDuplicates(ctx, b.c, q)
+}
+
+func (b Backend) MergeDuplicates(ctx context.Context, req memapi.MergeRequest) (memapi.MergeResult, error) {
+	return b.svc.MergeDuplicates(ctx, b.c, req)
+}
