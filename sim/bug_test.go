@@ -52,22 +52,25 @@ func TestLostRemoveRepaired(t *testing.T) {
 		for moved := true; moved; {
 			moved = false
 			for _, n := range []*nd{a, b} {
-				rd := n.eng.Ready()
-				for _, ap := range rd.Apply {
-					n.clock.Observe(ap.Delta.MaxTimestamp(), now)
-					n.st.Apply(ap)
-				}
-				for _, env := range rd.Messages {
-					f, err := codec.Encode(env.Msg)
-					if err != nil {
-						t.Fatal(err)
+				for n.eng.HasReady() {
+					rd := n.eng.Ready()
+					for _, ap := range rd.Apply {
+						n.clock.Observe(ap.Delta.MaxTimestamp(), now)
+						n.st.Apply(ap)
 					}
-					if drop {
-						continue
+					n.eng.Advance(nil)
+					for _, env := range rd.Messages {
+						f, err := codec.Encode(env.Msg)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if drop {
+							continue
+						}
+						m, _ := codec.Decode(f)
+						_ = nodes[env.To].eng.Step(n.id, m)
+						moved = true
 					}
-					m, _ := codec.Decode(f)
-					_ = nodes[env.To].eng.Step(n.id, m)
-					moved = true
 				}
 			}
 		}

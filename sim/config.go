@@ -67,14 +67,16 @@ type Config struct {
 }
 
 // hooks break the run on purpose, so tests can show each invariant's
-// checker reports a violation.
+// checker reports a violation (refuse: that the engine repairs what the
+// node refuses).
 type hooks struct {
-	openRead    bool // engines believe every peer may read every namespace
-	openWrite   bool // engines believe every replica may write every namespace
-	dropAcked   bool // the first save is acknowledged but never persisted nor sent
-	lostRetract bool // retracts are acknowledged and applied locally but never sent
-	queueBound  int  // check queues against this bound instead of the configured one
-	tamper      bool // after quiet, one replica gets a write nobody else sees
+	openRead    bool    // engines believe every peer may read every namespace
+	openWrite   bool    // engines believe every replica may write every namespace
+	dropAcked   bool    // the first save is acknowledged but never persisted nor sent
+	lostRetract bool    // retracts are acknowledged and applied locally but never sent
+	queueBound  int     // check queues against this bound instead of the configured one
+	tamper      bool    // after quiet, one replica gets a write nobody else sees
+	refuse      float64 // the share of deltas to apply that nodes refuse (a passing gate, as clock skew)
 }
 
 func (c *Config) withDefaults() {

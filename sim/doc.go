@@ -13,8 +13,10 @@
 //
 // Events (message deliveries, engine ticks every TickInterval, workload ops,
 // faults) are popped from a heap ordered by (virtual time, sequence). After
-// every engine call the node drains Ready: accepted deltas are applied (and
-// count as persisted: the node syncs each apply), and every envelope is
+// every engine call the node drains Ready as the real node does (Ready,
+// apply, Advance, until HasReady is false; sync/replica doc.go, "The
+// loop"): accepted deltas are applied (and count as persisted: the node
+// syncs each apply; the simulated node refuses none), and every envelope is
 // encoded with the real wire.Codec (bytes counted), checked against the
 // read policy of that instant, then dropped (loss, partition), duplicated or
 // delivered after the link's base latency plus exponential jitter (plus, with

@@ -132,7 +132,7 @@ type counters struct {
 	messages, bytes                    uint64
 	deltaMsgs, deltaBytes              uint64
 	syncMsgs, syncBytes                uint64
-	applied, rejected                  uint64
+	applied, rejected, refused         uint64
 	dropped, unknown                   uint64
 	ops, skipped                       int
 	saves, updates, deletes            int
@@ -286,25 +286,42 @@ func (s *Sim) tracef(format string, args ...any) {
 // into the trace hash).
 func (s *Sim) SetTrace(w io.Writer) { s.traceOut = w }
 
-// drain takes the engine's outputs: applies accepted deltas (the node
-// persists every apply, so a crash keeps them), counts rejections and puts
-// messages on the virtual network.
+// drain takes the engine's outputs the way the node does (replica doc.go,
+// "The loop"): applies accepted deltas (the node persists every apply, so a
+// crash keeps them), reports the outcome (Advance), counts rejections and
+// puts messages on the virtual network, until the engine has nothing more.
+// The simulated node refuses nothing unless hooks.refuse says so.
 func (s *Sim) drain(n *simNode) {
-	rd := n.eng.Ready()
-	for _, a := range rd.Apply {
-		if _, err := n.clock.Observe(a.Delta.MaxTimestamp(), s.wall()); err != nil {
-			s.sentViols = append(s.sentViols, fmt.Sprintf("clock skew on %s: %v", n.id, err))
+	for n.eng.HasReady() {
+		rd := n.eng.Ready()
+		var refused []replica.Refusal
+		for i, a := range rd.Apply {
+			if s.cfg.hooks.refuse > 0 && s.rng.Float64() < s.cfg.hooks.refuse {
+				refused = append(refused, replica.Refusal{Index: i, Err: errRefusedByHook})
+				s.stats.refused++
+				continue
+			}
+			if _, err := n.clock.Observe(a.Delta.MaxTimestamp(), s.wall()); err != nil {
+				s.sentViols = append(s.sentViols, fmt.Sprintf("clock skew on %s: %v", n.id, err))
+			}
+			n.st.Apply(a)
+			n.dirty[a.Namespace] = true
+			s.stats.applied++
+			s.observeSpread(n, a)
 		}
-		n.st.Apply(a)
-		n.dirty[a.Namespace] = true
-		s.stats.applied++
-		s.observeSpread(n, a)
-	}
-	s.stats.rejected += uint64(len(rd.Rejected))
-	for _, env := range rd.Messages {
-		s.send(n, env)
+		n.eng.Advance(refused)
+		s.stats.rejected += uint64(len(rd.Rejected))
+		for _, err := range rd.Errors {
+			s.sentViols = append(s.sentViols, fmt.Sprintf("state error on %s: %v", n.id, err)) // MemState has none
+		}
+		for _, env := range rd.Messages {
+			s.send(n, env)
+		}
 	}
 }
+
+// errRefusedByHook is the simulated node's refusal (hooks.refuse).
+var errRefusedByHook = errors.New("sim: refused by the test hook")
 
 func (s *Sim) send(from *simNode, env replica.Envelope) {
 	frame, err := s.codec.Encode(env.Msg)

@@ -387,7 +387,7 @@ func (c *Cluster) loop() {
 				c.askBindings()
 			}
 		}
-		c.act(c.eng.Ready())
+		c.act()
 	}
 }
 
@@ -411,23 +411,41 @@ func (c *Cluster) receive(in inbound) {
 	}
 }
 
-func (c *Cluster) act(r replica.Ready) {
-	for _, a := range r.Apply {
-		if err := c.svc.ApplyRemote(a.Namespace, a.Delta); err != nil {
+// act drives the engine's outputs as the replica package's loop contract
+// says (its doc.go, "The loop"): apply each delta through ApplyRemote, whose
+// refusals (clock skew, acl, surgery, authors, the disk) go back to the
+// engine with Advance, then send; again while the engine has more (Advance
+// emits acks and releases held deltas).
+func (c *Cluster) act() {
+	for c.eng.HasReady() {
+		r := c.eng.Ready()
+		var refused []replica.Refusal
+		for i, a := range r.Apply {
+			if err := c.svc.ApplyRemote(a.Namespace, a.Delta); err != nil {
+				// counted and logged with the Rejection Advance reports
+				refused = append(refused, replica.Refusal{Index: i, Err: err})
+				continue
+			}
+			c.applied.Add(1)
+			if c.cfg.OnApplied != nil {
+				c.cfg.OnApplied(a.Namespace, a.Delta)
+			}
+		}
+		c.eng.Advance(refused)
+		for _, rj := range r.Rejected {
 			c.rejected.Add(1)
-			c.log.Warn("delta not applied", "peer", a.From, "namespace", a.Namespace, "err", err)
-			continue
+			c.log.Warn("delta rejected", "peer", rj.From, "namespace", rj.Namespace, "err", rj.Err)
 		}
-		c.applied.Add(1)
-		if c.cfg.OnApplied != nil {
-			c.cfg.OnApplied(a.Namespace, a.Delta)
+		for _, err := range r.Errors {
+			c.log.Error("replication state", "err", err)
 		}
+		c.sendAll(r.Messages)
 	}
-	for _, rj := range r.Rejected {
-		c.rejected.Add(1)
-		c.log.Warn("delta rejected", "peer", rj.From, "namespace", rj.Namespace, "err", rj.Err)
-	}
-	for _, env := range r.Messages {
+}
+
+// sendAll encodes messages and hands them to their peers' senders.
+func (c *Cluster) sendAll(msgs []replica.Envelope) {
+	for _, env := range msgs {
 		if c.cfg.Cut != nil && c.cfg.Cut(string(env.To)) {
 			c.dropped.Add(1)
 			continue

@@ -7,7 +7,9 @@
 // ticker and operator requests (status, sync now); after each input it acts
 // on the engine's Ready: deltas that passed the engine's checks are applied
 // through memory.Service.ApplyRemote (which checks clock skew, persists and
-// reindexes), messages are encoded and handed to a per-peer sender.
+// reindexes), the ones it refuses are reported back with Advance (so the
+// engine does not ack them), messages are encoded and handed to a per-peer
+// sender, until the engine has nothing more (sync/replica doc.go, "The loop").
 //
 // Every queue here is bounded. Local deltas wait in a channel of
 // Config.LocalQueue; when it is full the namespace is marked for a digest

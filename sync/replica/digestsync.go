@@ -35,6 +35,7 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 		}
 		ret, err := e.st.Retracted(ns)
 		if err != nil {
+			e.stateErr(p, fmt.Errorf("replica: answering %s's sync of %s: %w", p.ID, ns, err))
 			continue
 		}
 		sum := retractedSum(ret)
@@ -95,6 +96,9 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			return nil
 		})
 		if err != nil {
+			// Batches already sent stand (each claims only its own dots and
+			// what both sides have seen); the rest waits for the next sync.
+			e.stateErr(p, fmt.Errorf("replica: answering %s's sync of %s: %w", p.ID, ns, err))
 			continue
 		}
 		if len(batch) > 0 || (removed != nil && !removed.IsEmpty()) || sendRetracted {

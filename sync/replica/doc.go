@@ -6,6 +6,36 @@
 // drives it over QUIC and Badger and the simulator drives the very same code
 // over a virtual network.
 //
+// # The loop
+//
+// The driver owns the loop, as with etcd-io/raft's Ready and Advance. After
+// each input it takes Ready, applies every Ready.Apply in order (the node
+// through its own gates: clock skew, acl, surgery, authors), reports the
+// deltas it refused with Advance, sends Ready.Messages, and takes Ready again
+// while HasReady: Advance emits acks and releases held deltas. Both the node
+// (node/cluster) and the simulator drive the engine this way. Decisions:
+//
+//   - An ack means the batch arrived and applied. The ack of a live batch
+//     that brought something to apply is emitted by Advance, not by Step; a
+//     batch with a refused delta is not acked at all, so the sender's ack
+//     timeout falls back to a digest sync of its namespaces, which retries
+//     the delta. Refusals are mostly passing (a clock ahead, a grant or a
+//     binding not here yet): the timeout is the retry delay, and a lasting
+//     refusal costs one refused sync answer per batch. (The wire has no
+//     negative ack; a sync asked for at once would only repeat the refusal.)
+//   - A refused delta is counted as a rejection of its sender and reported in
+//     Ready.Rejected, wrapping the driver's error in ErrRefused. It is not
+//     what this node has: held deltas are released only on account of the
+//     state itself, never of deltas handed out whose outcome is unknown.
+//   - A held delta's batch is acked when it is held (nothing of it is left to
+//     apply then); if the node refuses it once released, the refusal is
+//     reported and anti-entropy repairs it.
+//   - Errors of State while answering or asking for a sync are counted
+//     (PeerStats.StateErrors) and reported in Ready.Errors; that sync is not
+//     (fully) answered, and the requester's next sync asks again.
+//   - A Ready taken without Advance since the last one counts the earlier
+//     deltas as all applied (a driver that never refuses).
+//
 // # Delivery
 //
 // A local delta goes straight to every peer that should hold its namespace

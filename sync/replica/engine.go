@@ -139,25 +139,33 @@ type Envelope struct {
 }
 
 // Apply is a delta from a peer that passed every check; the node persists
-// it (after checking its clock skew) before feeding the engine again.
+// it (after checking its clock skew and its own gates) and reports the
+// outcome through Advance before feeding the engine again.
 type Apply struct {
 	From      PeerID
 	Namespace string
 	Delta     *crdt.Map
 }
 
-// Rejection is a namespace delta refused on arrival.
+// Rejection is a namespace delta refused on arrival, or refused by the
+// driver after the engine accepted it (ErrRefused, reported by Advance).
 type Rejection struct {
 	From      PeerID
 	Namespace string
 	Err       error
 }
 
-// Ready is what the engine produced since the last call.
+// Ready is what the engine produced since the last call. The driver applies
+// Apply in order, reports the refusals through Advance, and sends Messages
+// (doc.go, "The loop").
 type Ready struct {
 	Messages []Envelope
 	Apply    []Apply
 	Rejected []Rejection
+	// Errors of State met while answering or asking for a digest sync
+	// (each wrapped with the peer and namespace); counted in
+	// PeerStats.StateErrors. The sync concerned is not (fully) answered.
+	Errors []error
 }
 
 // Errors reported in Rejections.
@@ -184,6 +192,7 @@ type PeerStats struct {
 	DeltasSent    uint64    `json:"deltas_sent"`
 	DeltasRecv    uint64    `json:"deltas_received"`
 	Rejected      uint64    `json:"rejected"`
+	StateErrors   uint64    `json:"state_errors"`
 	Fallbacks     uint64    `json:"fallbacks"`
 	SyncsSent     uint64    `json:"syncs_sent"`
 	BytesSent     uint64    `json:"bytes_sent"`
@@ -233,6 +242,7 @@ type Engine struct {
 	now    time.Time
 	nextAE time.Time
 	ready  Ready
+	wait   outcomes // of the deltas to apply, and the acks waiting on them
 	// pending holds live deltas waiting for their dependencies, oldest first.
 	pending []held
 }
@@ -258,13 +268,6 @@ func New(cfg Config, st State, pol Policy) *Engine {
 		rng:   rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Replica))),
 		peers: map[PeerID]*peerState{},
 	}
-}
-
-// Ready returns and clears the outputs produced so far.
-func (e *Engine) Ready() Ready {
-	r := e.ready
-	e.ready = Ready{}
-	return r
 }
 
 // SetPeers replaces the membership. New peers get a digest sync of every
@@ -514,6 +517,7 @@ func (e *Engine) requestSync(p *peerState) {
 		}
 		nc, err := e.namespaceContext(ns)
 		if err != nil {
+			e.stateErr(p, fmt.Errorf("replica: asking %s for a sync of %s: %w", p.ID, ns, err))
 			p.needSync[ns] = true // try again next tick
 			continue
 		}
@@ -586,17 +590,21 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 	case wire.KindAck:
 		delete(p.inflight, m.Seq)
 	case wire.KindDeltas:
+		n := len(e.ready.Apply)
 		for _, nd := range m.Deltas {
 			e.receiveDelta(p, nd, true)
 		}
-		e.send(from, &wire.Message{Kind: wire.KindAck, Seq: m.Seq})
+		// Acked once the node has applied what the batch brought (Advance):
+		// an ack says the batch arrived and applied.
+		e.ackAfter(from, m.Seq, n)
 	case wire.KindSyncRequest:
 		e.answerSync(p, m)
 	case wire.KindSyncReply:
+		// What this reply brings may complete what held deltas wait for:
+		// they are released once it is applied (Advance).
 		for _, nd := range m.Deltas {
 			e.receiveDelta(p, nd, false)
 		}
-		e.release() // a sync reply may complete what held deltas wait for
 		if len(m.Contexts) > 0 {
 			// The responder's contexts: answer with what it lacks.
 			e.answerSync(p, &wire.Message{Kind: wire.KindSyncRequest, Contexts: m.Contexts})
@@ -669,23 +677,17 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 		e.hold(p, nd.Namespace, d, nd.From)
 		return
 	}
-	e.ready.Apply = append(e.ready.Apply, Apply{From: p.ID, Namespace: nd.Namespace, Delta: d})
+	e.toApply(Apply{From: p.ID, Namespace: nd.Namespace, Delta: d})
 }
 
 // noDots is the empty context. Never modified.
 var noDots = crdt.NewContext()
 
-// haveFor is what this node has seen of ns, counting what it is about to
-// apply.
-func (e *Engine) haveFor(ns string) *crdt.Context {
-	have := e.st.Context(ns)
-	for _, a := range e.ready.Apply {
-		if a.Namespace == ns {
-			have.Join(a.Delta.Context())
-		}
-	}
-	return have
-}
+// haveFor is what this node has applied of ns. Deltas handed out to apply
+// do not count until they are in the state: the node may refuse one
+// (Advance), and a delta released on its account would then claim dots this
+// node never got.
+func (e *Engine) haveFor(ns string) *crdt.Context { return e.st.Context(ns) }
 
 // hold keeps a live delta until what it depends on has arrived. The buffer
 // is bounded: the oldest entry goes first, and its namespace is synced with
@@ -708,8 +710,9 @@ func (e *Engine) release() {
 	if len(e.pending) == 0 {
 		return
 	}
-	// haves[ns] is haveFor(ns), built once per namespace and kept equal to
-	// it as deltas are released (each joins its context in).
+	// haves[ns] is haveFor(ns), built once per namespace. A delta released
+	// here does not count for the next one: its outcome is not known yet,
+	// so a delta that depends on it waits for the Advance that applies it.
 	haves := map[string]*crdt.Context{}
 	kept := e.pending[:0]
 	for _, h := range e.pending {
@@ -722,8 +725,7 @@ func (e *Engine) release() {
 		case allIn(h.d, have):
 			// everything it carries is already here
 		case h.d.DependsOn(have, h.origin, h.first):
-			e.ready.Apply = append(e.ready.Apply, Apply{From: h.from, Namespace: h.ns, Delta: h.d})
-			have.Join(h.d.Context())
+			e.toApply(Apply{From: h.from, Namespace: h.ns, Delta: h.d})
 		default:
 			kept = append(kept, h)
 		}

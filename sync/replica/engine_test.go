@@ -98,27 +98,8 @@ func (c *cluster) pump(rounds int) {
 	for r := 0; r < rounds; r++ {
 		moved := false
 		for _, nd := range c.nodes {
-			rd := nd.eng.Ready()
-			for _, a := range rd.Apply {
-				nd.clock.Observe(a.Delta.MaxTimestamp(), c.now)
-				nd.st.Apply(a)
-			}
-			for _, rj := range rd.Rejected {
-				c.t.Logf("%s rejected from %s: %v", nd.id, rj.From, rj.Err)
-			}
-			for _, env := range rd.Messages {
-				f, err := c.codec.Encode(env.Msg)
-				if err != nil {
-					c.t.Fatal(err)
-				}
-				c.msgs++
-				c.bytes += len(f)
-				if c.loss > 0 && c.rng.Float64() < c.loss {
-					continue
-				}
-				to := c.byID(env.To)
-				to.inbox = append(to.inbox, envelopeFrom{nd.id, f})
-				moved = true
+			for nd.eng.HasReady() {
+				moved = c.drain(nd) || moved
 			}
 		}
 		for _, nd := range c.nodes {
@@ -142,6 +123,35 @@ func (c *cluster) pump(rounds int) {
 			return
 		}
 	}
+}
+
+// drain takes one Ready of nd as the node does (doc.go, "The loop"): apply,
+// Advance, send. It reports whether a message went out.
+func (c *cluster) drain(nd *node) (moved bool) {
+	rd := nd.eng.Ready()
+	for _, a := range rd.Apply {
+		nd.clock.Observe(a.Delta.MaxTimestamp(), c.now)
+		nd.st.Apply(a)
+	}
+	nd.eng.Advance(nil)
+	for _, rj := range rd.Rejected {
+		c.t.Logf("%s rejected from %s: %v", nd.id, rj.From, rj.Err)
+	}
+	for _, env := range rd.Messages {
+		f, err := c.codec.Encode(env.Msg)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		c.msgs++
+		c.bytes += len(f)
+		if c.loss > 0 && c.rng.Float64() < c.loss {
+			continue
+		}
+		to := c.byID(env.To)
+		to.inbox = append(to.inbox, envelopeFrom{nd.id, f})
+		moved = true
+	}
+	return moved
 }
 
 func (c *cluster) tick(d time.Duration) {

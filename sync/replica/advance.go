@@ -1,0 +1,139 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// The engine hears back: Ready hands deltas out to apply, Advance reports
+// what the driver did with them (doc.go, "The loop").
+
+// ErrRefused wraps the driver's error in the Rejection of a delta the engine
+// accepted and the driver then did not apply (Advance).
+var ErrRefused = errors.New("replica: delta refused by the node")
+
+// Refusal is a delta of the last Ready.Apply the driver did not apply.
+type Refusal struct {
+	Index int   // position in Ready.Apply
+	Err   error // why (clock skew, an acl or surgery gate, an unknown author, the disk)
+}
+
+// batchAck is the ack of one live batch, sent once the outcome of every
+// delta of the batch handed out to apply is known.
+type batchAck struct {
+	to  PeerID
+	seq uint64
+}
+
+// outcomes tracks the deltas to apply and the acks waiting on them: first
+// while they wait in Engine.ready, then, once Ready has handed them out,
+// until Advance reports how they fared.
+type outcomes struct {
+	ackOf []int      // parallel to the Apply slice: index into acks, or -1
+	acks  []batchAck // acks waiting on at least one delta
+	// handed out by Ready, awaiting Advance
+	out      []Apply
+	outAckOf []int
+	outAcks  []batchAck
+}
+
+// toApply hands a checked delta out to apply, belonging to no batch's ack
+// (yet: ackAfter attaches it).
+func (e *Engine) toApply(a Apply) {
+	e.ready.Apply = append(e.ready.Apply, a)
+	e.wait.ackOf = append(e.wait.ackOf, -1)
+}
+
+// ackAfter acknowledges batch seq from peer to: at once if it added nothing
+// to apply since Ready.Apply had n entries (every delta was rejected, held
+// or redundant: nothing left whose outcome is unknown), otherwise when
+// Advance reports the outcome of those deltas.
+func (e *Engine) ackAfter(to PeerID, seq uint64, n int) {
+	if len(e.ready.Apply) == n {
+		e.send(to, &wire.Message{Kind: wire.KindAck, Seq: seq})
+		return
+	}
+	i := len(e.wait.acks)
+	e.wait.acks = append(e.wait.acks, batchAck{to: to, seq: seq})
+	for j := n; j < len(e.wait.ackOf); j++ {
+		e.wait.ackOf[j] = i
+	}
+}
+
+// Ready returns and clears the outputs produced so far. The driver applies
+// every Ready.Apply in order and then calls Advance; a Ready taken again
+// without an Advance in between counts the earlier deltas as all applied
+// (Advance(nil): the driver that never refuses).
+func (e *Engine) Ready() Ready {
+	if e.wait.out != nil {
+		e.Advance(nil)
+	}
+	r := e.ready
+	e.ready = Ready{}
+	if len(r.Apply) > 0 {
+		e.wait.out, e.wait.outAckOf, e.wait.outAcks = r.Apply, e.wait.ackOf, e.wait.acks
+	}
+	e.wait.ackOf, e.wait.acks = nil, nil
+	return r
+}
+
+// HasReady reports whether Ready has something: the driver takes Ready and
+// calls Advance until it has not (Advance may emit acks and release held
+// deltas).
+func (e *Engine) HasReady() bool {
+	r := &e.ready
+	return len(r.Messages) > 0 || len(r.Apply) > 0 || len(r.Rejected) > 0 || len(r.Errors) > 0
+}
+
+// Advance reports the outcome of the last Ready's Apply: every delta was
+// applied except those refused. A refused delta is counted as a rejection
+// of its sender and reported in the next Ready.Rejected (ErrRefused wrapping
+// the refusal's error); the ack of a live batch is sent only now, and not at
+// all if a delta of the batch was refused (the sender's ack timeout then
+// falls back to a digest sync, which retries it). Held deltas whose
+// dependencies are now applied are released into the next Ready.Apply.
+//
+// Advance panics if a refusal's Index is outside the last Ready.Apply: that
+// is a bug of the driver.
+func (e *Engine) Advance(refused []Refusal) {
+	w := &e.wait
+	applied, ackOf, acks := w.out, w.outAckOf, w.outAcks
+	w.out, w.outAckOf, w.outAcks = nil, nil, nil
+	withhold := make([]bool, len(acks))
+	seen := make(map[int]bool, len(refused))
+	for _, rf := range refused {
+		if rf.Index < 0 || rf.Index >= len(applied) {
+			panic(fmt.Sprintf("replica: Advance: refusal of delta %d, the last Ready had %d", rf.Index, len(applied)))
+		}
+		if seen[rf.Index] {
+			continue
+		}
+		seen[rf.Index] = true
+		a := applied[rf.Index]
+		err := fmt.Errorf("%w: %w", ErrRefused, rf.Err)
+		if p, ok := e.peers[a.From]; ok {
+			e.reject(p, a.Namespace, err)
+		} else {
+			e.ready.Rejected = append(e.ready.Rejected, Rejection{From: a.From, Namespace: a.Namespace, Err: err})
+		}
+		if i := ackOf[rf.Index]; i >= 0 {
+			withhold[i] = true
+		}
+	}
+	for i, a := range acks {
+		if _, ok := e.peers[a.to]; ok && !withhold[i] {
+			e.send(a.to, &wire.Message{Kind: wire.KindAck, Seq: a.seq})
+		}
+	}
+	// What is now applied may free held deltas; what was refused is not in
+	// the state, so nothing is released on its account.
+	e.release()
+}
+
+// stateErr reports an error of State met while serving peer p.
+func (e *Engine) stateErr(p *peerState, err error) {
+	p.stats.StateErrors++
+	e.ready.Errors = append(e.ready.Errors, err)
+}

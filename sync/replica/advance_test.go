@@ -1,0 +1,226 @@
+package replica
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+var errSkew = errors.New("test: clock skew")
+
+func acks(msgs []Envelope) int {
+	n := 0
+	for _, env := range msgs {
+		if env.Msg.Kind == wire.KindAck {
+			n++
+		}
+	}
+	return n
+}
+
+// batches takes nd's Ready and returns its live batches, applying nothing
+// and sending nothing.
+func (c *cluster) batches(nd *node) []*wire.Message {
+	var out []*wire.Message
+	for _, env := range nd.eng.Ready().Messages {
+		if env.Msg.Kind == wire.KindDeltas {
+			out = append(out, env.Msg)
+		}
+	}
+	nd.eng.Advance(nil)
+	return out
+}
+
+// A live delta the node refuses after the engine accepted it is counted
+// and reported, and its batch is not acked, so the sender's ack timeout
+// falls back to a digest sync that brings it once the node accepts it. A
+// delta the node applies is acked, but only once Advance says so.
+func TestRefusedDeltaNotAcked(t *testing.T) {
+	c := newCluster(t, 2, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 11)
+	c.pump(10)
+	n0, n1 := c.nodes[0], c.nodes[1]
+	deliver := func(id string) Ready {
+		t.Helper()
+		c.write(0, "team://a", id, "title", "x")
+		b := c.batches(n0)
+		if len(b) != 1 {
+			t.Fatalf("want one batch, got %d", len(b))
+		}
+		if err := n1.eng.Step(n0.id, b[0]); err != nil {
+			t.Fatal(err)
+		}
+		rd := n1.eng.Ready()
+		if len(rd.Apply) != 1 || acks(rd.Messages) != 0 {
+			t.Fatalf("want the delta to apply and no ack before Advance, got %d applies, %d acks", len(rd.Apply), acks(rd.Messages))
+		}
+		return rd
+	}
+
+	deliver("m1")
+	n1.eng.Advance([]Refusal{{Index: 0, Err: errSkew}})
+	rd := n1.eng.Ready()
+	if acks(rd.Messages) != 0 {
+		t.Fatal("a batch whose delta was refused was acked")
+	}
+	if len(rd.Rejected) != 1 || !errors.Is(rd.Rejected[0].Err, ErrRefused) || !errors.Is(rd.Rejected[0].Err, errSkew) || rd.Rejected[0].From != n0.id {
+		t.Fatalf("refusal not reported as a rejection of n0 wrapping the cause: %+v", rd.Rejected)
+	}
+	if got := n1.eng.Stats()[0].Rejected; got != 1 {
+		t.Fatalf("rejections counted: %d, want 1", got)
+	}
+	n1.eng.Advance(nil)
+
+	rd = deliver("m2") // another memory: it does not depend on the refused delta
+	n1.st.Apply(rd.Apply[0])
+	n1.eng.Advance(nil)
+	rd = n1.eng.Ready()
+	if acks(rd.Messages) != 1 {
+		t.Fatalf("an applied batch is acked after Advance: %d acks", acks(rd.Messages))
+	}
+	n1.eng.Advance(nil)
+	for _, env := range rd.Messages {
+		if err := n0.eng.Step(n1.id, env.Msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := n1.st.Map("team://a").Get("m2"); !ok {
+		t.Fatal("test setup: the second delta was not applied")
+	}
+
+	// The first batch's ack never comes: n0 falls back to digest sync.
+	c.pump(10)
+	if st := n0.eng.Stats()[0]; st.InFlight != 1 {
+		t.Fatalf("n0 has %d batches in flight, want the refused one", st.InFlight)
+	}
+	c.tick(11 * time.Second)
+	c.pump(20)
+	if !c.converged("team://a") {
+		t.Fatal("the refused delta was not repaired after the sender's ack timeout")
+	}
+	if st := n0.eng.Stats()[0]; st.Fallbacks == 0 {
+		t.Fatal("no fallback for the unacked batch")
+	}
+}
+
+// A held delta is released only on account of what is applied: when the
+// delta it depends on is released and then refused, it stays held.
+func TestHeldDeltaNotReleasedOnRefused(t *testing.T) {
+	c := newCluster(t, 2, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 12)
+	c.pump(10)
+	n0, n1 := c.nodes[0], c.nodes[1]
+	var b []*wire.Message
+	for _, v := range []string{"a", "b", "c"} { // each overwrites the one before
+		c.write(0, "team://a", "m1", "title", v)
+		b = append(b, c.batches(n0)...)
+	}
+	if len(b) != 3 {
+		t.Fatalf("want three batches, got %d", len(b))
+	}
+	step := func(m *wire.Message) Ready {
+		t.Helper()
+		if err := n1.eng.Step(n0.id, m); err != nil {
+			t.Fatal(err)
+		}
+		return n1.eng.Ready()
+	}
+	// c and b arrive first: held, nothing to apply, so acked at once.
+	for _, m := range []*wire.Message{b[2], b[1]} {
+		if rd := step(m); len(rd.Apply) != 0 || acks(rd.Messages) != 1 {
+			t.Fatalf("want the delta held and its batch acked: %d applies, %d acks", len(rd.Apply), acks(rd.Messages))
+		}
+		n1.eng.Advance(nil)
+	}
+	rd := step(b[0])
+	if len(rd.Apply) != 1 {
+		t.Fatalf("want a to apply, got %d", len(rd.Apply))
+	}
+	n1.st.Apply(rd.Apply[0])
+	n1.eng.Advance(nil)
+	rd = n1.eng.Ready()
+	if len(rd.Apply) != 1 {
+		t.Fatalf("a applied: want b released alone (c waits for b's outcome), got %d", len(rd.Apply))
+	}
+	n1.eng.Advance([]Refusal{{Index: 0, Err: errSkew}})
+	rd = n1.eng.Ready()
+	if len(rd.Apply) != 0 {
+		t.Fatal("c was released on account of b, which the node refused")
+	}
+	if len(rd.Rejected) != 1 || !errors.Is(rd.Rejected[0].Err, ErrRefused) {
+		t.Fatalf("b's refusal not reported: %+v", rd.Rejected)
+	}
+	n1.eng.Advance(nil)
+	if len(n1.eng.pending) != 1 {
+		t.Fatalf("c should still be held, %d held", len(n1.eng.pending))
+	}
+	rec, _ := n1.st.Map("team://a").Get("m1")
+	if f, _ := rec.Field("title"); string(f.Value) != "a" {
+		t.Fatalf("n1 holds title %q, want a (b refused, c held)", f.Value)
+	}
+}
+
+// failState is a MemState whose sync answers fail.
+type failState struct {
+	*MemState
+	missing, retracted error
+}
+
+func (s failState) Missing(ns string, have *crdt.Context, fn func(string, *crdt.Record) error) (*crdt.Context, error) {
+	if s.missing != nil {
+		return nil, s.missing
+	}
+	return s.MemState.Missing(ns, have, fn)
+}
+
+func (s failState) Retracted(ns string) ([]string, error) {
+	if s.retracted != nil {
+		return nil, s.retracted
+	}
+	return s.MemState.Retracted(ns)
+}
+
+// An error of State while answering a sync is reported and counted, not
+// dropped.
+func TestSyncAnswerStateErrorReported(t *testing.T) {
+	errDisk := errors.New("test: disk")
+	for _, st := range []failState{{missing: errDisk}, {retracted: errDisk}} {
+		st.MemState = NewMemState()
+		st.Map("team://a")
+		e0 := New(testConfig(Config{AntiEntropyInterval: time.Hour}, "n0", 0), st, openPolicy{})
+		st1 := NewMemState()
+		st1.Map("team://a")
+		e1 := New(testConfig(Config{AntiEntropyInterval: time.Hour}, "n1", 1), st1, openPolicy{})
+		peers := []Peer{testPeer("n0", 0), testPeer("n1", 1)}
+		e0.SetPeers(peers)
+		e1.SetPeers(peers)
+		reported := len(e0.Ready().Errors) // the retracted case fails asking n1 too
+		e0.Advance(nil)
+		var req *wire.Message
+		for _, env := range e1.Ready().Messages {
+			if env.Msg.Kind == wire.KindSyncRequest {
+				req = env.Msg
+			}
+		}
+		if req == nil {
+			t.Fatal("n1 asked for no sync on joining")
+		}
+		if err := e0.Step("n1", req); err != nil {
+			t.Fatal(err)
+		}
+		rd := e0.Ready()
+		answering := false
+		for _, err := range rd.Errors {
+			answering = answering || errors.Is(err, errDisk) && strings.Contains(err.Error(), "answering n1's sync of team://a")
+		}
+		if !answering {
+			t.Fatalf("want the error answering n1 reported, got %v", rd.Errors)
+		}
+		reported += len(rd.Errors)
+		if got := e0.Stats()[0].StateErrors; got != uint64(reported) {
+			t.Fatalf("state errors counted: %d, reported %d", got, reported)
+		}
+	}
+}
