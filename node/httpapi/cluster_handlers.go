@@ -205,6 +205,7 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
 			{"mnemo_peer_deltas_sent_total", "counter", "Deltas sent to the peer.", func(p replica.PeerStats) uint64 { return p.DeltasSent }},
 			{"mnemo_peer_deltas_received_total", "counter", "Deltas received from the peer.", func(p replica.PeerStats) uint64 { return p.DeltasRecv }},
 			{"mnemo_peer_rejected_total", "counter", "Deltas from the peer rejected.", func(p replica.PeerStats) uint64 { return p.Rejected }},
+			{"mnemo_peer_state_errors_total", "counter", "Local store errors while syncing with the peer.", func(p replica.PeerStats) uint64 { return p.StateErrors }},
 			{"mnemo_peer_fallbacks_total", "counter", "Queue overflows or ack timeouts that fell back to digest sync.", func(p replica.PeerStats) uint64 { return p.Fallbacks }},
 		} {
 			metric(g.name, g.kind, g.help)
