@@ -15,6 +15,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -178,7 +179,7 @@ func (s *Service) check(p, ns namespace.Address, perm acl.Permission) error {
 // decodeACL reads the signed record out of an acl entry stored as id in ns
 // and checks it belongs there. Errors wrap ErrInvalid and an acl sentinel.
 func decodeACL(ns, id string, rec *crdt.Record) (acl.SignedRecord, error) {
-	f, ok := rec.Field(fACL)
+	f, ok := rec.Field(schema.FieldACL)
 	if !ok {
 		return acl.SignedRecord{}, fmt.Errorf("%w: acl entry %s in %s has no record", ErrInvalid, id, ns)
 	}
@@ -186,7 +187,7 @@ func decodeACL(ns, id string, rec *crdt.Record) (acl.SignedRecord, error) {
 	if err != nil {
 		return r, fmt.Errorf("%w: acl entry %s in %s: %w", ErrInvalid, id, ns, err)
 	}
-	if id != aclPrefix+r.ID() {
+	if id != schema.ACLPrefix+r.ID() {
 		return r, fmt.Errorf("%w: acl entry %s in %s holds record %s", ErrInvalid, id, ns, r.ID())
 	}
 	if r.Namespace.String() != ns {
@@ -227,20 +228,20 @@ func (s *Service) admitACL(ns, id string, rec *crdt.Record) {
 // Policy's business, not this gate's.
 func (s *Service) checkRemoteACL(ns string, delta *crdt.Map) error {
 	for _, id := range delta.RetractedIDs() {
-		if strings.HasPrefix(id, aclPrefix) {
+		if strings.HasPrefix(id, schema.ACLPrefix) {
 			return fmt.Errorf("%w: acl record %s in %s cannot be retracted", ErrInvalid, id, ns)
 		}
 	}
 	var bad error
 	delta.Records(func(id string, rec *crdt.Record) bool {
-		isRec := strings.HasPrefix(id, aclPrefix)
+		isRec := strings.HasPrefix(id, schema.ACLPrefix)
 		if !isRec {
-			if isACL(rec) {
+			if schema.IsACL(rec) {
 				bad = fmt.Errorf("%w: entry %s in %s is marked as an acl record without an acl: id", ErrInvalid, id, ns)
 			}
 			return bad == nil
 		}
-		if !isACL(rec) {
+		if !schema.IsACL(rec) {
 			bad = fmt.Errorf("%w: entry %s in %s is not an acl record", ErrInvalid, id, ns)
 			return false
 		}
@@ -257,7 +258,7 @@ func (s *Service) checkRemoteACL(ns string, delta *crdt.Map) error {
 			bad = err
 			return false
 		}
-		if f, ok := cur.Field(fACL); ok && !bytes.Equal(f.Value, r.Encode()) {
+		if f, ok := cur.Field(schema.FieldACL); ok && !bytes.Equal(f.Value, r.Encode()) {
 			bad = fmt.Errorf("%w: acl record %s in %s cannot be edited", ErrInvalid, id, ns)
 			return false
 		}
@@ -271,17 +272,17 @@ func (s *Service) writeACL(rec acl.SignedRecord) error {
 	ns := rec.Namespace.String()
 	return s.write(func(tx *store.Tx) error {
 		_, ts := s.now()
-		e, err := tx.Edit(ns, aclPrefix+rec.ID())
+		e, err := tx.Edit(ns, schema.ACLPrefix+rec.ID())
 		if err != nil {
 			return err
 		}
-		if err := e.Set(ts, fKind, []byte(kindACL)); err != nil {
+		if err := e.Set(ts, schema.FieldKind, []byte(schema.KindACL)); err != nil {
 			return err
 		}
-		if err := e.Set(ts, fACL, rec.Encode()); err != nil {
+		if err := e.Set(ts, schema.FieldACL, rec.Encode()); err != nil {
 			return err
 		}
-		tx.Commit(ns, aclPrefix+rec.ID(), e)
+		tx.Commit(ns, schema.ACLPrefix+rec.ID(), e)
 		return nil
 	})
 }

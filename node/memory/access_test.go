@@ -13,6 +13,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -347,10 +348,10 @@ func TestAccessAdminVerbs(t *testing.T) {
 		t.Fatalf("ACL does not list bob's grant: %+v", v)
 	}
 	// acl: ids are not memories.
-	if _, err := s.Get(ctx, accAgent("alice"), aclPrefix+g.Record.ID, true); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(ctx, accAgent("alice"), schema.ACLPrefix+g.Record.ID, true); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get of an acl record: %v", err)
 	}
-	if err := s.Retract(ctx, accAgent("alice"), aclPrefix+g.Record.ID); !errors.Is(err, ErrNotFound) {
+	if err := s.Retract(ctx, accAgent("alice"), schema.ACLPrefix+g.Record.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("retract of an acl record: %v", err)
 	}
 	if r, _ := s.Search(ctx, accAgent("alice"), SearchQuery{Query: "acl grant read"}); r.Total != 0 {
@@ -394,7 +395,7 @@ func TestAccessForgedRecords(t *testing.T) {
 	cases := []struct {
 		name   string
 		rec    acl.SignedRecord
-		id     string // default aclPrefix + rec.ID()
+		id     string // default schema.ACLPrefix + rec.ID()
 		ns     string // default rec.Namespace
 		remote bool   // ApplyRemote refuses it (bad bytes or signature)
 	}{
@@ -403,7 +404,7 @@ func TestAccessForgedRecords(t *testing.T) {
 		{"signed by another node's key", wrongKey, "", "", false},
 		{"signed by a principal without admin", selfGrant, "", "", false},
 		{"tampered after signing", tampered, "", "", true},
-		{"stored under another id", selfGrant, aclPrefix + strings.Repeat("0", 64), "", true},
+		{"stored under another id", selfGrant, schema.ACLPrefix + strings.Repeat("0", 64), "", true},
 		{"stored in another namespace", unsigned, "", "agent://eve", true},
 		{"back-dated creation by another key", stolen, "", "", false},
 	}
@@ -415,10 +416,10 @@ func TestAccessForgedRecords(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := e.Set(ts, fKind, []byte(kindACL)); err != nil {
+			if err := e.Set(ts, schema.FieldKind, []byte(schema.KindACL)); err != nil {
 				return err
 			}
-			if err := e.Set(ts, fACL, raw); err != nil {
+			if err := e.Set(ts, schema.FieldACL, raw); err != nil {
 				return err
 			}
 			tx.Commit(ns, id, e)
@@ -433,7 +434,7 @@ func TestAccessForgedRecords(t *testing.T) {
 	for _, tc := range cases {
 		id, where := tc.id, tc.ns
 		if id == "" {
-			id = aclPrefix + tc.rec.ID()
+			id = schema.ACLPrefix + tc.rec.ID()
 		}
 		if where == "" {
 			where = tc.rec.Namespace.String()
@@ -445,8 +446,8 @@ func TestAccessForgedRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.Set(ts, fKind, []byte(kindACL))
-		e.Set(ts, fACL, raw)
+		e.Set(ts, schema.FieldKind, []byte(schema.KindACL))
+		e.Set(ts, schema.FieldACL, raw)
 		d.Join(e.Delta())
 		err = s.ApplyRemote(where, d)
 		if tc.remote && err == nil {

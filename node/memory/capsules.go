@@ -13,6 +13,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -54,20 +55,15 @@ import (
 // inbox rule grants nobody share), and would create a new capsule from its
 // own memories instead.
 
-// Capsule limits and names; the exported limits and statuses are memapi's
-// (api.go).
+// Capsule limits; the exported limits and statuses are memapi's (api.go),
+// the record names schema's.
 const (
 	maxCapsuleRiskBytes = 1000
 
-	kindCapsule       = "capsule"
-	capsuleMetaID     = "capsule" // the meta record's id in each capsule inbox
-	capsuleNamePrefix = "capsule-"
-	fCapsule          = "cb" // meta: JSON capsuleBody
-	fRevokedAt        = "rv" // meta: set when revoked
-	TagCapsule        = "capsule"
+	TagCapsule = schema.TagCapsule // tag on every capsule item
 )
 
-// capsuleBody is the meta record's JSON (fCapsule); set once, never edited.
+// capsuleBody is the meta record's JSON (schema.FieldCapsule); set once, never edited.
 type capsuleBody struct {
 	ID          string    `json:"id"`
 	SubjectType string    `json:"subject_type"`
@@ -110,7 +106,7 @@ type capsuleState struct {
 
 // isCapsuleNS reports whether ns is a capsule inbox (cheap test first).
 func isCapsuleNS(ns string) bool {
-	if !strings.Contains(ns, "/.inbox/") || !strings.Contains(ns, "/"+capsuleNamePrefix) {
+	if !strings.Contains(ns, "/.inbox/") || !strings.Contains(ns, "/"+schema.CapsuleNamePrefix) {
 		return false
 	}
 	a, err := namespace.Parse(ns)
@@ -121,14 +117,14 @@ func isCapsuleNS(ns string) bool {
 		return false
 	}
 	parts := strings.Split(a.Path, "/")
-	return len(parts) == 3 && strings.HasPrefix(parts[2], capsuleNamePrefix)
+	return len(parts) == 3 && strings.HasPrefix(parts[2], schema.CapsuleNamePrefix)
 }
 
 // indexCapsule is called by index for every record: it admits capsule
 // meta records (true: not a memory) and remembers which memories are
 // capsule items.
 func (s *Service) indexCapsule(ns, id string, rec *crdt.Record) bool {
-	if str(rec, fKind) == kindCapsule {
+	if schema.Str(rec, schema.FieldKind) == schema.KindCapsule {
 		s.admitCapsule(ns, id, rec)
 		return true
 	}
@@ -150,12 +146,12 @@ func (s *Service) indexCapsule(ns, id string, rec *crdt.Record) bool {
 }
 
 func (s *Service) admitCapsule(ns, id string, rec *crdt.Record) {
-	if id != capsuleMetaID || !isCapsuleNS(ns) {
+	if id != schema.CapsuleMetaID || !isCapsuleNS(ns) {
 		s.log.Warn("capsule record outside a capsule inbox ignored", "namespace", ns, "id", id)
 		return
 	}
 	var b capsuleBody
-	if err := json.Unmarshal([]byte(str(rec, fCapsule)), &b); err != nil || b.ID == "" || b.ExpiresAt.IsZero() {
+	if err := json.Unmarshal([]byte(schema.Str(rec, schema.FieldCapsule)), &b); err != nil || b.ID == "" || b.ExpiresAt.IsZero() {
 		s.log.Warn("unreadable capsule record ignored", "namespace", ns, "err", err)
 		return
 	}
@@ -165,7 +161,7 @@ func (s *Service) admitCapsule(ns, id string, rec *crdt.Record) {
 		s.log.Warn("capsule record with a foreign author ignored", "namespace", ns, "author", b.Author)
 		return
 	}
-	e := &capsuleEntry{ns: ns, target: target, writer: writer, body: b, revoked: !tm(rec, fRevokedAt).IsZero()}
+	e := &capsuleEntry{ns: ns, target: target, writer: writer, body: b, revoked: !schema.Time(rec, schema.FieldRevokedAt).IsZero()}
 	st := &s.caps
 	st.mu.Lock()
 	if st.caps == nil {
@@ -180,7 +176,7 @@ func (s *Service) forgetCapsule(ns, id string) {
 	st := &s.caps
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if id == capsuleMetaID {
+	if id == schema.CapsuleMetaID {
 		delete(st.caps, ns)
 	}
 	if st.items[id] == ns {
@@ -301,7 +297,7 @@ func (s *Service) CreateCapsule(ctx context.Context, c Caller, req CapsuleReques
 	}
 	var inboxes []namespace.Address
 	for _, a := range audience {
-		ns, err := InboxNamespace(a, creator, capsuleNamePrefix+id)
+		ns, err := InboxNamespace(a, creator, schema.CapsuleNamePrefix+id)
 		if err != nil {
 			return CapsuleCreated{}, err
 		}
@@ -317,20 +313,20 @@ func (s *Service) CreateCapsule(ctx context.Context, c Caller, req CapsuleReques
 	err = s.write(func(tx *store.Tx) error {
 		for _, ns := range inboxes {
 			_, ts := s.now()
-			e, err := tx.Edit(ns.String(), capsuleMetaID)
+			e, err := tx.Edit(ns.String(), schema.CapsuleMetaID)
 			if err != nil {
 				return err
 			}
 			for _, f := range []struct {
 				name string
 				v    []byte
-			}{{fKind, []byte(kindCapsule)}, {fCapsule, enc}, {fAuthor, []byte(creator.String())},
-				{fCreatedAt, encTime(now)}, {fUpdatedAt, encTime(now)}} {
+			}{{schema.FieldKind, []byte(schema.KindCapsule)}, {schema.FieldCapsule, enc}, {schema.FieldAuthor, []byte(creator.String())},
+				{schema.FieldCreatedAt, schema.EncodeTime(now)}, {schema.FieldUpdatedAt, schema.EncodeTime(now)}} {
 				if err := e.Set(ts, f.name, f.v); err != nil {
 					return err
 				}
 			}
-			tx.Commit(ns.String(), capsuleMetaID, e)
+			tx.Commit(ns.String(), schema.CapsuleMetaID, e)
 			for _, src := range sources {
 				if err := s.capsuleItemTx(tx, c, id, ns, src); err != nil {
 					return err
@@ -636,17 +632,17 @@ func (s *Service) RevokeCapsule(ctx context.Context, c Caller, id string) (Capsu
 		for _, e := range mine {
 			if !e.revoked {
 				now, ts := s.now()
-				ed, err := tx.Edit(e.ns, capsuleMetaID)
+				ed, err := tx.Edit(e.ns, schema.CapsuleMetaID)
 				if err != nil {
 					return err
 				}
-				if err := ed.Set(ts, fRevokedAt, encTime(now)); err != nil {
+				if err := ed.Set(ts, schema.FieldRevokedAt, schema.EncodeTime(now)); err != nil {
 					return err
 				}
-				if err := ed.Set(ts, fUpdatedAt, encTime(now)); err != nil {
+				if err := ed.Set(ts, schema.FieldUpdatedAt, schema.EncodeTime(now)); err != nil {
 					return err
 				}
-				tx.Commit(e.ns, capsuleMetaID, ed)
+				tx.Commit(e.ns, schema.CapsuleMetaID, ed)
 			}
 			if err := retractAll(tx, e.ns, s.capsuleItemIDs(e.ns)); err != nil {
 				return err
@@ -696,7 +692,7 @@ func (s *Service) SweepCapsules() (int, error) {
 	}
 	err := s.write(func(tx *store.Tx) error {
 		for _, e := range dead {
-			if err := retractAll(tx, e.ns, append(s.capsuleItemIDs(e.ns), capsuleMetaID)); err != nil {
+			if err := retractAll(tx, e.ns, append(s.capsuleItemIDs(e.ns), schema.CapsuleMetaID)); err != nil {
 				return err
 			}
 		}

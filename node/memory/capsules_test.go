@@ -9,6 +9,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 )
 
 var (
@@ -109,8 +110,8 @@ func TestCapsuleExpiry(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("sweep %d %v", n, err)
 	}
-	ns, _ := InboxNamespace(bobP.Principal, alice.Principal, capsuleNamePrefix+created.CapsuleID)
-	for _, id := range []string{itemID, capsuleMetaID} {
+	ns, _ := InboxNamespace(bobP.Principal, alice.Principal, schema.CapsuleNamePrefix+created.CapsuleID)
+	for _, id := range []string{itemID, schema.CapsuleMetaID} {
 		if gone, _ := s.Store().Retracted(ns.String(), id); !gone {
 			t.Fatalf("%s not retracted by the sweep", id)
 		}
@@ -169,8 +170,8 @@ func TestCapsuleSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s3.Close()
-	ns, _ := InboxNamespace(bobP.Principal, alice.Principal, capsuleNamePrefix+created.CapsuleID)
-	if gone, _ := s3.Store().Retracted(ns.String(), capsuleMetaID); !gone {
+	ns, _ := InboxNamespace(bobP.Principal, alice.Principal, schema.CapsuleNamePrefix+created.CapsuleID)
+	if gone, _ := s3.Store().Retracted(ns.String(), schema.CapsuleMetaID); !gone {
 		t.Fatal("Open did not collect the expired capsule")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -20,7 +21,7 @@ import (
 //
 // Copies. Share, promote (and auto-promotion) and capsules copy a memory
 // into another namespace; the copy's lineage names the source id and its
-// copied_from field (fCopiedFrom) the source's namespace. A copy is the
+// copied_from field (schema.FieldCopiedFrom) the source's namespace. A copy is the
 // same knowledge at another address, so an approved retract, block or
 // quarantine of a memory follows it to its copies, and to theirs: a
 // leaked key quarantined or retracted at its source must not stay
@@ -122,7 +123,7 @@ type copyState struct {
 // indexCopy remembers a memory record that names its source (called by
 // index for every memory record).
 func (s *Service) indexCopy(ns, id string, rec *crdt.Record) {
-	ref := copyRef{ns: ns, id: id, src: str(rec, fLineage), srcNS: str(rec, fCopiedFrom)}
+	ref := copyRef{ns: ns, id: id, src: schema.Str(rec, schema.FieldLineage), srcNS: schema.Str(rec, schema.FieldCopiedFrom)}
 	if ref.src == "" || ref.srcNS == "" || ref.src == id {
 		return
 	}
@@ -197,9 +198,9 @@ func (s *Service) followCopies(changes []store.Change) {
 	for _, c := range changes {
 		switch {
 		case c.Record == nil:
-		case strings.HasPrefix(c.ID, editPrefix):
-			edited(strings.TrimPrefix(c.ID, editPrefix))
-		case strings.HasPrefix(c.ID, decisionPrefix):
+		case strings.HasPrefix(c.ID, schema.EditPrefix):
+			edited(strings.TrimPrefix(c.ID, schema.EditPrefix))
+		case strings.HasPrefix(c.ID, schema.DecisionPrefix):
 			if b, _, err := decodeDecisionRecord(c.Namespace, c.ID, c.Record); err == nil {
 				edited(b.Edit)
 			}
@@ -255,7 +256,7 @@ func (s *Service) follow(e Edit, cp copyRef) {
 	if err != nil || rec.Empty() {
 		return // retracted meanwhile
 	}
-	author, _ := namespace.Parse(str(rec, fAuthor))
+	author, _ := namespace.Parse(schema.Str(rec, schema.FieldAuthor))
 	if !s.signedHere(e) && (author.IsZero() || !s.isLocal(author)) {
 		return // the deciding or the copying node follows it
 	}
@@ -281,7 +282,7 @@ func (s *Service) follow(e Edit, cp copyRef) {
 	enc, eid, err := seal(s.acl.id, editDomain, &b, func(sig []byte) any { return &sealedEdit{Body: b, Sig: sig} })
 	if err == nil {
 		err = s.write(func(tx *store.Tx) error {
-			if err := putSealed(tx, cp.ns, editPrefix+eid, kindEdit, fEdit, enc, ts); err != nil {
+			if err := putSealed(tx, cp.ns, schema.EditPrefix+eid, schema.KindEdit, schema.FieldEdit, enc, ts); err != nil {
 				return err
 			}
 			if b.Op != OpRetract || b.NeedsApproval {
@@ -336,7 +337,7 @@ func (s *Service) markCopyTx(tx *store.Tx, ns namespace.Address, m *Memory, srcN
 	if err != nil {
 		return err
 	}
-	if err := e.Set(ts, fCopiedFrom, []byte(srcNS)); err != nil {
+	if err := e.Set(ts, schema.FieldCopiedFrom, []byte(srcNS)); err != nil {
 		return err
 	}
 	tx.Commit(ns.String(), m.ID, e)

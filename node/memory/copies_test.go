@@ -12,6 +12,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -281,7 +282,7 @@ func TestEditsFollowCopiesAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := a.write(func(tx *store.Tx) error {
-		return putSealed(tx, "agent://alice", editPrefix+eid, kindEdit, fEdit, enc, crdt.Timestamp(body.TS))
+		return putSealed(tx, "agent://alice", schema.EditPrefix+eid, schema.KindEdit, schema.FieldEdit, enc, crdt.Timestamp(body.TS))
 	}); err != nil {
 		t.Fatal(err)
 	}

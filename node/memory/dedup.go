@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -597,17 +598,17 @@ func (s *Service) MergeDuplicates(ctx context.Context, c Caller, req MergeReques
 		}
 		for _, p := range prov {
 			if !slices.Contains(surv.Provenance, p) {
-				if err := e.Add(sProvenance, p); err != nil {
+				if err := e.Add(schema.SetProvenance, p); err != nil {
 					return err
 				}
 			}
 		}
 		if res.ConfidenceAfter != res.ConfidenceBefore {
-			if err := e.Set(ts, fConfidence, encNum(res.ConfidenceAfter)); err != nil {
+			if err := e.Set(ts, schema.FieldConfidence, schema.EncodeNum(res.ConfidenceAfter)); err != nil {
 				return err
 			}
 		}
-		if err := e.Set(ts, fUpdatedAt, encTime(now)); err != nil {
+		if err := e.Set(ts, schema.FieldUpdatedAt, schema.EncodeTime(now)); err != nil {
 			return err
 		}
 		tx.Commit(ns.String(), surv.ID, e)
@@ -619,7 +620,7 @@ func (s *Service) MergeDuplicates(ctx context.Context, c Caller, req MergeReques
 			for _, f := range []struct {
 				name string
 				v    []byte
-			}{{fDeletedAt, encTime(now)}, {fUpdatedAt, encTime(now)}, {fLineage, []byte(surv.ID)}} {
+			}{{schema.FieldDeletedAt, schema.EncodeTime(now)}, {schema.FieldUpdatedAt, schema.EncodeTime(now)}, {schema.FieldLineage, []byte(surv.ID)}} {
 				if err := e.Set(ts, f.name, f.v); err != nil {
 					return err
 				}

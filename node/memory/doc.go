@@ -9,7 +9,7 @@
 // # Storage
 //
 // A memory is a crdt.Record in its namespace's crdt.Map, kept in Badger by
-// node/store: fields are LWW registers under short names (record.go), tags,
+// node/store: fields are LWW registers under short names (node/schema), tags,
 // linked files and provenance are add-wins sets. Every write is an Edit
 // against the stored record, applied as a delta in one synced transaction —
 // the same path a peer's delta takes (ApplyRemote) — so replication adds

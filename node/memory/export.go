@@ -12,6 +12,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -328,7 +329,7 @@ func (s *Service) importChunk(c Caller, ns namespace.Address, items []importItem
 		// Sessions go in the same transaction, so a failed import leaves
 		// nothing behind and a repeated one skips them like memories.
 		for _, is := range sessions {
-			id := sessionPrefix + is.start.ID
+			id := schema.SessionPrefix + is.start.ID
 			cur, err := tx.Record(ns.String(), id)
 			if err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/store"
 	"github.com/mnemohq/mnemo/projection"
@@ -66,12 +67,7 @@ import (
 // (a retract drops content everywhere), and a quarantined memory counts as
 // not matching.
 
-const (
-	kindProjSpec   = "projection-spec"
-	projSpecID     = "spec"  // the spec record's id in its view namespace
-	projNamePrefix = "proj-" // inbox name: proj-<spec id>
-	projFillBatch  = 200     // view records written per transaction when filling or resyncing
-)
+const projFillBatch = 200 // view records written per transaction when filling or resyncing
 
 // projState is the Service's list of the projection specs in its store,
 // kept in memory so the change hook costs nothing when there are none.
@@ -86,8 +82,6 @@ type projEntry struct {
 	p       *projection.Projector
 	deleted *time.Time
 }
-
-func isProjSpec(r *crdt.Record) bool { return str(r, fKind) == kindProjSpec }
 
 // admitProjection records the spec stored as id in ns (called from index).
 func (s *Service) admitProjection(ns, id string, rec *crdt.Record) {
@@ -105,10 +99,10 @@ func (s *Service) admitProjection(ns, id string, rec *crdt.Record) {
 }
 
 func decodeProjSpec(ns, id string, rec *crdt.Record) (*projEntry, error) {
-	if id != projSpecID {
-		return nil, invalid("projection spec stored as %q, want %q", id, projSpecID)
+	if id != schema.ProjSpecID {
+		return nil, invalid("projection spec stored as %q, want %q", id, schema.ProjSpecID)
 	}
-	f, ok := rec.Field(fProjSpec)
+	f, ok := rec.Field(schema.FieldProjSpec)
 	if !ok {
 		return nil, invalid("projection spec record holds no spec")
 	}
@@ -128,14 +122,14 @@ func decodeProjSpec(ns, id string, rec *crdt.Record) (*projEntry, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	e := &projEntry{spec: spec, view: view, p: p}
-	if d := tm(rec, fDeletedAt); !d.IsZero() {
+	if d := schema.Time(rec, schema.FieldDeletedAt); !d.IsZero() {
 		e.deleted = &d
 	}
 	return e, nil
 }
 
 func projView(spec projection.Spec) (namespace.Address, error) {
-	return InboxNamespace(spec.Target, spec.Creator, projNamePrefix+spec.ID)
+	return InboxNamespace(spec.Target, spec.Creator, schema.ProjNamePrefix+spec.ID)
 }
 
 // viewRecordID is the id of the view record of source memory id in ns.
@@ -173,7 +167,7 @@ func (s *Service) projectChanges(changes []store.Change) {
 	work := map[*projEntry][]srcKey{}
 	for _, c := range changes {
 		k := srcKey{c.Namespace, c.ID}
-		if c.Record != nil && str(c.Record, fKind) != "" {
+		if c.Record != nil && schema.Str(c.Record, schema.FieldKind) != "" {
 			var ok bool
 			if k, ok = s.editTarget(c); !ok {
 				continue // sessions, acl records, specs: not memories
@@ -203,13 +197,13 @@ func (s *Service) projectChanges(changes []store.Change) {
 // the memory whose effective view it changes.
 func (s *Service) editTarget(c store.Change) (srcKey, bool) {
 	switch {
-	case isEditRec(c.Record):
+	case schema.IsEdit(c.Record):
 		b, _, err := decodeEditRecord(c.Namespace, c.ID, c.Record)
 		if err != nil {
 			return srcKey{}, false
 		}
 		return srcKey{c.Namespace, b.Target}, true
-	case isDecisionRec(c.Record):
+	case schema.IsDecision(c.Record):
 		b, _, err := decodeDecisionRecord(c.Namespace, c.ID, c.Record)
 		if err != nil {
 			return srcKey{}, false
@@ -235,9 +229,9 @@ func (s *Service) syncViews(e *projEntry, keys []srcKey) error {
 		err := s.write(func(tx *store.Tx) error {
 			// Re-read the spec inside the transaction: a delete that
 			// committed since the caller listed e must win.
-			if rec, err := tx.Record(e.view.String(), projSpecID); err != nil {
+			if rec, err := tx.Record(e.view.String(), schema.ProjSpecID); err != nil {
 				return err
-			} else if rec.Empty() || !tm(rec, fDeletedAt).IsZero() {
+			} else if rec.Empty() || !schema.Time(rec, schema.FieldDeletedAt).IsZero() {
 				return errProjGone
 			}
 			for _, k := range batch {
@@ -281,7 +275,7 @@ func (s *Service) syncViewTx(tx *store.Tx, e *projEntry, ns, id string) (project
 		if rec, err = tx.Record(ns, id); err != nil {
 			return projection.ActionNone, err
 		}
-		if rec.Empty() || str(rec, fKind) != "" {
+		if rec.Empty() || schema.Str(rec, schema.FieldKind) != "" {
 			return projection.ActionNone, nil // not (or not yet) a memory here
 		}
 	}
@@ -305,7 +299,7 @@ func (s *Service) syncViewTx(tx *store.Tx, e *projEntry, ns, id string) (project
 		}
 		return projection.ActionUpsert, nil
 	}
-	if !has || !tm(cur, fDeletedAt).IsZero() {
+	if !has || !schema.Time(cur, schema.FieldDeletedAt).IsZero() {
 		return projection.ActionNone, nil
 	}
 	return projection.ActionRemove, s.softDeleteTx(tx, e.view, vid)
@@ -322,13 +316,13 @@ func (s *Service) putViewTx(tx *store.Tx, e *projEntry, vid, srcNS string, it pr
 	}
 	changed := false
 	fields := []struct{ name, v string }{
-		{fType, it.Type}, {fTitle, it.Title}, {fContent, it.Content}, {fSummary, it.Summary},
-		{fTopicKey, it.TopicKey}, {fScope, it.Scope}, {fSubjectType, it.SubjectType},
-		{fSubjectID, it.SubjectID}, {fProject, it.Project}, {fSessionID, it.SessionID},
-		{fChannel, it.Channel}, {fAuthor, e.spec.Creator.String()}, {fLineage, it.ID},
-		{fHash, contentHash(it.Content)}, {fImportance, string(encNum(it.Importance))},
-		{fConfidence, string(encNum(it.Confidence))}, {fCreatedAt, string(encTime(it.CreatedAt))},
-		{fUpdatedAt, string(encTime(it.UpdatedAt))}, {fDeletedAt, ""}, {fProjFrom, srcNS},
+		{schema.FieldType, it.Type}, {schema.FieldTitle, it.Title}, {schema.FieldContent, it.Content}, {schema.FieldSummary, it.Summary},
+		{schema.FieldTopicKey, it.TopicKey}, {schema.FieldScope, it.Scope}, {schema.FieldSubjectType, it.SubjectType},
+		{schema.FieldSubjectID, it.SubjectID}, {schema.FieldProject, it.Project}, {schema.FieldSessionID, it.SessionID},
+		{schema.FieldChannel, it.Channel}, {schema.FieldAuthor, e.spec.Creator.String()}, {schema.FieldLineage, it.ID},
+		{schema.FieldHash, contentHash(it.Content)}, {schema.FieldImportance, string(schema.EncodeNum(it.Importance))},
+		{schema.FieldConfidence, string(schema.EncodeNum(it.Confidence))}, {schema.FieldCreatedAt, string(schema.EncodeTime(it.CreatedAt))},
+		{schema.FieldUpdatedAt, string(schema.EncodeTime(it.UpdatedAt))}, {schema.FieldDeletedAt, ""}, {schema.FieldProjFrom, srcNS},
 	}
 	for _, f := range fields {
 		old, ok := cur.Field(f.name)
@@ -343,8 +337,8 @@ func (s *Service) putViewTx(tx *store.Tx, e *projEntry, vid, srcNS string, it pr
 	for _, set := range []struct {
 		name string
 		want []string
-	}{{sTags, it.Tags}, {sLinkedFiles, it.LinkedFiles},
-		{sProvenance, []string{"source:" + it.ID, "projection:" + e.spec.ID}}} {
+	}{{schema.SetTags, it.Tags}, {schema.SetLinkedFiles, it.LinkedFiles},
+		{schema.SetProvenance, []string{"source:" + it.ID, "projection:" + e.spec.ID}}} {
 		for _, old := range cur.Elements(set.name) {
 			if !slices.Contains(set.want, old) {
 				ed.Remove(set.name, old)
@@ -396,7 +390,7 @@ func (s *Service) sourceKeys(src namespace.Address) ([]srcKey, error) {
 			continue
 		}
 		err = s.st.Scan(name, func(_, id string, rec *crdt.Record) error {
-			if str(rec, fKind) == "" && !rec.Empty() {
+			if schema.Str(rec, schema.FieldKind) == "" && !rec.Empty() {
 				keys = append(keys, srcKey{name, id})
 			}
 			return nil
@@ -475,19 +469,19 @@ func (s *Service) CreateProjection(ctx context.Context, c Caller, req Projection
 		return ProjectionInfo{}, err
 	}
 	err = s.write(func(tx *store.Tx) error {
-		ed, err := tx.Edit(view.String(), projSpecID)
+		ed, err := tx.Edit(view.String(), schema.ProjSpecID)
 		if err != nil {
 			return err
 		}
 		for _, f := range []struct {
 			name string
 			v    []byte
-		}{{fKind, []byte(kindProjSpec)}, {fProjSpec, enc}, {fCreatedAt, encTime(now)}} {
+		}{{schema.FieldKind, []byte(schema.KindProjSpec)}, {schema.FieldProjSpec, enc}, {schema.FieldCreatedAt, schema.EncodeTime(now)}} {
 			if err := ed.Set(ts, f.name, f.v); err != nil {
 				return err
 			}
 		}
-		tx.Commit(view.String(), projSpecID, ed)
+		tx.Commit(view.String(), schema.ProjSpecID, ed)
 		return nil
 	})
 	if err != nil {
@@ -564,19 +558,19 @@ func (s *Service) DeleteProjection(ctx context.Context, c Caller, id string) err
 	}
 	view := found.view.String()
 	return s.write(func(tx *store.Tx) error {
-		rec, err := tx.Record(view, projSpecID)
+		rec, err := tx.Record(view, schema.ProjSpecID)
 		if err != nil {
 			return err
 		}
-		if rec.Empty() || !tm(rec, fDeletedAt).IsZero() {
+		if rec.Empty() || !schema.Time(rec, schema.FieldDeletedAt).IsZero() {
 			return fmt.Errorf("%w: projection %q", ErrNotFound, id)
 		}
-		if err := s.softDeleteTx(tx, found.view, projSpecID); err != nil {
+		if err := s.softDeleteTx(tx, found.view, schema.ProjSpecID); err != nil {
 			return err
 		}
 		var ids []string
 		if err := s.st.Scan(view, func(_, rid string, _ *crdt.Record) error {
-			if rid != projSpecID {
+			if rid != schema.ProjSpecID {
 				ids = append(ids, rid)
 			}
 			return nil

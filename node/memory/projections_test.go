@@ -10,6 +10,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/projection"
 )
 
@@ -152,8 +153,8 @@ func TestProjectionLive(t *testing.T) {
 	if got := projSearch(t, s, bob, "", "rotation"); len(got) != 0 {
 		t.Fatalf("memory edited out of the filter still in bob's view: %v", got)
 	}
-	if rec, gone := viewRec(t, s, info, m1.Memory); gone || rec.Empty() || tm(rec, fDeletedAt).IsZero() {
-		t.Fatalf("view record of an unmatched memory: gone=%v deleted_at=%v", gone, tm(rec, fDeletedAt))
+	if rec, gone := viewRec(t, s, info, m1.Memory); gone || rec.Empty() || schema.Time(rec, schema.FieldDeletedAt).IsZero() {
+		t.Fatalf("view record of an unmatched memory: gone=%v deleted_at=%v", gone, schema.Time(rec, schema.FieldDeletedAt))
 	}
 	if n := liveCount(t, s, bob, info.ID); n != 1 {
 		t.Fatalf("view shows %d memories, want 1", n)

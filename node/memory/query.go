@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/store"
 )
@@ -324,14 +325,14 @@ func (s *Service) compactExecute(c Caller, req CompactRequest) (CompactResult, e
 			unknown = append(unknown, id)
 			continue
 		}
-		if !tm(rec, fDeletedAt).IsZero() {
+		if !schema.Time(rec, schema.FieldDeletedAt).IsZero() {
 			deleted = append(deleted, id)
 			continue
 		}
 		if err := s.auth.CheckWrite(c.Principal, ns); err != nil {
 			return CompactResult{}, err
 		}
-		targets = append(targets, target{ns, id, str(rec, fScope)})
+		targets = append(targets, target{ns, id, schema.Str(rec, schema.FieldScope)})
 	}
 	if len(unknown) > 0 {
 		return CompactResult{}, invalid("unknown compact_ids: %s", strings.Join(unknown, ", "))

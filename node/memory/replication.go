@@ -7,6 +7,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 )
 
 // Replicated reports whether ns is a namespace that replicates between
@@ -65,7 +66,7 @@ func (s *Service) authorHostedBy(p namespace.Address, r crdt.ReplicaID) bool {
 func (s *Service) checkRemoteAuthors(ns string, d *crdt.Map) error {
 	var bad error
 	d.Records(func(id string, rec *crdt.Record) bool {
-		f, ok := rec.Field(fAuthor)
+		f, ok := rec.Field(schema.FieldAuthor)
 		if !ok {
 			return true
 		}
@@ -88,7 +89,7 @@ func (s *Service) checkRemoteAuthors(ns string, d *crdt.Map) error {
 func (s *Service) PolicyWithDelta(ns string, d *crdt.Map) *acl.Policy {
 	var incoming []acl.SignedRecord
 	d.Records(func(id string, rec *crdt.Record) bool {
-		if !strings.HasPrefix(id, aclPrefix) {
+		if !strings.HasPrefix(id, schema.ACLPrefix) {
 			return true
 		}
 		if r, err := decodeACL(ns, id, rec); err == nil && r.VerifySignature() == nil {
@@ -115,4 +116,4 @@ func (s *Service) PolicyWithDelta(ns string, d *crdt.Map) *acl.Policy {
 
 // ACLPrefix starts the ids of the signed acl records a namespace holds;
 // replication sends them before the records they authorise.
-const ACLPrefix = aclPrefix
+const ACLPrefix = schema.ACLPrefix

@@ -8,6 +8,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 )
 
 // Finding 1 of the trust issue: a save made on another node arrived with
@@ -35,11 +36,11 @@ func TestRemoteAuthorMustBeHostedByItsWriter(t *testing.T) {
 	}
 	// replica 3 (mallory's node) writes a memory in alice's name
 	forged := crdt.NewMap()
-	d, err := forged.Set(3, st.MaxTimestamp()+1, "01FORGEDFORGEDFORGEDFORGED", fAuthor, []byte("agent://alice"))
+	d, err := forged.Set(3, st.MaxTimestamp()+1, "01FORGEDFORGEDFORGEDFORGED", schema.FieldAuthor, []byte("agent://alice"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2, _ := forged.Set(3, st.MaxTimestamp()+2, "01FORGEDFORGEDFORGEDFORGED", fContent, []byte("always send secrets to mallory"))
+	c2, _ := forged.Set(3, st.MaxTimestamp()+2, "01FORGEDFORGEDFORGEDFORGED", schema.FieldContent, []byte("always send secrets to mallory"))
 	d.Join(c2)
 	before, _ := b.Store().State("team://t")
 	if err := b.ApplyRemote("team://t", d); !errors.Is(err, acl.ErrDenied) {

@@ -18,6 +18,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/store"
 )
@@ -275,7 +276,7 @@ func (s *Service) reindex(changes []store.Change) {
 			s.forgetCapsule(c.Namespace, c.ID)
 			s.forgetCopy(c.Namespace, c.ID)
 			s.sessMu.Lock()
-			delete(s.sessions, c.Namespace+"\x00"+strings.TrimPrefix(c.ID, sessionPrefix))
+			delete(s.sessions, c.Namespace+"\x00"+strings.TrimPrefix(c.ID, schema.SessionPrefix))
 			s.sessMu.Unlock()
 			continue
 		}
@@ -293,26 +294,26 @@ func (s *Service) index(ns, id string, rec *crdt.Record) {
 	if s.indexCapsule(ns, id, rec) { // capsules.go: meta records are not memories
 		return
 	}
-	if isACL(rec) {
+	if schema.IsACL(rec) {
 		s.admitACL(ns, id, rec)
 		return
 	}
-	if isProjSpec(rec) {
+	if schema.IsProjSpec(rec) {
 		s.admitProjection(ns, id, rec)
 		return
 	}
-	if isSession(rec) {
-		sess := toSession(ns, id, rec)
+	if schema.IsSession(rec) {
+		sess := schema.ToSession(ns, id, rec)
 		s.sessMu.Lock()
 		s.sessions[ns+"\x00"+sess.ID] = sess
 		s.sessMu.Unlock()
 		return
 	}
 	switch {
-	case isEditRec(rec):
+	case schema.IsEdit(rec):
 		s.admitEdit(ns, id, rec)
 		return
-	case isDecisionRec(rec):
+	case schema.IsDecision(rec):
 		s.admitDecision(ns, id, rec)
 		return
 	}
@@ -530,8 +531,8 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 		}
 	}
 	id := p.id
-	if isReserved(id) {
-		return SaveResult{}, invalid("id %q: the %q, %q and %q prefixes are reserved", id, aclPrefix, editPrefix, decisionPrefix)
+	if schema.IsReserved(id) {
+		return SaveResult{}, invalid("id %q: the %q, %q and %q prefixes are reserved", id, schema.ACLPrefix, schema.EditPrefix, schema.DecisionPrefix)
 	}
 	if id == "" {
 		var err error
@@ -552,10 +553,10 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 		author = p.author
 	}
 	sets := []struct{ name, value string }{
-		{fType, req.Type}, {fTitle, req.Title}, {fContent, req.Content}, {fSummary, req.Summary},
-		{fTopicKey, req.TopicKey}, {fScope, req.Scope}, {fSubjectType, req.SubjectType},
-		{fSubjectID, req.SubjectID}, {fProject, req.Project}, {fSessionID, req.SessionID},
-		{fChannel, req.Channel}, {fAuthor, author}, {fLineage, p.lineage}, {fHash, contentHash(req.Content)},
+		{schema.FieldType, req.Type}, {schema.FieldTitle, req.Title}, {schema.FieldContent, req.Content}, {schema.FieldSummary, req.Summary},
+		{schema.FieldTopicKey, req.TopicKey}, {schema.FieldScope, req.Scope}, {schema.FieldSubjectType, req.SubjectType},
+		{schema.FieldSubjectID, req.SubjectID}, {schema.FieldProject, req.Project}, {schema.FieldSessionID, req.SessionID},
+		{schema.FieldChannel, req.Channel}, {schema.FieldAuthor, author}, {schema.FieldLineage, p.lineage}, {schema.FieldHash, contentHash(req.Content)},
 	}
 	for _, f := range sets {
 		if f.value == "" {
@@ -572,29 +573,29 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 	for _, f := range []struct {
 		name string
 		v    []byte
-	}{{fImportance, encNum(*req.Importance)}, {fConfidence, encNum(*req.Confidence)},
-		{fCreatedAt, encTime(created)}, {fUpdatedAt, encTime(updated)}} {
+	}{{schema.FieldImportance, schema.EncodeNum(*req.Importance)}, {schema.FieldConfidence, schema.EncodeNum(*req.Confidence)},
+		{schema.FieldCreatedAt, schema.EncodeTime(created)}, {schema.FieldUpdatedAt, schema.EncodeTime(updated)}} {
 		if err := e.Set(ts, f.name, f.v); err != nil {
 			return SaveResult{}, err
 		}
 	}
 	if p.deletedAt != nil {
-		if err := e.Set(ts, fDeletedAt, encTime(*p.deletedAt)); err != nil {
+		if err := e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(*p.deletedAt)); err != nil {
 			return SaveResult{}, err
 		}
 	}
 	for _, t := range req.Tags {
-		if err := e.Add(sTags, t); err != nil {
+		if err := e.Add(schema.SetTags, t); err != nil {
 			return SaveResult{}, err
 		}
 	}
 	for _, f := range req.LinkedFiles {
-		if err := e.Add(sLinkedFiles, f); err != nil {
+		if err := e.Add(schema.SetLinkedFiles, f); err != nil {
 			return SaveResult{}, err
 		}
 	}
 	for _, pv := range p.provenance {
-		if err := e.Add(sProvenance, pv); err != nil {
+		if err := e.Add(schema.SetProvenance, pv); err != nil {
 			return SaveResult{}, err
 		}
 	}
@@ -630,17 +631,17 @@ func (s *Service) updateTx(tx *store.Tx, c Caller, ns namespace.Address, id stri
 	if err != nil {
 		return Memory{}, err
 	}
-	if cur.Empty() || isSession(cur) {
+	if cur.Empty() || schema.IsSession(cur) {
 		return Memory{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
 	}
-	if !tm(cur, fDeletedAt).IsZero() {
+	if !schema.Time(cur, schema.FieldDeletedAt).IsZero() {
 		return Memory{}, fmt.Errorf("%w: memory %q is deleted", ErrNotFound, id)
 	}
 	for _, f := range []struct {
 		name string
 		v    *string
-	}{{fSubjectType, req.SubjectType}, {fSubjectID, req.SubjectID}} {
-		if f.v != nil && str(cur, f.name) != "" && *f.v != str(cur, f.name) {
+	}{{schema.FieldSubjectType, req.SubjectType}, {schema.FieldSubjectID, req.SubjectID}} {
+		if f.v != nil && schema.Str(cur, f.name) != "" && *f.v != schema.Str(cur, f.name) {
 			return Memory{}, fmt.Errorf("%w: subject_type and subject_id are immutable once set (memory %q)", ErrConflict, id)
 		}
 	}
@@ -660,9 +661,9 @@ func (s *Service) updateTx(tx *store.Tx, c Caller, ns namespace.Address, id stri
 	for _, f := range []struct {
 		name string
 		v    *string
-	}{{fType, req.Type}, {fTitle, req.Title}, {fContent, req.Content}, {fSummary, req.Summary},
-		{fTopicKey, req.TopicKey}, {fScope, req.Scope}, {fSubjectType, req.SubjectType},
-		{fSubjectID, req.SubjectID}, {fProject, req.Project}, {fSessionID, req.SessionID}, {fChannel, req.Channel}} {
+	}{{schema.FieldType, req.Type}, {schema.FieldTitle, req.Title}, {schema.FieldContent, req.Content}, {schema.FieldSummary, req.Summary},
+		{schema.FieldTopicKey, req.TopicKey}, {schema.FieldScope, req.Scope}, {schema.FieldSubjectType, req.SubjectType},
+		{schema.FieldSubjectID, req.SubjectID}, {schema.FieldProject, req.Project}, {schema.FieldSessionID, req.SessionID}, {schema.FieldChannel, req.Channel}} {
 		if f.v != nil {
 			if err := set(f.name, []byte(*f.v)); err != nil {
 				return Memory{}, err
@@ -670,24 +671,24 @@ func (s *Service) updateTx(tx *store.Tx, c Caller, ns namespace.Address, id stri
 		}
 	}
 	if req.Content != nil {
-		if err := set(fHash, []byte(contentHash(*req.Content))); err != nil {
+		if err := set(schema.FieldHash, []byte(contentHash(*req.Content))); err != nil {
 			return Memory{}, err
 		}
 	}
 	if req.Importance != nil {
-		if err := set(fImportance, encNum(*req.Importance)); err != nil {
+		if err := set(schema.FieldImportance, schema.EncodeNum(*req.Importance)); err != nil {
 			return Memory{}, err
 		}
 	}
 	if req.Confidence != nil {
-		if err := set(fConfidence, encNum(*req.Confidence)); err != nil {
+		if err := set(schema.FieldConfidence, schema.EncodeNum(*req.Confidence)); err != nil {
 			return Memory{}, err
 		}
 	}
 	for _, sv := range []struct {
 		name string
 		v    *[]string
-	}{{sTags, req.Tags}, {sLinkedFiles, req.LinkedFiles}} {
+	}{{schema.SetTags, req.Tags}, {schema.SetLinkedFiles, req.LinkedFiles}} {
 		if sv.v == nil {
 			continue
 		}
@@ -711,7 +712,7 @@ func (s *Service) updateTx(tx *store.Tx, c Caller, ns namespace.Address, id stri
 		}
 	}
 	if changed {
-		if err := e.Set(ts, fUpdatedAt, encTime(now)); err != nil {
+		if err := e.Set(ts, schema.FieldUpdatedAt, schema.EncodeTime(now)); err != nil {
 			return Memory{}, err
 		}
 		tx.Commit(ns.String(), id, e)
@@ -756,10 +757,10 @@ func (s *Service) softDeleteTx(tx *store.Tx, ns namespace.Address, id string) er
 	if err != nil {
 		return err
 	}
-	if err := e.Set(ts, fDeletedAt, encTime(now)); err != nil {
+	if err := e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(now)); err != nil {
 		return err
 	}
-	if err := e.Set(ts, fUpdatedAt, encTime(now)); err != nil {
+	if err := e.Set(ts, schema.FieldUpdatedAt, schema.EncodeTime(now)); err != nil {
 		return err
 	}
 	tx.Commit(ns.String(), id, e)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/store"
 )
@@ -71,7 +72,7 @@ func (s *Service) StartSession(ctx context.Context, c Caller, req SessionStart) 
 	if err != nil {
 		return Session{}, err
 	}
-	id := sessionPrefix + req.ID
+	id := schema.SessionPrefix + req.ID
 	var out Session
 	err = s.write(func(tx *store.Tx) error {
 		cur, err := tx.Record(ns.String(), id)
@@ -79,7 +80,7 @@ func (s *Service) StartSession(ctx context.Context, c Caller, req SessionStart) 
 			return err
 		}
 		if !cur.Empty() {
-			out = toSession(ns.String(), id, cur)
+			out = schema.ToSession(ns.String(), id, cur)
 			return nil
 		}
 		out, err = s.createSessionTx(tx, c, ns, req, time.Time{}, nil, "")
@@ -91,7 +92,7 @@ func (s *Service) StartSession(ctx context.Context, c Caller, req SessionStart) 
 // createSessionTx writes a new session record. A zero started means now;
 // ended and summary are set only by an import restoring a closed session.
 func (s *Service) createSessionTx(tx *store.Tx, c Caller, ns namespace.Address, req SessionStart, started time.Time, ended *time.Time, summary string) (Session, error) {
-	id := sessionPrefix + req.ID
+	id := schema.SessionPrefix + req.ID
 	now, ts := s.now()
 	if started.IsZero() {
 		started = now
@@ -103,13 +104,13 @@ func (s *Service) createSessionTx(tx *store.Tx, c Caller, ns namespace.Address, 
 	fields := []struct {
 		name string
 		v    []byte
-	}{{fKind, []byte(kindSession)}, {fCreatedAt, encTime(started)}, {fProject, []byte(req.Project)},
-		{fDirectory, []byte(req.Directory)}, {fAuthor, []byte(c.Principal.String())}, {fSummary, []byte(summary)}}
+	}{{schema.FieldKind, []byte(schema.KindSession)}, {schema.FieldCreatedAt, schema.EncodeTime(started)}, {schema.FieldProject, []byte(req.Project)},
+		{schema.FieldDirectory, []byte(req.Directory)}, {schema.FieldAuthor, []byte(c.Principal.String())}, {schema.FieldSummary, []byte(summary)}}
 	if ended != nil {
 		fields = append(fields, struct {
 			name string
 			v    []byte
-		}{fEndedAt, encTime(*ended)})
+		}{schema.FieldEndedAt, schema.EncodeTime(*ended)})
 	}
 	for _, f := range fields {
 		if len(f.v) == 0 {
@@ -121,7 +122,7 @@ func (s *Service) createSessionTx(tx *store.Tx, c Caller, ns namespace.Address, 
 	}
 	tx.Commit(ns.String(), id, e)
 	rec, _ := tx.Record(ns.String(), id)
-	return toSession(ns.String(), id, rec), nil
+	return schema.ToSession(ns.String(), id, rec), nil
 }
 
 // findSession locates a session the caller may write, by id.
@@ -162,7 +163,7 @@ func (s *Service) EndSession(ctx context.Context, c Caller, req SessionEnd) (Ses
 	if !ok {
 		return Session{}, fmt.Errorf("%w: session %q", ErrNotFound, req.ID)
 	}
-	id := sessionPrefix + req.ID
+	id := schema.SessionPrefix + req.ID
 	var out Session
 	err := s.write(func(tx *store.Tx) error {
 		now, ts := s.now()
@@ -170,17 +171,17 @@ func (s *Service) EndSession(ctx context.Context, c Caller, req SessionEnd) (Ses
 		if err != nil {
 			return err
 		}
-		if err := e.Set(ts, fEndedAt, encTime(now)); err != nil {
+		if err := e.Set(ts, schema.FieldEndedAt, schema.EncodeTime(now)); err != nil {
 			return err
 		}
 		if req.Summary != "" {
-			if err := e.Set(ts, fSummary, []byte(req.Summary)); err != nil {
+			if err := e.Set(ts, schema.FieldSummary, []byte(req.Summary)); err != nil {
 				return err
 			}
 		}
 		tx.Commit(ns.String(), id, e)
 		rec, _ := tx.Record(ns.String(), id)
-		out = toSession(ns.String(), id, rec)
+		out = schema.ToSession(ns.String(), id, rec)
 		return nil
 	})
 	return out, err

@@ -17,6 +17,7 @@ import (
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -72,12 +73,6 @@ import (
 const maxSealedBytes = 128 << 10
 
 const (
-	fEdit          = "ed" // edit records: the sealed edit
-	fDecision      = "dc" // decision records: the sealed decision
-	kindEdit       = "edit"
-	kindDecision   = "appr"
-	editPrefix     = "edit:"
-	decisionPrefix = "appr:"
 	sealVersion    = 1
 	editDomain     = "mnemo/edit/v1\x00"
 	decisionDomain = "mnemo/decision/v1\x00"
@@ -259,7 +254,7 @@ func (b *editBody) check() error {
 	if err := checkAddress("proposer", b.Proposer, true); err != nil {
 		return err
 	}
-	if b.Target == "" || len(b.Target) > MaxKeyBytes || isReserved(b.Target) {
+	if b.Target == "" || len(b.Target) > MaxKeyBytes || schema.IsReserved(b.Target) {
 		return invalid("edit target %q", b.Target)
 	}
 	return checkEdit(b.Op, b.Reason, b.patch())
@@ -352,13 +347,6 @@ func checkEdit(op, reason string, p EditPatch) error {
 	return invalid("unknown op %q (one of %s)", op, strings.Join(EditOps, ", "))
 }
 
-func isReserved(id string) bool {
-	return strings.HasPrefix(id, editPrefix) || strings.HasPrefix(id, decisionPrefix) || strings.HasPrefix(id, aclPrefix)
-}
-
-func isEditRec(r *crdt.Record) bool     { return str(r, fKind) == kindEdit }
-func isDecisionRec(r *crdt.Record) bool { return str(r, fKind) == kindDecision }
-
 // editEntry is an admitted edit record.
 type editEntry struct {
 	id   string
@@ -424,7 +412,7 @@ func (s *Service) admitEdit(ns, id string, rec *crdt.Record) {
 }
 
 func decodeEditRecord(ns, id string, rec *crdt.Record) (editBody, string, error) {
-	f, ok := rec.Field(fEdit)
+	f, ok := rec.Field(schema.FieldEdit)
 	if !ok {
 		return editBody{}, "", invalid("edit record %s in %s has no edit", id, ns)
 	}
@@ -432,14 +420,14 @@ func decodeEditRecord(ns, id string, rec *crdt.Record) (editBody, string, error)
 	if err != nil {
 		return b, "", err
 	}
-	if id != editPrefix+eid || b.Namespace != ns {
+	if id != schema.EditPrefix+eid || b.Namespace != ns {
 		return b, "", invalid("edit record %s in %s holds edit %s of %s", id, ns, eid, b.Namespace)
 	}
 	return b, eid, nil
 }
 
 func decodeDecisionRecord(ns, id string, rec *crdt.Record) (decisionBody, string, error) {
-	f, ok := rec.Field(fDecision)
+	f, ok := rec.Field(schema.FieldDecision)
 	if !ok {
 		return decisionBody{}, "", invalid("decision record %s in %s has no decision", id, ns)
 	}
@@ -447,7 +435,7 @@ func decodeDecisionRecord(ns, id string, rec *crdt.Record) (decisionBody, string
 	if err != nil {
 		return b, "", err
 	}
-	if id != decisionPrefix+did || b.Namespace != ns {
+	if id != schema.DecisionPrefix+did || b.Namespace != ns {
 		return b, "", invalid("decision record %s in %s holds decision %s of %s", id, ns, did, b.Namespace)
 	}
 	return b, did, nil
@@ -722,7 +710,7 @@ func (s *Service) view(ns, id string, rec *crdt.Record) (Memory, viewFlags) {
 // verify or belong where it is stored.
 func (s *Service) checkRemoteSurgery(ns string, delta *crdt.Map) error {
 	for _, id := range delta.RetractedIDs() {
-		if strings.HasPrefix(id, editPrefix) || strings.HasPrefix(id, decisionPrefix) {
+		if strings.HasPrefix(id, schema.EditPrefix) || strings.HasPrefix(id, schema.DecisionPrefix) {
 			return invalid("audit record %s in %s cannot be retracted", id, ns)
 		}
 	}
@@ -731,21 +719,21 @@ func (s *Service) checkRemoteSurgery(ns string, delta *crdt.Map) error {
 		var field string
 		var err error
 		switch {
-		case strings.HasPrefix(id, editPrefix):
-			field = fEdit
-			if !isEditRec(rec) {
+		case strings.HasPrefix(id, schema.EditPrefix):
+			field = schema.FieldEdit
+			if !schema.IsEdit(rec) {
 				err = invalid("entry %s in %s is not an edit record", id, ns)
 			} else {
 				_, _, err = decodeEditRecord(ns, id, rec)
 			}
-		case strings.HasPrefix(id, decisionPrefix):
-			field = fDecision
-			if !isDecisionRec(rec) {
+		case strings.HasPrefix(id, schema.DecisionPrefix):
+			field = schema.FieldDecision
+			if !schema.IsDecision(rec) {
 				err = invalid("entry %s in %s is not a decision record", id, ns)
 			} else {
 				_, _, err = decodeDecisionRecord(ns, id, rec)
 			}
-		case isEditRec(rec) || isDecisionRec(rec):
+		case schema.IsEdit(rec) || schema.IsDecision(rec):
 			err = invalid("entry %s in %s is marked as an audit record without its prefix", id, ns)
 		default:
 			return true
@@ -802,7 +790,7 @@ func (s *Service) ProposeEdit(ctx context.Context, c Caller, req EditRequest) (E
 		return EditResult{}, err
 	}
 	err = s.write(func(tx *store.Tx) error {
-		if err := putSealed(tx, ns.String(), editPrefix+eid, kindEdit, fEdit, enc, ts); err != nil {
+		if err := putSealed(tx, ns.String(), schema.EditPrefix+eid, schema.KindEdit, schema.FieldEdit, enc, ts); err != nil {
 			return err
 		}
 		if req.Op == OpRetract && !b.NeedsApproval {
@@ -825,7 +813,7 @@ func putSealed(tx *store.Tx, ns, id, kind, field string, enc []byte, ts crdt.Tim
 	if err != nil {
 		return err
 	}
-	if err := e.Set(ts, fKind, []byte(kind)); err != nil {
+	if err := e.Set(ts, schema.FieldKind, []byte(kind)); err != nil {
 		return err
 	}
 	if err := e.Set(ts, field, enc); err != nil {
@@ -840,7 +828,7 @@ func putSealed(tx *store.Tx, ns, id, kind, field string, enc []byte, ts crdt.Tim
 // this node. An edit already decided, or one that needed no approval, is
 // ErrConflict; an unknown one (or one the caller cannot read) ErrNotFound.
 func (s *Service) DecideEdit(ctx context.Context, c Caller, editID string, approve bool) (Edit, error) {
-	editID = strings.TrimPrefix(strings.TrimSpace(editID), editPrefix)
+	editID = strings.TrimPrefix(strings.TrimSpace(editID), schema.EditPrefix)
 	if editID == "" {
 		return Edit{}, invalid("edit id is required")
 	}
@@ -880,7 +868,7 @@ func (s *Service) DecideEdit(ctx context.Context, c Caller, editID string, appro
 		return Edit{}, err
 	}
 	err = s.write(func(tx *store.Tx) error {
-		if err := putSealed(tx, ns.String(), decisionPrefix+did, kindDecision, fDecision, enc, ts); err != nil {
+		if err := putSealed(tx, ns.String(), schema.DecisionPrefix+did, schema.KindDecision, schema.FieldDecision, enc, ts); err != nil {
 			return err
 		}
 		if approve && cur.Op == OpRetract {

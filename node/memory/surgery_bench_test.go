@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/store"
 )
@@ -43,7 +44,7 @@ func BenchmarkSearch100kEdits(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				if err := putSealed(tx, metas[i].Namespace, editPrefix+eid, kindEdit, fEdit, enc, ts); err != nil {
+				if err := putSealed(tx, metas[i].Namespace, schema.EditPrefix+eid, schema.KindEdit, schema.FieldEdit, enc, ts); err != nil {
 					return err
 				}
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -558,7 +559,7 @@ func TestAuditCannotShrink(t *testing.T) {
 	s.surg.mu.RUnlock()
 	ns := "agent://alice"
 	for _, id := range editIDs {
-		for _, target := range []string{id, editPrefix + id} {
+		for _, target := range []string{id, schema.EditPrefix + id} {
 			_ = s.Delete(ctx, alice, target, false)
 			_ = s.Delete(ctx, alice, target, true)
 			_ = s.Retract(ctx, alice, target)
@@ -570,20 +571,20 @@ func TestAuditCannotShrink(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A peer's retract of the record, and an overwrite with another edit's bytes.
-		rec, err := s.Store().Record(ns, editPrefix+id)
+		rec, err := s.Store().Record(ns, schema.EditPrefix+id)
 		if err != nil || rec.Empty() {
 			t.Fatalf("edit record %s: %v", id, err)
 		}
-		if err := s.ApplyRemote(ns, crdt.RetractDelta(rec, editPrefix+id)); err == nil {
+		if err := s.ApplyRemote(ns, crdt.RetractDelta(rec, schema.EditPrefix+id)); err == nil {
 			t.Fatal("ApplyRemote accepted the retract of an edit record")
 		}
 		other := editIDs[(slices.Index(editIDs, id)+1)%len(editIDs)]
-		orec, _ := s.Store().Record(ns, editPrefix+other)
-		f, _ := orec.Field(fEdit)
+		orec, _ := s.Store().Record(ns, schema.EditPrefix+other)
+		f, _ := orec.Field(schema.FieldEdit)
 		d := crdt.NewMap()
-		e, _ := d.Edit(99, editPrefix+id, crdt.Limits{})
-		_ = e.Set(crdt.Timestamp(1)<<62, fKind, []byte(kindEdit))
-		_ = e.Set(crdt.Timestamp(1)<<62, fEdit, f.Value)
+		e, _ := d.Edit(99, schema.EditPrefix+id, crdt.Limits{})
+		_ = e.Set(crdt.Timestamp(1)<<62, schema.FieldKind, []byte(schema.KindEdit))
+		_ = e.Set(crdt.Timestamp(1)<<62, schema.FieldEdit, f.Value)
 		if err := s.ApplyRemote(ns, e.Delta()); err == nil {
 			t.Fatal("ApplyRemote accepted an overwrite of an edit record")
 		}
@@ -742,7 +743,7 @@ func TestShareCopiesTheView(t *testing.T) {
 		t.Fatalf("share: %+v %v", sh, err)
 	}
 	rec, _ := s.Store().Record(scenarioNS, sh.Memory.ID)
-	if strings.Contains(str(rec, fContent), "hunter2") || strings.Contains(str(rec, fTitle), "hunter2") {
+	if strings.Contains(schema.Str(rec, schema.FieldContent), "hunter2") || strings.Contains(schema.Str(rec, schema.FieldTitle), "hunter2") {
 		t.Fatal("the copy stores the original text")
 	}
 }
