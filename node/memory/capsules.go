@@ -321,10 +321,13 @@ func (s *Service) CreateCapsule(ctx context.Context, c Caller, req CapsuleReques
 				name string
 				v    []byte
 			}{{schema.FieldKind, []byte(schema.KindCapsule)}, {schema.FieldCapsule, enc}, {schema.FieldAuthor, []byte(creator.String())},
-				{schema.FieldCreatedAt, schema.EncodeTime(now)}, {schema.FieldUpdatedAt, schema.EncodeTime(now)}} {
+				{schema.FieldCreatedAt, schema.EncodeTime(now)}} {
 				if err := e.Set(ts, f.name, f.v); err != nil {
 					return err
 				}
+			}
+			if err := schema.Touch(e, ts, now); err != nil {
+				return err
 			}
 			tx.Commit(ns.String(), schema.CapsuleMetaID, e)
 			for _, src := range sources {
@@ -639,7 +642,7 @@ func (s *Service) RevokeCapsule(ctx context.Context, c Caller, id string) (Capsu
 				if err := ed.Set(ts, schema.FieldRevokedAt, schema.EncodeTime(now)); err != nil {
 					return err
 				}
-				if err := ed.Set(ts, schema.FieldUpdatedAt, schema.EncodeTime(now)); err != nil {
+				if err := schema.Touch(ed, ts, now); err != nil {
 					return err
 				}
 				tx.Commit(e.ns, schema.CapsuleMetaID, ed)

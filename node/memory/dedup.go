@@ -608,7 +608,7 @@ func (s *Service) MergeDuplicates(ctx context.Context, c Caller, req MergeReques
 				return err
 			}
 		}
-		if err := e.Set(ts, schema.FieldUpdatedAt, schema.EncodeTime(now)); err != nil {
+		if err := schema.Touch(e, ts, now); err != nil {
 			return err
 		}
 		tx.Commit(ns.String(), surv.ID, e)
@@ -617,13 +617,14 @@ func (s *Service) MergeDuplicates(ctx context.Context, c Caller, req MergeReques
 			if err != nil {
 				return err
 			}
-			for _, f := range []struct {
-				name string
-				v    []byte
-			}{{schema.FieldDeletedAt, schema.EncodeTime(now)}, {schema.FieldUpdatedAt, schema.EncodeTime(now)}, {schema.FieldLineage, []byte(surv.ID)}} {
-				if err := e.Set(ts, f.name, f.v); err != nil {
-					return err
-				}
+			if err := e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(now)); err != nil {
+				return err
+			}
+			if err := schema.Touch(e, ts, now); err != nil {
+				return err
+			}
+			if err := e.Set(ts, schema.FieldLineage, []byte(surv.ID)); err != nil {
+				return err
 			}
 			tx.Commit(ns.String(), id, e)
 		}

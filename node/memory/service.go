@@ -574,10 +574,13 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 		name string
 		v    []byte
 	}{{schema.FieldImportance, schema.EncodeNum(*req.Importance)}, {schema.FieldConfidence, schema.EncodeNum(*req.Confidence)},
-		{schema.FieldCreatedAt, schema.EncodeTime(created)}, {schema.FieldUpdatedAt, schema.EncodeTime(updated)}} {
+		{schema.FieldCreatedAt, schema.EncodeTime(created)}} {
 		if err := e.Set(ts, f.name, f.v); err != nil {
 			return SaveResult{}, err
 		}
+	}
+	if err := schema.Touch(e, ts, updated); err != nil {
+		return SaveResult{}, err
 	}
 	if p.deletedAt != nil {
 		if err := e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(*p.deletedAt)); err != nil {
@@ -712,7 +715,7 @@ func (s *Service) updateTx(tx *store.Tx, c Caller, ns namespace.Address, id stri
 		}
 	}
 	if changed {
-		if err := e.Set(ts, schema.FieldUpdatedAt, schema.EncodeTime(now)); err != nil {
+		if err := schema.Touch(e, ts, now); err != nil {
 			return Memory{}, err
 		}
 		tx.Commit(ns.String(), id, e)
@@ -760,7 +763,7 @@ func (s *Service) softDeleteTx(tx *store.Tx, ns namespace.Address, id string) er
 	if err := e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(now)); err != nil {
 		return err
 	}
-	if err := e.Set(ts, schema.FieldUpdatedAt, schema.EncodeTime(now)); err != nil {
+	if err := schema.Touch(e, ts, now); err != nil {
 		return err
 	}
 	tx.Commit(ns.String(), id, e)
