@@ -50,6 +50,21 @@ func TestEdgesLinkNoStorage(t *testing.T) {
 	}
 }
 
+// TestSchemaIsPure guards "one schema" in DESIGN.md: node/schema is shared
+// by the node and the simulator, so it defines the stored shape without the
+// memory core, the store or anything heavy behind it (issue 12).
+func TestSchemaIsPure(t *testing.T) {
+	forbidden := append(slices.Clone(storageAndTransport),
+		"github.com/mnemohq/mnemo/node/memory",
+		"github.com/mnemohq/mnemo/node/store",
+	)
+	for _, p := range deps(t, "./node/schema") {
+		if f, bad := matches(p, forbidden); bad {
+			t.Errorf("node/schema depends on %s (%s); DESIGN.md keeps the schema below the memory core", p, f)
+		}
+	}
+}
+
 // deps lists the import paths pattern depends on, transitively, as
 // `go list -deps` does (tests excluded).
 func deps(t *testing.T, pattern string) []string {
