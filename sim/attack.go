@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
@@ -66,7 +67,7 @@ func (s *Sim) attack(n *simNode, j int) bool {
 			return false
 		}
 		ts := n.clock.Now(s.wall())
-		if err := firstErr(e.Set(ts, "title", []byte("forged in "+string(w.id))), e.Set(ts, "ua", []byte("x"))); err != nil {
+		if err := firstErr(e.Set(ts, schema.FieldTitle, []byte("forged in "+string(w.id))), schema.Touch(e, ts, s.wall())); err != nil {
 			return false
 		}
 		d := e.Delta()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/sync/replica"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
@@ -19,8 +20,8 @@ func (allowAll) ReplicaMayWrite(crdt.ReplicaID, string) bool { return true }
 
 // TestLostRemoveRepaired is the minimal reproducer of a bug this simulator
 // found (doc.go): a delta that removes a set element is lost, a later edit
-// of the same record (which overwrites "ua", so its context covers the lost
-// delta's dot) arrives, and digest sync must still drop the element.
+// of the same record (which overwrites updated_at, so its context covers
+// the lost delta's dot) arrives, and digest sync must still drop the element.
 func TestLostRemoveRepaired(t *testing.T) {
 	const ns = "team://t"
 	now := epoch
@@ -87,7 +88,7 @@ func TestLostRemoveRepaired(t *testing.T) {
 		}
 		ts := n.clock.Now(now)
 		f(e, ts)
-		if err := e.Set(ts, "ua", []byte(now.String())); err != nil {
+		if err := schema.Touch(e, ts, now); err != nil {
 			t.Fatal(err)
 		}
 		d := e.Delta()
@@ -96,11 +97,14 @@ func TestLostRemoveRepaired(t *testing.T) {
 		n.eng.LocalDelta(ns, d)
 		pump()
 	}
-	edit(a, func(e *crdt.Edit, ts crdt.Timestamp) { _ = e.Set(ts, "title", []byte("t")); _ = e.Add("tags", "x") })
+	edit(a, func(e *crdt.Edit, ts crdt.Timestamp) {
+		_ = e.Set(ts, schema.FieldTitle, []byte("t"))
+		_ = e.Add(schema.SetTags, "x")
+	})
 	drop = true // b's remove is lost
-	edit(b, func(e *crdt.Edit, _ crdt.Timestamp) { e.Remove("tags", "x") })
+	edit(b, func(e *crdt.Edit, _ crdt.Timestamp) { e.Remove(schema.SetTags, "x") })
 	drop = false
-	edit(b, func(e *crdt.Edit, ts crdt.Timestamp) { _ = e.Set(ts, "content", []byte("c")) })
+	edit(b, func(e *crdt.Edit, ts crdt.Timestamp) { _ = e.Set(ts, schema.FieldContent, []byte("c")) })
 	for range 30 { // plenty of anti-entropy and explicit catch-up
 		now = now.Add(2 * time.Second)
 		a.eng.Tick(now)
@@ -110,8 +114,8 @@ func TestLostRemoveRepaired(t *testing.T) {
 	}
 	ra, _ := a.st.Map(ns).Get("m1")
 	rb, _ := b.st.Map(ns).Get("m1")
-	if ra.HasElement("tags", "x") != rb.HasElement("tags", "x") || a.st.Map(ns).Digest() != b.st.Map(ns).Digest() {
+	if ra.HasElement(schema.SetTags, "x") != rb.HasElement(schema.SetTags, "x") || a.st.Map(ns).Digest() != b.st.Map(ns).Digest() {
 		t.Fatalf("diverged for good: a holds tag x=%v, b holds x=%v; contexts equal=%v",
-			ra.HasElement("tags", "x"), rb.HasElement("tags", "x"), a.st.Map(ns).Context().Equal(b.st.Map(ns).Context()))
+			ra.HasElement(schema.SetTags, "x"), rb.HasElement(schema.SetTags, "x"), a.st.Map(ns).Context().Equal(b.st.Map(ns).Context()))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/sync/replica"
 )
 
@@ -157,7 +158,7 @@ func (s *Sim) tamperOne() {
 				continue
 			}
 			m := n.st.Map(ns)
-			if d, err := m.Set(n.rep, n.clock.Now(s.wall()), "tampered", "ua", []byte("x")); err == nil {
+			if d, err := m.Set(n.rep, n.clock.Now(s.wall()), "tampered", schema.FieldUpdatedAt, schema.EncodeTime(s.wall())); err == nil {
 				d.Seal(ns, n.signer())
 				m.Join(d)
 				n.dirty[ns] = true

@@ -32,9 +32,10 @@
 // cluster runs until every holder equals the reference (bounded by
 // QuietLimit), then until nothing is in flight (or two ack timeouts pass).
 //
-// Workload: saves (title, content, type, a tag, "ua"), updates, soft deletes
-// ("da"), tag adds and removes, retracts, spread over team:// and project://
-// namespaces; every edit also writes "ua" (see sync/replica/doc.go). Grants
+// Workload: saves (title, content, type, a tag), updates, soft deletes,
+// tag adds and removes, retracts, spread over team:// and project://
+// namespaces, in the node's record shape (node/schema); every edit also
+// writes updated_at (schema.Touch; see sync/replica/doc.go). Grants
 // and revocations are real acl records (NewCreate, NewGrant with After,
 // NewRevoke) signed by per-node ed25519 identities derived from the seed,
 // evaluated by acl.Book.Policy into the engines' Policy (ShouldHold,
@@ -85,8 +86,8 @@
 // # Bugs this simulator found (fixed)
 //
 // A delta that removed a set element could be lost for good: if it was lost
-// in transit and a later edit of the same record reached the receiver
-// first, that edit's context covered the lost delta's "ua" dot, digest sync
+// in transit and a later edit of the same record reached the receiver first,
+// that edit's context covered the lost delta's updated_at dot, digest sync
 // never resent the record (every dot it held was known) and the element
 // stayed: equal contexts, different digests, forever. Two fixes, in crdt and
 // sync/replica: a removing edit leaves a per-replica witness dot in the

@@ -10,6 +10,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/sync/replica"
 )
 
@@ -246,27 +247,27 @@ func (s *Sim) op() {
 		switch kind {
 		case "save":
 			s.stats.saves++
-			err = firstErr(e.Set(ts, "title", v), e.Set(ts, "content", v), e.Set(ts, "type", []byte("observation")), e.Add("tags", fmt.Sprintf("t%d", s.rng.IntN(5))))
+			err = firstErr(e.Set(ts, schema.FieldTitle, v), e.Set(ts, schema.FieldContent, v), e.Set(ts, schema.FieldType, []byte("observation")), e.Add(schema.SetTags, fmt.Sprintf("t%d", s.rng.IntN(5))))
 		case "update":
 			s.stats.updates++
-			err = e.Set(ts, "content", v)
+			err = e.Set(ts, schema.FieldContent, v)
 		case "delete":
 			s.stats.deletes++
-			err = e.Set(ts, "da", []byte(fmt.Sprint(s.now.Milliseconds())))
+			err = e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(s.wall()))
 		case "tags":
 			s.stats.tagOps++
 			tag := fmt.Sprintf("t%d", s.rng.IntN(5))
 			switch r, _ := m.Get(id); {
-			case r != nil && r.HasElement("tags", tag) && s.cfg.NoSetRemoves:
+			case r != nil && r.HasElement(schema.SetTags, tag) && s.cfg.NoSetRemoves:
 				err = fmt.Errorf("tag %s present and removes are off", tag) // a re-add would cover the old dot too
-			case r != nil && r.HasElement("tags", tag):
-				e.Remove("tags", tag)
+			case r != nil && r.HasElement(schema.SetTags, tag):
+				e.Remove(schema.SetTags, tag)
 			default:
-				err = e.Add("tags", tag)
+				err = e.Add(schema.SetTags, tag)
 			}
 		}
 		if err == nil {
-			err = e.Set(ts, "ua", []byte(fmt.Sprint(s.now.Milliseconds()))) // every edit writes updated_at
+			err = schema.Touch(e, ts, s.wall()) // every edit writes updated_at
 		}
 		if err != nil {
 			s.tracef("op %s %s %s on %s failed: %v", kind, ns, id, n.id, err)
@@ -424,7 +425,7 @@ func (s *Sim) opForge() {
 		return
 	}
 	ts := n.clock.Now(s.wall())
-	if err := firstErr(e.Set(ts, "title", []byte("forged")), e.Set(ts, "ua", []byte("forged"))); err != nil {
+	if err := firstErr(e.Set(ts, schema.FieldTitle, []byte("forged")), schema.Touch(e, ts, s.wall())); err != nil {
 		s.stats.skipped++
 		return
 	}
