@@ -51,3 +51,17 @@ func TestRemoteAuthorMustBeHostedByItsWriter(t *testing.T) {
 		t.Fatal("a refused delta changed the state")
 	}
 }
+
+// A peer's record that says it is a session but has an id too short for
+// the session prefix is indexed without a panic (it used to slice the id).
+func TestRemoteSessionWithShortIDDoesNotCrash(t *testing.T) {
+	s, _ := openAccess(t, "", 1)
+	accCreate(t, s, "alice", "team://t")
+	d, err := crdt.NewMap().Set(9, crdt.Timestamp(1)<<40, "x", schema.FieldKind, []byte(schema.KindSession))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyRemote("team://t", d); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -116,7 +116,7 @@ func ToMemory(ns, id string, r *crdt.Record) memapi.Memory {
 // + the session's id; the prefix is cut unchecked, as it always was).
 func ToSession(ns, id string, r *crdt.Record) memapi.Session {
 	s := memapi.Session{
-		ID:        id[len(SessionPrefix):],
+		ID:        strings.TrimPrefix(id, SessionPrefix), // a peer's record may lack the prefix: never slice blindly
 		Namespace: ns,
 		Project:   Str(r, FieldProject),
 		Directory: Str(r, FieldDirectory),
