@@ -120,16 +120,11 @@ func isCapsuleNS(ns string) bool {
 	return len(parts) == 3 && strings.HasPrefix(parts[2], schema.CapsuleNamePrefix)
 }
 
-// indexCapsule is called by index for every record: it admits capsule
-// meta records (true: not a memory) and remembers which memories are
-// capsule items.
-func (s *Service) indexCapsule(ns, id string, rec *crdt.Record) bool {
-	if schema.Str(rec, schema.FieldKind) == schema.KindCapsule {
-		s.admitCapsule(ns, id, rec)
-		return true
-	}
+// indexCapsuleItem remembers a memory stored in a capsule inbox: a
+// capsule item, hidden once its capsule expires or is revoked.
+func (s *Service) indexCapsuleItem(ns, id string) {
 	if !isCapsuleNS(ns) {
-		return false
+		return
 	}
 	st := &s.caps
 	st.mu.Lock()
@@ -142,7 +137,6 @@ func (s *Service) indexCapsule(ns, id string, rec *crdt.Record) bool {
 	}
 	st.byNS[ns][id] = true
 	st.mu.Unlock()
-	return false
 }
 
 func (s *Service) admitCapsule(ns, id string, rec *crdt.Record) {
@@ -201,19 +195,6 @@ func (s *Service) capsuleItemVisible(id string, now time.Time) bool {
 	}
 	e := st.caps[ns]
 	return e != nil && e.status(now) == CapsuleActive
-}
-
-// capsuleGate is the index Accept hook hiding dead capsule items; nil when
-// the node holds no capsule item (no cost on the search path).
-func (s *Service) capsuleGate() func(string) bool {
-	s.caps.mu.RLock()
-	n := len(s.caps.items)
-	s.caps.mu.RUnlock()
-	if n == 0 {
-		return nil
-	}
-	now := s.cfg.Now()
-	return func(id string) bool { return s.capsuleItemVisible(id, now) }
 }
 
 // CreateCapsule writes a capsule into each audience member's inbox.

@@ -25,11 +25,36 @@
 // ones are written once and refused as changes from peers, so those logs
 // only grow.
 //
+// # Record kinds and features
+//
+// The core (service.go, kinds.go) owns the store, the index, the effective
+// view, the Authorizer, local writes and ApplyRemote, and knows no feature:
+// features plug in (registerFeatures, features.go) through the Kind
+// interface and optional ones the core finds by type assertion —
+// Forgetter, RemoteChecker, MemoryObserver, ChangeObserver, SentObserver,
+// Viewer, ReadGate, Loader, Opener (each documented in kinds.go).
+//
+// Adding a record kind:
+//
+//  1. Name it in node/schema: its kind value, id prefix and field names
+//     (names.go), an Is* predicate (record.go), and its prefix in
+//     schema.IsReserved if a save must not take such ids.
+//  2. Write the feature: a type with Owns and Admit, plus the optional
+//     interfaces it needs (CheckRemote to refuse peers' deltas, Forget for
+//     retracts, View or Visible to change what reads see, Changed or
+//     Opened for derived state).
+//  3. Register it in registerFeatures, where its place in the order says
+//     which features it sees before it.
+//
+// Nothing else changes: Open's scan, index, reindex, ApplyRemote and
+// every read dispatch through the registry.
+//
 // # Reads
 //
 // The search index (node/search) is derived: rebuilt from the store at Open
 // and updated after every write. Every read goes through one effective view
-// (surgery.go) that applies approved edits, and through readScope, which
+// (view: surgery's Viewer applies approved edits; capsules' ReadGate hides
+// dead capsule items), and through readScope, which
 // limits a query to the namespaces the caller may read: with no namespace,
 // every namespace the node holds that the caller may read, merged into one
 // ranked list. Token budgets (Context, bundles) estimate one token per four

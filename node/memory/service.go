@@ -84,6 +84,9 @@ type Service struct {
 	listenMu  sync.RWMutex
 	listeners []func(ns string, delta *crdt.Map)
 
+	feat    features  // kinds.go: what the features registered
+	opening loadState // kinds.go: memories held back during Open's scan
+
 	acl  aclState
 	surg surgeryState
 	caps capsuleState // capsules.go
@@ -138,6 +141,7 @@ func Open(cfg Config) (*Service, error) {
 		clock: crdt.NewClock(cfg.MaxSkew), sessions: map[string]Session{},
 	}
 	s.surg.init(cfg.Approvals)
+	s.registerFeatures()
 	if err := s.initACL(id); err != nil {
 		st.Close()
 		return nil, err
@@ -147,30 +151,59 @@ func Open(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	st.ReleaseFilePages() // the rebuild read every data file once; they need not stay resident
-	s.resyncProjections()
-	s.sweepCapsulesLogged() // capsules.go: collect expired capsules
+	for _, o := range s.feat.openers {
+		o.Opened()
+	}
 	return s, nil
 }
 
-// rebuild loads every record into the index and restores the clock.
+// rebuild loads every record into the index and restores the clock. The
+// Kinds' records are admitted during the scan; the memories are held back
+// and indexed after it, once, with every record that changes their view
+// known (edits sort after the memories they edit, and re-putting a
+// document costs more than putting it).
 func (s *Service) rebuild() error {
 	var maxTS crdt.Timestamp
-	s.deferReviews() // memories are indexed at the end, once, with every edit known
+	s.opening.mu.Lock()
+	s.opening.pending = &[]pendingRec{}
+	s.opening.mu.Unlock()
 	err := s.st.Scan("", func(ns, id string, rec *crdt.Record) error {
 		maxTS = max(maxTS, rec.MaxTimestamp())
 		s.index(ns, id, rec)
 		return nil
 	})
 	s.clock.Restore(maxTS)
-	s.refreshPolicy()
-	if ferr := s.flushReviews(); err == nil {
+	for _, l := range s.feat.loaders {
+		l.Loaded()
+	}
+	if ferr := s.indexHeldBack(); err == nil {
 		err = ferr
 	}
-	s.revisitEdits()
-	if err == nil {
-		s.followAll() // copies.go: repairs a crash between an edit and its following
-	}
 	return err
+}
+
+// indexHeldBack indexes the memory records held back during the first
+// scan, reading them in a second one: both run in key order, so the held
+// keys are met in the order they were held (Open runs before any writer).
+func (s *Service) indexHeldBack() error {
+	s.opening.mu.Lock()
+	recs := *s.opening.pending
+	s.opening.pending = nil
+	s.opening.mu.Unlock()
+	if len(recs) == 0 {
+		return nil
+	}
+	i := 0
+	return s.st.Scan("", func(ns, id string, rec *crdt.Record) error {
+		for i < len(recs) && (recs[i].ns < ns || recs[i].ns == ns && recs[i].id < id) {
+			i++ // gone since the first scan
+		}
+		if i < len(recs) && recs[i].ns == ns && recs[i].id == id {
+			i++
+			s.index(ns, id, rec)
+		}
+		return nil
+	})
 }
 
 // Close closes the store.
@@ -201,18 +234,18 @@ func (s *Service) now() (time.Time, crdt.Timestamp) {
 	return ts.Time(), ts
 }
 
-// ApplyRemote applies a delta received from a peer: its acl and surgery
-// records are checked, every record's author must be hosted by the node of
-// the replica that wrote it (checkRemoteAuthors), and its timestamps are
-// checked against the clock's skew bound, before any of it applies.
+// ApplyRemote applies a delta received from a peer: every registered
+// RemoteChecker (acl records, surgery records) passes it, every record's
+// author must be hosted by the node of the replica that wrote it
+// (checkRemoteAuthors), and its timestamps are checked against the clock's
+// skew bound, before any of it applies.
 func (s *Service) ApplyRemote(ns string, delta *crdt.Map) error {
-	if err := s.checkRemoteACL(ns, delta); err != nil {
-		return err
+	for _, c := range s.feat.remote {
+		if err := c.CheckRemote(ns, delta); err != nil {
+			return err
+		}
 	}
 	if err := s.checkRemoteAuthors(ns, delta); err != nil {
-		return err
-	}
-	if err := s.checkRemoteSurgery(ns, delta); err != nil {
 		return err
 	}
 	s.clkMu.Lock()
@@ -226,7 +259,7 @@ func (s *Service) ApplyRemote(ns string, delta *crdt.Map) error {
 		return err
 	}
 	s.reindex(changes)
-	s.followCopies(changes) // copies.go
+	s.afterSent(changes)
 	return nil
 }
 
@@ -253,8 +286,14 @@ func (s *Service) write(fn func(tx *store.Tx) error) error {
 			l(ns, d)
 		}
 	}
-	s.followCopies(changes) // copies.go: after the change itself is sent
+	s.afterSent(changes) // after the change itself is sent
 	return nil
+}
+
+func (s *Service) afterSent(changes []store.Change) {
+	for _, o := range s.feat.sent {
+		o.AfterSent(changes)
+	}
 }
 
 func mapStoreErr(err error) error {
@@ -269,56 +308,37 @@ func mapStoreErr(err error) error {
 	return err
 }
 
+// reindex brings the index and the features up to date with what a write
+// or a peer's delta changed.
 func (s *Service) reindex(changes []store.Change) {
 	for _, c := range changes {
 		if c.Record == nil {
 			s.ix.Delete(c.ID)
-			s.forgetCapsule(c.Namespace, c.ID)
-			s.forgetCopy(c.Namespace, c.ID)
-			s.sessMu.Lock()
-			delete(s.sessions, c.Namespace+"\x00"+strings.TrimPrefix(c.ID, schema.SessionPrefix))
-			s.sessMu.Unlock()
+			for _, f := range s.feat.forgetters {
+				f.Forget(c.Namespace, c.ID)
+			}
 			continue
 		}
 		s.index(c.Namespace, c.ID, c.Record)
 	}
-	s.refreshPolicy()
-	s.revisitEdits()
-	s.projectChanges(changes)
+	for _, o := range s.feat.changed {
+		o.Changed(changes)
+	}
 }
 
+// index offers a record to the Kinds, and indexes it if it is a memory.
 func (s *Service) index(ns, id string, rec *crdt.Record) {
 	if rec.Empty() {
 		return
 	}
-	if s.indexCapsule(ns, id, rec) { // capsules.go: meta records are not memories
+	if k := s.feat.owner(rec); k != nil {
+		k.Admit(ns, id, rec)
 		return
 	}
-	if schema.IsACL(rec) {
-		s.admitACL(ns, id, rec)
-		return
+	for _, o := range s.feat.memories {
+		o.ObserveMemory(ns, id, rec)
 	}
-	if schema.IsProjSpec(rec) {
-		s.admitProjection(ns, id, rec)
-		return
-	}
-	if schema.IsSession(rec) {
-		sess := schema.ToSession(ns, id, rec)
-		s.sessMu.Lock()
-		s.sessions[ns+"\x00"+sess.ID] = sess
-		s.sessMu.Unlock()
-		return
-	}
-	switch {
-	case schema.IsEdit(rec):
-		s.admitEdit(ns, id, rec)
-		return
-	case schema.IsDecision(rec):
-		s.admitDecision(ns, id, rec)
-		return
-	}
-	s.indexCopy(ns, id, rec) // copies.go
-	if s.deferIndex(ns, id, rec) {
+	if s.holdBack(ns, id) {
 		return
 	}
 	m, fl := s.view(ns, id, rec)
@@ -327,6 +347,18 @@ func (s *Service) index(ns, id string, rec *crdt.Record) {
 		return
 	}
 	s.ix.Put(toDoc(m))
+}
+
+// view is the effective view of the memory stored as id in ns: every read
+// goes through it. Each registered Viewer (surgery) may change the memory
+// and set its flags.
+func (s *Service) view(ns, id string, rec *crdt.Record) (Memory, viewFlags) {
+	m := toMemory(ns, id, rec)
+	var fl viewFlags
+	for _, v := range s.feat.viewers {
+		m = v.View(ns, id, m, &fl)
+	}
+	return m, fl
 }
 
 // newID returns a 26-character, time-ordered id: 48 bits of milliseconds and
@@ -409,12 +441,12 @@ func (s *Service) readScope(c Caller, arg string) (search.Filter, error) {
 		if err := s.auth.CheckRead(c.Principal, ns); err != nil {
 			return search.Filter{}, err
 		}
-		return search.Filter{Namespaces: []string{ns.String()}, Subtree: true, Accept: s.capsuleGate()}, nil
+		return search.Filter{Namespaces: []string{ns.String()}, Subtree: true, Accept: s.gate()}, nil
 	}
 	if c.Principal.IsZero() {
 		return search.Filter{}, fmt.Errorf("%w: no caller principal", ErrInvalid)
 	}
-	f := search.Filter{Namespaces: []string{}, Accept: s.capsuleGate()} // capsuleGate: capsules.go
+	f := search.Filter{Namespaces: []string{}, Accept: s.gate()} // gate: kinds.go
 	for _, name := range s.st.Namespaces() {
 		ns, err := namespace.Parse(name)
 		if err != nil {
@@ -447,7 +479,7 @@ func (s *Service) locate(c Caller, id string, includeDeleted bool) (namespace.Ad
 		// Do not reveal that the id exists elsewhere.
 		return ns, nil, fmt.Errorf("%w: memory %q", ErrNotFound, id)
 	}
-	if !s.capsuleItemVisible(id, s.cfg.Now()) {
+	if !s.visible(id, s.cfg.Now()) {
 		return ns, nil, fmt.Errorf("%w: memory %q (its capsule expired or was revoked)", ErrNotFound, id)
 	}
 	if meta.Deleted && !includeDeleted {

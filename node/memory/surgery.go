@@ -129,7 +129,6 @@ type surgeryState struct {
 	decisions map[string][]decisionEntry // edit id → decisions, possibly before the edit
 	governed  map[string]string          // target id → namespace, for targets with edits needing approval
 	policy    *acl.Policy                // the policy governed targets were last viewed under
-	loading   *[]pendingRec              // during Open's scan: memory records to index once every edit is known
 	retracts  int                        // edits with op retract (0: no derived-data lookups)
 	writeMu   sync.Mutex                 // serialises decide: check, then write
 }
@@ -222,10 +221,7 @@ func (s *Service) admitDecision(ns, id string, rec *crdt.Record) {
 
 // review re-indexes a target after its edits or their status changed.
 func (s *Service) review(ns, target string) {
-	s.surg.mu.RLock()
-	loading := s.surg.loading != nil
-	s.surg.mu.RUnlock()
-	if loading {
+	if s.loading() {
 		return // indexed once the scan is over, with all its edits
 	}
 	rec, err := s.st.Record(ns, target)
@@ -239,70 +235,17 @@ func (s *Service) review(ns, target string) {
 	s.index(ns, target, rec)
 }
 
-// pendingRec is the key of a memory record held back during Open's scan.
-// Only the key is held: 100k decoded records would hold about 300 MB at
-// start; flushReviews reads them again in a second scan.
-type pendingRec struct {
-	ns, id string
-}
-
-// deferReviews starts Open's scan: memory records are held (deferIndex)
-// and indexed by flushReviews once every edit is known, so each is viewed
-// and indexed once, in scan order (edits sort after the memories they
-// edit, and re-putting a document costs more than putting it).
-func (s *Service) deferReviews() {
-	s.surg.mu.Lock()
-	s.surg.loading = &[]pendingRec{}
-	s.surg.mu.Unlock()
-}
-
-// deferIndex holds a memory record during Open's scan; false otherwise.
-func (s *Service) deferIndex(ns, id string, rec *crdt.Record) bool {
-	s.surg.mu.Lock()
-	defer s.surg.mu.Unlock()
-	if s.surg.loading == nil {
-		return false
-	}
-	*s.surg.loading = append(*s.surg.loading, pendingRec{ns, id})
-	return true
-}
-
-// flushReviews indexes the held memory records, reading them in a second
-// scan of the store: both scans run in key order, so the held keys are met
-// in the order they were held (Open runs before any writer).
-func (s *Service) flushReviews() error {
-	s.surg.mu.Lock()
-	var recs []pendingRec
-	if s.surg.loading != nil {
-		recs = *s.surg.loading
-	}
-	s.surg.loading = nil
-	s.surg.policy = s.Policy() // what the records below are viewed under
-	s.surg.mu.Unlock()
-	if len(recs) == 0 {
-		return nil
-	}
-	i := 0
-	return s.st.Scan("", func(ns, id string, rec *crdt.Record) error {
-		for i < len(recs) && (recs[i].ns < ns || recs[i].ns == ns && recs[i].id < id) {
-			i++ // gone since the first scan
-		}
-		if i < len(recs) && recs[i].ns == ns && recs[i].id == id {
-			i++
-			s.index(ns, id, rec)
-		}
-		return nil
-	})
-}
-
 // revisitEdits re-views the targets whose edits need approval when the
 // policy changed since they were last viewed: who holds admin decides
 // which decisions count.
 func (s *Service) revisitEdits() {
+	if s.loading() {
+		return
+	}
 	p := s.Policy()
 	st := &s.surg
 	st.mu.Lock()
-	if st.policy == p || st.loading != nil {
+	if st.policy == p {
 		st.mu.Unlock()
 		return
 	}
@@ -452,14 +395,6 @@ func effective(m Memory, edits []timedEdit) (Memory, viewFlags) {
 	m.EditsApplied = len(app)
 	m.Quarantined = fl.quarantined
 	m.BlockedChannels = fl.blocked
-	return m, fl
-}
-
-// view is the effective view of the memory stored as id in ns: every
-// read goes through it (see the comment at the top of this file).
-func (s *Service) view(ns, id string, rec *crdt.Record) (Memory, viewFlags) {
-	m, fl := effective(toMemory(ns, id, rec), s.editsOf(ns, id))
-	m.NeedsResummary = s.retractedSources(m)
 	return m, fl
 }
 

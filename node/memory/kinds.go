@@ -1,0 +1,220 @@
+package memory
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/node/store"
+)
+
+// Kind is a record kind a feature owns (acl records, sessions, surgery
+// edits and decisions, capsule meta records, projection specs): a record
+// it Owns is never a memory. The core offers each record written here or
+// arrived from a peer to the registered Kinds in registration order; the
+// first that owns it Admits it. Both methods are called after the record
+// is durable, on the writer's goroutine, possibly concurrently with reads:
+// implementations must be safe for concurrent use.
+//
+// A feature implements Kind when it owns records, and any of the optional
+// interfaces below for the points where the core consults it; the core
+// finds them by type assertion (register).
+type Kind interface {
+	Owns(rec *crdt.Record) bool
+	Admit(ns, id string, rec *crdt.Record)
+}
+
+// Forgetter drops what it derived from a record that left the store (a
+// retract), whatever the record's kind: the record is gone, so it cannot
+// be asked.
+type Forgetter interface {
+	Forget(ns, id string)
+}
+
+// RemoteChecker refuses a peer's delta before any of it applies (ApplyRemote);
+// an error wraps ErrInvalid and says which record was refused.
+type RemoteChecker interface {
+	CheckRemote(ns string, delta *crdt.Map) error
+}
+
+// MemoryObserver sees every memory record before it is indexed (what
+// copies and capsule items derive from the memories themselves).
+type MemoryObserver interface {
+	ObserveMemory(ns, id string, rec *crdt.Record)
+}
+
+// ChangeObserver is told, after each local write or peer delta is indexed,
+// what changed (Record nil: retracted). Called in registration order.
+type ChangeObserver interface {
+	Changed(changes []store.Change)
+}
+
+// SentObserver is told what a write changed after the write's deltas went
+// to the OnLocalDelta listeners (or a peer's delta applied), so writes it
+// makes in response replicate after their cause.
+type SentObserver interface {
+	AfterSent(changes []store.Change)
+}
+
+// Viewer takes part in the effective view every read goes through: it may
+// change the memory and set flags (retracted hides it everywhere).
+type Viewer interface {
+	View(ns, id string, m Memory, fl *viewFlags) Memory
+}
+
+// merge adds what another Viewer decided.
+func (fl *viewFlags) merge(o viewFlags) {
+	fl.retracted = fl.retracted || o.retracted
+	fl.quarantined = fl.quarantined || o.quarantined
+	for _, c := range o.blocked {
+		if !slices.Contains(fl.blocked, c) {
+			fl.blocked = append(fl.blocked, c)
+		}
+	}
+	slices.Sort(fl.blocked)
+}
+
+// ReadGate hides memories from every read while it says so (expired or
+// revoked capsule items). Gating reports whether any memory is gated at
+// all, so reads cost nothing when none is.
+type ReadGate interface {
+	Visible(id string, now time.Time) bool
+	Gating() bool
+}
+
+// Loader is told when Open's scan has offered every stored record, before
+// the memories (held back until then) are viewed and indexed.
+type Loader interface {
+	Loaded()
+}
+
+// Opener runs once Open has indexed everything (repairs, sweeps).
+type Opener interface {
+	Opened()
+}
+
+// features is the core's registry: what register found each feature to
+// implement, in registration order. Set in Open, read-only after.
+type features struct {
+	kinds      []Kind
+	forgetters []Forgetter
+	remote     []RemoteChecker
+	memories   []MemoryObserver
+	changed    []ChangeObserver
+	sent       []SentObserver
+	viewers    []Viewer
+	gates      []ReadGate
+	loaders    []Loader
+	openers    []Opener
+}
+
+func (f *features) register(x any) {
+	if k, ok := x.(Kind); ok {
+		f.kinds = append(f.kinds, k)
+	}
+	if v, ok := x.(Forgetter); ok {
+		f.forgetters = append(f.forgetters, v)
+	}
+	if v, ok := x.(RemoteChecker); ok {
+		f.remote = append(f.remote, v)
+	}
+	if v, ok := x.(MemoryObserver); ok {
+		f.memories = append(f.memories, v)
+	}
+	if v, ok := x.(ChangeObserver); ok {
+		f.changed = append(f.changed, v)
+	}
+	if v, ok := x.(SentObserver); ok {
+		f.sent = append(f.sent, v)
+	}
+	if v, ok := x.(Viewer); ok {
+		f.viewers = append(f.viewers, v)
+	}
+	if v, ok := x.(ReadGate); ok {
+		f.gates = append(f.gates, v)
+	}
+	if v, ok := x.(Loader); ok {
+		f.loaders = append(f.loaders, v)
+	}
+	if v, ok := x.(Opener); ok {
+		f.openers = append(f.openers, v)
+	}
+}
+
+// owner is the Kind that owns rec, or nil for a memory.
+func (f *features) owner(rec *crdt.Record) Kind {
+	for _, k := range f.kinds {
+		if k.Owns(rec) {
+			return k
+		}
+	}
+	return nil
+}
+
+// loadState holds memory records back during Open's scan, so each is
+// viewed and indexed once, with every record that changes its view (edits,
+// grants) already admitted.
+type loadState struct {
+	mu      sync.Mutex
+	pending *[]pendingRec // nil once loaded
+}
+
+// pendingRec is the key of a memory record held back during Open's scan.
+// Only the key is held: 100k decoded records would hold about 300 MB at
+// start; the second scan reads them again.
+type pendingRec struct {
+	ns, id string
+}
+
+// loading reports whether Open's scan is still running.
+func (s *Service) loading() bool {
+	s.opening.mu.Lock()
+	defer s.opening.mu.Unlock()
+	return s.opening.pending != nil
+}
+
+// holdBack keeps a memory record for the end of Open's scan; false once
+// the scan is over.
+func (s *Service) holdBack(ns, id string) bool {
+	s.opening.mu.Lock()
+	defer s.opening.mu.Unlock()
+	if s.opening.pending == nil {
+		return false
+	}
+	*s.opening.pending = append(*s.opening.pending, pendingRec{ns, id})
+	return true
+}
+
+// gate is the index Accept hook of the registered ReadGates; nil when none
+// gates anything (no cost on the search path).
+func (s *Service) gate() func(string) bool {
+	var on []ReadGate
+	for _, g := range s.feat.gates {
+		if g.Gating() {
+			on = append(on, g)
+		}
+	}
+	if len(on) == 0 {
+		return nil
+	}
+	now := s.cfg.Now()
+	return func(id string) bool {
+		for _, g := range on {
+			if !g.Visible(id, now) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// visible reports whether every ReadGate lets id be read at now.
+func (s *Service) visible(id string, now time.Time) bool {
+	for _, g := range s.feat.gates {
+		if !g.Visible(id, now) {
+			return false
+		}
+	}
+	return true
+}
