@@ -309,3 +309,35 @@ func TestEditsFollowCopiesAcrossNodes(t *testing.T) {
 		t.Fatalf("a repeated sync followed again: %+v", au.Edits)
 	}
 }
+
+// TestRevokedCapsuleKeepsItsAudit: revoking a capsule drops its items,
+// never the audit records stored beside them — the edit that followed a
+// quarantine onto a capsule item stays on the audit log (the log is never
+// shortened, DESIGN.md invariant 5).
+func TestRevokedCapsuleKeepsItsAudit(t *testing.T) {
+	ctx := context.Background()
+	w := newCopyWorld(t, nil)
+	q := w.edit(t, OpQuarantine, EditPatch{})
+	before := w.follows(t, q.EditID)
+	if len(before) != 2 {
+		t.Fatalf("following edits before the revoke: %+v", before)
+	}
+	cp, err := w.s.ListCapsules(ctx, bobP, CapsuleQuery{})
+	if err != nil || len(cp.Capsules) != 1 {
+		t.Fatalf("capsules %+v %v", cp, err)
+	}
+	if _, err := w.s.RevokeCapsule(ctx, accAgent("alice"), cp.Capsules[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if after := w.follows(t, q.EditID); len(after) != len(before) {
+		t.Fatalf("revoking the capsule shortened the audit log: %d following edits before, %d after: %+v", len(before), len(after), after)
+	}
+	for _, e := range before {
+		if rec, _ := w.s.Store().Record(e.Namespace, schema.EditPrefix+e.EditID); rec.Empty() {
+			t.Fatalf("revoking the capsule retracted the audit record of edit %s in %s", e.EditID, e.Namespace)
+		}
+	}
+	if rec, _ := w.s.Store().Record(w.item.Namespace, w.item.ID); !rec.Empty() {
+		t.Fatalf("revoked capsule item %s still stored", w.item.ID)
+	}
+}

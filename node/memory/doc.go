@@ -49,6 +49,17 @@
 // Nothing else changes: Open's scan, index, reindex, ApplyRemote and
 // every read dispatch through the registry.
 //
+// # The audit log grows only
+//
+// DESIGN.md calls the audit log a grow-only set. Here it is the edit:,
+// appr: and acl: records of each namespace's OR-Map, and grow-only holds
+// by rule rather than by the crdt type: each is sealed by its author and
+// written once under an id derived from its signed bytes, no local path
+// retracts or rewrites one (a capsule's revoke or sweep retracts its
+// memories, not the audit records stored beside them), and ApplyRemote
+// refuses a peer's delta that would (checkRemoteSurgery, checkRemoteACL).
+// TestAuditCannotShrink and TestRevokedCapsuleKeepsItsAudit prove it.
+//
 // # Reads
 //
 // The search index (node/search) is derived: rebuilt from the store at Open
