@@ -106,7 +106,7 @@ func (c *Cluster) claimAgents() bool {
 			}
 			continue
 		}
-		b, err := acl.NewBinding(c.cfg.Identity, p, crdt.Timestamp(c.cfg.Now().UnixNano()))
+		b, err := acl.NewBinding(c.cfg.Identity, p, crdt.Timestamp(c.cfg.Clock.Now().UnixNano()))
 		if err != nil {
 			c.log.Warn("could not claim principal", "principal", p, "err", err)
 			continue
@@ -152,7 +152,7 @@ func (c *Cluster) bindingsFrame(reply bool) []byte {
 
 // sendBindings sends every binding to every peer. Loop goroutine only.
 func (c *Cluster) sendBindings() {
-	c.lastBindings = c.cfg.Now()
+	c.lastBindings = c.cfg.Clock.Now()
 	c.sendBindingsTo(func(replica.PeerID) bool { return true }, false)
 }
 
@@ -167,7 +167,7 @@ func (c *Cluster) sendBindingsTo(to func(replica.PeerID) bool, reply bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, s := range c.senders {
-		if !to(id) || c.cfg.Cut != nil && c.cfg.Cut(string(id)) {
+		if !to(id) {
 			continue
 		}
 		if frame == nil {
@@ -227,7 +227,7 @@ func (c *Cluster) receiveBindings(from replica.PeerID, raw [][]byte, reply bool)
 	c.knownMu.Unlock()
 	if changed {
 		c.svc.RefreshPolicy() // records signed for newly bound principals may count now
-		c.setMembers(c.gs.Members())
+		c.setMembers(c.ms.Members())
 	}
 }
 
@@ -280,7 +280,7 @@ func (c *Cluster) Handover(p namespace.Address, to ed25519.PublicKey) (acl.Bindi
 		c.knownMu.Unlock()
 		return acl.Binding{}, fmt.Errorf("%w: %s", ErrNotHosted, p)
 	}
-	b, err := acl.NewHandover(c.cfg.Identity, p, to, crdt.Timestamp(c.cfg.Now().UnixNano()))
+	b, err := acl.NewHandover(c.cfg.Identity, p, to, crdt.Timestamp(c.cfg.Clock.Now().UnixNano()))
 	if err == nil {
 		_, err = c.dir.Admit(b)
 	}
@@ -295,7 +295,7 @@ func (c *Cluster) Handover(p namespace.Address, to ed25519.PublicKey) (acl.Bindi
 	c.svc.RefreshPolicy()
 	_ = c.do(func() {
 		c.sendBindings()
-		c.setMembers(c.gs.Members())
+		c.setMembers(c.ms.Members())
 	})
 	return b, nil
 }

@@ -15,8 +15,6 @@ import (
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
-	"github.com/mnemohq/mnemo/sync/gossip"
-	"github.com/mnemohq/mnemo/sync/quicnet"
 	"github.com/mnemohq/mnemo/sync/replica"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
@@ -25,25 +23,36 @@ import (
 type Config struct {
 	Service    *memory.Service
 	Identity   acl.Identity
-	Agents     func() []namespace.Address // the node's local principals, advertised in gossip
-	GossipAddr string                     // memberlist bind address; default 127.0.0.1:0
-	QUICAddr   string                     // QUIC listen address; default 127.0.0.1:0
-	Join       []string                   // gossip addresses of members to join
-	ClusterKey []byte                     // 16, 24 or 32 bytes; encrypts gossip (required)
+	Agents     func() []namespace.Address // the node's local principals, advertised in gossip; default the service's owner
 	Engine     replica.Config             // queue bounds and timings (Self/Replica are filled in)
-	Tick       time.Duration              // engine tick; default 500ms
+	Tick       time.Duration              // engine tick, in Clock time; default 500ms
 	LocalQueue int                        // local deltas waiting for the loop; default 4096
 	SendQueue  int                        // frames waiting per peer; default 256
-	Logger     *slog.Logger
-	Now        func() time.Time
-	// Gossip timing overrides (tests); zero keeps the gossip package defaults.
-	GossipProbeInterval, GossipPushPull time.Duration
-	// Cut, when set, is consulted for every frame to or from a peer; true
-	// drops it. Tests use it to partition the QUIC layer.
-	Cut func(peer string) bool
+	Logger     *slog.Logger               // default: discard
+	Clock      Clock                      // default: the wall clock
 	// OnApplied, when set, is called on the loop after a peer's delta is
 	// durable and indexed (benchmarks time propagation with it).
 	OnApplied func(ns string, d *crdt.Map)
+
+	// StartTransport opens the node's frame transport. Default: QUIC
+	// (sync/quicnet) on QUICAddr, with mutual TLS on Identity.
+	StartTransport func(in Inbound) (Transport, error)
+	// StartMembership starts the node's membership advertising self, and
+	// calls onChange with a fresh Members snapshot after every change:
+	// never concurrently, possibly one call for a burst, the last call the
+	// latest state, none after Membership.Close returns. onChange does not
+	// block. Default: memberlist gossip (sync/gossip) on GossipAddr,
+	// joining Join, encrypted with ClusterKey.
+	StartMembership func(self Advert, onChange func([]Sighting)) (Membership, error)
+
+	// Fields of the default transport and membership, unused when
+	// StartTransport and StartMembership are set.
+	GossipAddr string   // memberlist bind address; default 127.0.0.1:0
+	QUICAddr   string   // QUIC listen address; default 127.0.0.1:0
+	Join       []string // gossip addresses of members to join
+	ClusterKey []byte   // 16, 24 or 32 bytes; encrypts gossip (required by the default membership)
+	// Gossip timing overrides (tests); zero keeps the gossip package defaults.
+	GossipProbeInterval, GossipPushPull time.Duration
 }
 
 // Member is one cluster member as `GET /v1/members` shows it.
@@ -98,13 +107,13 @@ type Cluster struct {
 	log   *slog.Logger
 	codec *wire.Codec
 	eng   *replica.Engine
-	tr    *quicnet.Transport
-	gs    *gossip.Gossip
+	tr    Transport
+	ms    Membership
 	self  replica.PeerID
 
 	local    chan localDelta
 	inbox    chan inbound
-	members  chan []gossip.Member
+	members  chan []Sighting
 	requests chan func()
 	overflow sync.Map // ns → true: local deltas dropped, digest sync needed
 
@@ -132,7 +141,7 @@ type Cluster struct {
 }
 
 type peerInfo struct {
-	member gossip.Member
+	member Sighting
 	peer   replica.Peer
 }
 
@@ -150,8 +159,8 @@ func Start(cfg Config) (*Cluster, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = wallClock{}
 	}
 	if cfg.Tick <= 0 {
 		cfg.Tick = 500 * time.Millisecond
@@ -172,12 +181,14 @@ func Start(cfg Config) (*Cluster, error) {
 		owner := cfg.Service.Owner()
 		cfg.Agents = func() []namespace.Address { return []namespace.Address{owner} }
 	}
+	log := cfg.Logger.With("component", "cluster")
+	cfg.withRealNetwork(log)
 	c := &Cluster{
-		cfg: cfg, svc: cfg.Service, log: cfg.Logger.With("component", "cluster"), codec: wire.NewCodec(0),
+		cfg: cfg, svc: cfg.Service, log: log, codec: wire.NewCodec(0),
 		self:     replica.PeerID(cfg.Identity.NodeID()),
 		local:    make(chan localDelta, cfg.LocalQueue),
 		inbox:    make(chan inbound),
-		members:  make(chan []gossip.Member, 1),
+		members:  make(chan []Sighting, 1),
 		requests: make(chan func()),
 		peers:    map[replica.PeerID]peerInfo{},
 		heard:    map[replica.PeerID]bool{},
@@ -193,36 +204,16 @@ func Start(cfg Config) (*Cluster, error) {
 	c.eng = replica.New(ecfg, storeState{c.svc}, &policy{c: c})
 
 	var err error
-	c.tr, err = quicnet.Listen(quicnet.Config{
-		ListenAddr: cfg.QUICAddr, Identity: cfg.Identity, Logger: c.log,
-		Allowed: c.knownKey,
-		Handler: func(from ed25519.PublicKey, frame []byte) {
-			select {
-			case c.inbox <- inbound{from, frame}:
-			case <-c.ctx.Done():
-			}
-		},
-	})
+	c.tr, err = cfg.StartTransport(Inbound{Allowed: c.knownKey, Deliver: c.deliver})
 	if err != nil {
 		c.cancel()
-		return nil, fmt.Errorf("cluster: quic: %w", err)
+		return nil, fmt.Errorf("cluster: transport: %w", err)
 	}
-	c.gs, err = gossip.Start(gossip.Config{
-		BindAddr: cfg.GossipAddr, Join: cfg.Join, SecretKey: cfg.ClusterKey, Logger: c.log,
-		Meta:          c.meta(),
-		ProbeInterval: cfg.GossipProbeInterval, PushPullInterval: cfg.GossipPushPull,
-		OnChange: func(ms []gossip.Member) {
-			select { // keep only the newest membership
-			case <-c.members:
-			default:
-			}
-			c.members <- ms
-		},
-	})
+	c.ms, err = cfg.StartMembership(c.advert(), c.membershipChanged)
 	if err != nil {
 		c.tr.Close()
 		c.cancel()
-		return nil, fmt.Errorf("cluster: gossip: %w", err)
+		return nil, fmt.Errorf("cluster: membership: %w", err)
 	}
 	c.svc.SetKeyOf(c.keyOf)
 	c.svc.SetAuthorCheck(c.hostedBy)
@@ -234,17 +225,34 @@ func Start(cfg Config) (*Cluster, error) {
 	case <-c.members:
 	default:
 	}
-	c.members <- c.gs.Members()
+	c.members <- c.ms.Members()
 	return c, nil
 }
 
-func (c *Cluster) meta() gossip.Meta {
+// deliver is the transport's Inbound.Deliver.
+func (c *Cluster) deliver(from ed25519.PublicKey, frame []byte) {
+	select {
+	case c.inbox <- inbound{from, frame}:
+	case <-c.ctx.Done():
+	}
+}
+
+// membershipChanged keeps only the newest membership for the loop; the
+// membership never calls it concurrently.
+func (c *Cluster) membershipChanged(ms []Sighting) {
+	select {
+	case <-c.members:
+	default:
+	}
+	c.members <- ms
+}
+
+func (c *Cluster) advert() Advert {
 	var agents []string
 	for _, a := range c.cfg.Agents() {
 		agents = append(agents, a.String())
 	}
-	return gossip.Meta{NodeID: c.cfg.Identity.NodeID(), PublicKey: c.cfg.Identity.Public,
-		QUICAddr: c.tr.Addr().String(), Agents: agents}
+	return Advert{NodeID: c.cfg.Identity.NodeID(), PublicKey: c.cfg.Identity.Public, Addr: c.tr.Addr(), Agents: agents}
 }
 
 // RefreshAgents claims the node's new principals (after a token or rule
@@ -253,7 +261,7 @@ func (c *Cluster) RefreshAgents() error {
 	if c.claimAgents() {
 		_ = c.do(c.sendBindings)
 	}
-	return c.gs.UpdateMeta(c.meta())
+	return c.ms.UpdateMeta(c.advert())
 }
 
 func (c *Cluster) onLocalDelta(ns string, d *crdt.Map) {
@@ -269,19 +277,18 @@ func (c *Cluster) onLocalDelta(ns string, d *crdt.Map) {
 	}
 }
 
-// GossipAddr is the address other nodes join.
-func (c *Cluster) GossipAddr() string { return c.gs.LocalAddr() }
+// GossipAddr is the address other nodes join: the membership's address.
+func (c *Cluster) GossipAddr() string { return c.ms.Addr() }
 
-// QUICAddr is the QUIC listen address.
-func (c *Cluster) QUICAddr() string { return c.tr.Addr().String() }
+// QUICAddr is the address peers send frames to: the transport's address.
+func (c *Cluster) QUICAddr() string { return c.tr.Addr() }
 
 // Close leaves the cluster and stops the loop.
 func (c *Cluster) Close() error {
-	_ = c.gs.Leave(time.Second)
+	errMs := c.ms.Close()
 	c.cancel()
 	c.wg.Wait()
-	err := errors.Join(c.gs.Shutdown(), c.tr.Close())
-	return err
+	return errors.Join(errMs, c.tr.Close())
 }
 
 // do runs fn on the loop goroutine and waits.
@@ -327,12 +334,12 @@ func (c *Cluster) Status(digests bool) Status {
 // Members lists the cluster as gossip sees it.
 func (c *Cluster) Members() []Member {
 	var out []Member
-	for _, m := range c.gs.Members() {
+	for _, m := range c.ms.Members() {
 		agents := []string{}
 		for _, p := range c.principalsOfKey(m.PublicKey) {
 			agents = append(agents, p.String())
 		}
-		out = append(out, Member{NodeID: string(m.NodeID), Key: acl.EncodePublicKey(m.PublicKey), Agents: agents, Addr: m.QUICAddr, State: m.State,
+		out = append(out, Member{NodeID: string(m.NodeID), Key: acl.EncodePublicKey(m.PublicKey), Agents: agents, Addr: m.Addr, State: m.State,
 			Self: replica.PeerID(m.NodeID) == c.self})
 	}
 	return out
@@ -356,7 +363,7 @@ func (c *Cluster) Sync(peer string) error {
 
 func (c *Cluster) loop() {
 	defer c.wg.Done()
-	t := time.NewTicker(c.cfg.Tick)
+	t := c.cfg.Clock.NewTicker(c.cfg.Tick)
 	defer t.Stop()
 	for {
 		select {
@@ -371,7 +378,7 @@ func (c *Cluster) loop() {
 			c.setMembers(ms)
 		case fn := <-c.requests:
 			fn()
-		case <-t.C:
+		case <-t.C():
 			c.overflow.Range(func(k, _ any) bool {
 				c.overflow.Delete(k)
 				for _, p := range c.eng.Peers() {
@@ -379,7 +386,7 @@ func (c *Cluster) loop() {
 				}
 				return true
 			})
-			now := c.cfg.Now()
+			now := c.cfg.Clock.Now()
 			c.eng.Tick(now)
 			if now.Sub(c.lastBindings) >= BindingsInterval {
 				c.sendBindings()
@@ -393,9 +400,6 @@ func (c *Cluster) loop() {
 
 func (c *Cluster) receive(in inbound) {
 	from := replica.PeerID(acl.NodeIDOf(in.from))
-	if c.cfg.Cut != nil && c.cfg.Cut(string(from)) {
-		return
-	}
 	m, err := c.codec.Decode(in.frame)
 	if err != nil {
 		c.rejected.Add(1)
@@ -446,10 +450,6 @@ func (c *Cluster) act() {
 // sendAll encodes messages and hands them to their peers' senders.
 func (c *Cluster) sendAll(msgs []replica.Envelope) {
 	for _, env := range msgs {
-		if c.cfg.Cut != nil && c.cfg.Cut(string(env.To)) {
-			c.dropped.Add(1)
-			continue
-		}
 		frame, err := c.codec.Encode(env.Msg)
 		if err != nil {
 			c.log.Error("encode frame", "peer", env.To, "err", err)
@@ -470,13 +470,13 @@ func (c *Cluster) sendAll(msgs []replica.Envelope) {
 	}
 }
 
-func (c *Cluster) setMembers(ms []gossip.Member) {
+func (c *Cluster) setMembers(ms []Sighting) {
 	var peers []replica.Peer
 	next := map[replica.PeerID]peerInfo{}
 	known := map[string]bool{}
 	for _, m := range ms {
 		id := replica.PeerID(m.NodeID)
-		if id == c.self || m.State != gossip.StateAlive || len(m.PublicKey) != ed25519.PublicKeySize {
+		if id == c.self || m.State != StateAlive || len(m.PublicKey) != ed25519.PublicKeySize {
 			continue
 		}
 		// Which agents the member hosts comes from verified bindings, never
@@ -497,14 +497,14 @@ func (c *Cluster) setMembers(ms []gossip.Member) {
 	c.knownMu.Unlock()
 	c.mu.Lock()
 	for id, s := range c.senders {
-		if pi, ok := next[id]; !ok || pi.member.QUICAddr != s.addr {
+		if pi, ok := next[id]; !ok || pi.member.Addr != s.addr {
 			close(s.ch)
 			delete(c.senders, id)
 		}
 	}
 	for id, pi := range next {
 		if _, ok := c.senders[id]; !ok {
-			s := &sender{ch: make(chan []byte, c.cfg.SendQueue), addr: pi.member.QUICAddr, key: pi.member.PublicKey}
+			s := &sender{ch: make(chan []byte, c.cfg.SendQueue), addr: pi.member.Addr, key: pi.member.PublicKey}
 			c.senders[id] = s
 			c.wg.Add(1)
 			go c.send(id, s)
@@ -527,10 +527,7 @@ func (c *Cluster) setMembers(ms []gossip.Member) {
 func (c *Cluster) send(id replica.PeerID, s *sender) {
 	defer c.wg.Done()
 	for frame := range s.ch {
-		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-		err := c.tr.Send(ctx, s.addr, s.key, frame)
-		cancel()
-		if err != nil {
+		if err := c.tr.Send(c.ctx, s.addr, s.key, frame); err != nil {
 			c.dropped.Add(1)
 			if c.ctx.Err() == nil {
 				c.log.Debug("send failed", "peer", id, "err", err)
@@ -548,7 +545,8 @@ func (c *Cluster) stopSenders() {
 	}
 }
 
-// knownKey reports whether pub belongs to a live member (QUIC inbound check).
+// knownKey reports whether pub belongs to a live member: the transport's
+// Inbound.Allowed.
 func (c *Cluster) knownKey(pub ed25519.PublicKey) bool {
 	c.knownMu.RLock()
 	defer c.knownMu.RUnlock()
