@@ -1,6 +1,20 @@
 // Package cluster runs a node's replication: the pure replica.Engine driven
-// by one goroutine over the real network (sync/quicnet for frames,
-// sync/gossip for membership) and the node's Badger store.
+// by one goroutine over a transport for frames, a membership and a clock,
+// and the node's memory service.
+//
+// Those three are seams (seams.go), each declared here with only what the
+// loop uses and a contract for blocking and concurrency: a Transport sends
+// a frame to a member and hands arriving ones to Inbound.Deliver; a
+// Membership lists the members and reports their changes; a Clock gives
+// the time and the loop's ticker. Config.StartTransport,
+// Config.StartMembership and Config.Clock supply them; left nil they are
+// the real ones, QUIC (sync/quicnet) on QUICAddr, memberlist gossip
+// (sync/gossip) on GossipAddr with ClusterKey, and the wall clock,
+// adapted in realnet.go, the one file that knows them. The node passes
+// only the address and key fields. Tests run whole clusters in one
+// process over an in-memory network and a stepped clock
+// (inmemory_test.go), and cut a partition with a transport wrapper, never
+// a hook in Config.
 //
 // The loop owns the engine. Its inputs are local deltas (from the memory
 // service, after they are durable), inbound frames, membership changes, a
@@ -16,9 +30,9 @@
 // sync with every peer instead of blocking the writer (agents never wait on
 // the network). Each peer's sender has a channel of Config.SendQueue frames;
 // a full channel drops the frame, which the engine's ack timeout turns into
-// a digest sync. Inbound frames block the sending peer's QUIC stream until
-// the loop takes them, so a slow node slows its senders rather than growing
-// a buffer.
+// a digest sync. Inbound frames block the sending peer's Send (with QUIC,
+// its stream) until the loop takes them, so a slow node slows its senders
+// rather than growing a buffer.
 //
 // Which peers hold what: team and project namespaces replicate to every
 // member whose agents may read them (by this node's policy), and an inbox
@@ -38,5 +52,6 @@
 // transaction the store commits is sealed with it (crdt.Seal); the engine
 // checks both on arrival and accepts a namespace's content only from
 // members that may write it (sync/replica/doc.go). A member's replica id
-// derives from its key, which QUIC pins.
+// derives from its key, which the transport pins (QUIC: the TLS
+// certificate's key must be the one the membership advertised).
 package cluster
