@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/memory/bundle"
 )
 
 // capsuleRoutes are the capsule, context bundle and duplicates routes.
@@ -85,7 +86,7 @@ func (a *api) contextBundle(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.BuildContext(r.Context(), c, req)
+	res, err := bundle.Build(r.Context(), a.svc, c, req)
 	if err != nil {
 		return err
 	}

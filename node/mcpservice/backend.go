@@ -6,6 +6,7 @@ import (
 	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/bundle"
 )
 
 // Backend is a Service with the caller bound in. It has every capability
@@ -122,7 +123,7 @@ func (b Backend) RevokeCapsule(ctx context.Context, id string) (memapi.Capsule, 
 }
 
 func (b Backend) BuildContext(ctx context.Context, req memapi.BundleRequest) (memapi.BundleResult, error) {
-	return b.svc.BuildContext(ctx, b.c, req)
+	return bundle.Build(ctx, b.svc, b.c, req)
 }
 
 func (b Backend) Duplicates(ctx context.Context, q memapi.DuplicateQuery) (memapi.DuplicatesResult, error) {

@@ -30,12 +30,11 @@ func CheckType(t string) error {
 // of the content, cut to 80 characters.
 func DeriveTitle(content string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(content), "\n")
-	return truncateRunes(strings.TrimSpace(line), 80)
+	return TruncateRunes(strings.TrimSpace(line), 80)
 }
 
-// truncateRunes cuts s to n runes, marking the cut with "…". node/memory
-// keeps its own copy for its texts; this one serves DeriveTitle.
-func truncateRunes(s string, n int) string {
+// TruncateRunes cuts s to n runes, marking the cut with "…".
+func TruncateRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -240,4 +239,42 @@ func hex4(b []byte) (rune, bool) {
 		r = r<<4 | rune(d)
 	}
 	return r, true
+}
+
+// EstimateTokens is the budget arithmetic of Context and the context
+// bundle: one token per four bytes, rounded up — close to what tokenizers
+// give for English and code.
+func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
+
+// OneLine folds s's whitespace, newlines included, to single spaces.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// OrDash is s, or "-" when s is empty (a blank field in an entry).
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ContextEntryRunes is how much of a memory's content one entry of Context
+// or the context bundle shows.
+const ContextEntryRunes = 600
+
+// fromMark is the marker of an inbox item's writer in text ("" when m is
+// not from an inbox).
+func fromMark(m Memory) string {
+	if m.From == "" {
+		return ""
+	}
+	return "[from " + m.From + "] "
+}
+
+// ContextEntry is one memory as a line of Context and the context bundle.
+func ContextEntry(m Memory) string {
+	entry := fmt.Sprintf("- %s[%s] %s (%s, id %s", fromMark(m), m.Type, m.Title, m.CreatedAt.Format("2006-01-02"), m.ID)
+	if len(m.Tags) > 0 {
+		entry += ", tags " + strings.Join(m.Tags, ",")
+	}
+	return entry + "): " + TruncateRunes(OneLine(m.Content), ContextEntryRunes) + "\n"
 }

@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"fmt"
+	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/memory/bundle"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +34,7 @@ func TestBundlePrecedenceAndBudget(t *testing.T) {
 	inSession := save(SaveRequest{Type: "note", SessionID: "s1", Project: "pay", Content: "session note: retried invoice 7"})
 	save(SaveRequest{Type: "note", Project: "pay", Content: "project note: the ledger is append-only"})
 
-	res, err := s.BuildContext(ctx, alice, BundleRequest{SessionID: "s1", Project: "pay", MaxTokens: 5000})
+	res, err := bundle.Build(ctx, s, alice, BundleRequest{SessionID: "s1", Project: "pay", MaxTokens: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,18 +49,18 @@ func TestBundlePrecedenceAndBudget(t *testing.T) {
 	if len(res.Recent) != 2 || res.Recent[0].ID != inSession.ID {
 		t.Fatalf("recent %+v", res.Recent)
 	}
-	if b := res.Budget; b.Total != b.Decisions+b.Capsules+b.Recent || estimateTokens(res.Text) > b.Total || b.Decisions == 0 || b.Recent == 0 {
-		t.Fatalf("budget %+v for %d tokens of text", b, estimateTokens(res.Text))
+	if b := res.Budget; b.Total != b.Decisions+b.Capsules+b.Recent || memapi.EstimateTokens(res.Text) > b.Total || b.Decisions == 0 || b.Recent == 0 {
+		t.Fatalf("budget %+v for %d tokens of text", b, memapi.EstimateTokens(res.Text))
 	}
 	// Every budget, tiny to large: never exceeded, shares respected.
 	for _, max := range []int{1, 5, 10, 20, 40, 60, 100, 150, 300, 1000} {
-		r, err := s.BuildContext(ctx, alice, BundleRequest{SessionID: "s1", Project: "pay", MaxTokens: max})
+		r, err := bundle.Build(ctx, s, alice, BundleRequest{SessionID: "s1", Project: "pay", MaxTokens: max})
 		if err != nil {
 			t.Fatal(err)
 		}
 		b := r.Budget
-		if b.Total > max || estimateTokens(r.Text) > max || b.Decisions > max*bundleDecisionShare/100 || b.MaxTokens != max {
-			t.Fatalf("max %d: budget %+v, text %d tokens", max, b, estimateTokens(r.Text))
+		if b.Total > max || memapi.EstimateTokens(r.Text) > max || b.Decisions > max*bundle.DecisionShare/100 || b.MaxTokens != max {
+			t.Fatalf("max %d: budget %+v, text %d tokens", max, b, memapi.EstimateTokens(r.Text))
 		}
 		if max < 300 && !r.Truncated {
 			t.Fatalf("max %d: not truncated", max)
@@ -69,7 +71,7 @@ func TestBundlePrecedenceAndBudget(t *testing.T) {
 func TestBundleCapsulesOnlyForAudience(t *testing.T) {
 	s, _, alice, _, created := capsuleFixture(t)
 	ctx := context.Background()
-	res, err := s.BuildContext(ctx, bobP, BundleRequest{SubjectType: "user", SubjectID: "jack", MaxTokens: 2000})
+	res, err := bundle.Build(ctx, s, bobP, BundleRequest{SubjectType: "user", SubjectID: "jack", MaxTokens: 2000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,16 +87,16 @@ func TestBundleCapsulesOnlyForAudience(t *testing.T) {
 		}
 	}
 	for _, c := range []Caller{carolP, alice} {
-		r, err := s.BuildContext(ctx, c, BundleRequest{SubjectType: "user", SubjectID: "jack"})
+		r, err := bundle.Build(ctx, s, c, BundleRequest{SubjectType: "user", SubjectID: "jack"})
 		if err != nil || len(r.Capsules) != 0 || r.Budget.Capsules != 0 {
 			t.Fatalf("%s gets capsules: %+v %v", c.Principal, r.Capsules, err)
 		}
 	}
 	off := false
-	if r, _ := s.BuildContext(ctx, bobP, BundleRequest{SubjectType: "user", SubjectID: "jack", IncludeCapsules: &off}); len(r.Capsules) != 0 {
+	if r, _ := bundle.Build(ctx, s, bobP, BundleRequest{SubjectType: "user", SubjectID: "jack", IncludeCapsules: &off}); len(r.Capsules) != 0 {
 		t.Fatal("include_capsules=false ignored")
 	}
-	if _, err := s.BuildContext(ctx, bobP, BundleRequest{SubjectType: "user"}); err == nil {
+	if _, err := bundle.Build(ctx, s, bobP, BundleRequest{SubjectType: "user"}); err == nil {
 		t.Fatal("subject_type without subject_id accepted")
 	}
 }
@@ -108,11 +110,13 @@ func TestBundleBudgetFlows(t *testing.T) {
 		}
 	}
 	// No decisions and no capsules: recent memories may use the whole budget.
-	r, err := s.BuildContext(ctx, alice, BundleRequest{MaxTokens: 400})
+	r, err := bundle.Build(ctx, s, alice, BundleRequest{MaxTokens: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Budget.Recent <= 400*(100-bundleDecisionShare-bundleCapsuleShare)/100 || r.Budget.Total > 400 {
+	if r.Budget.Recent <= 400*(100-bundle.DecisionShare-bundle.CapsuleShare)/100 || r.Budget.Total > 400 {
 		t.Fatalf("unused shares did not flow to recent: %+v", r.Budget)
 	}
 }
+
+var _ bundle.Source = (*Service)(nil)

@@ -104,21 +104,8 @@ type capsuleState struct {
 	byNS  map[string]map[string]bool // capsule namespace → item ids
 }
 
-// isCapsuleNS reports whether ns is a capsule inbox (cheap test first).
-func isCapsuleNS(ns string) bool {
-	if !strings.Contains(ns, "/.inbox/") || !strings.Contains(ns, "/"+schema.CapsuleNamePrefix) {
-		return false
-	}
-	a, err := namespace.Parse(ns)
-	if err != nil {
-		return false
-	}
-	if _, _, ok := InboxParties(a); !ok {
-		return false
-	}
-	parts := strings.Split(a.Path, "/")
-	return len(parts) == 3 && strings.HasPrefix(parts[2], schema.CapsuleNamePrefix)
-}
+// isCapsuleNS reports whether ns is a capsule inbox.
+func isCapsuleNS(ns string) bool { return schema.IsCapsuleInbox(ns) }
 
 // indexCapsuleItem remembers a memory stored in a capsule inbox: a
 // capsule item, hidden once its capsule expires or is revoked.
@@ -541,6 +528,12 @@ func (s *Service) capsuleFor(c Caller, id string) (capsuleEntry, bool, error) {
 // one (without items) until it is collected.
 func (s *Service) GetCapsule(ctx context.Context, c Caller, id string) (Capsule, error) {
 	return s.getCapsule(c, id, "")
+}
+
+// CapsuleOn returns a capsule with the items c may read on channel (the
+// context bundle's bundle.Source).
+func (s *Service) CapsuleOn(ctx context.Context, c Caller, id, channel string) (Capsule, error) {
+	return s.getCapsule(c, id, channel)
 }
 
 func (s *Service) getCapsule(c Caller, id, channel string) (Capsule, error) {

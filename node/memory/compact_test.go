@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"slices"
 	"strings"
 	"testing"
@@ -76,7 +77,7 @@ func TestCompactIdentify(t *testing.T) {
 	if first.AgeDays != 400 || first.Scope != DefaultScope || first.Namespace != "agent://alice" || !first.CreatedAt.Equal(pres.AddDate(0, 0, -400)) {
 		t.Fatalf("candidate %+v", first)
 	}
-	wantSnippet := strings.TrimSpace(string([]rune(oneLine(long))[:snippetRunes])) + "…"
+	wantSnippet := strings.TrimSpace(string([]rune(memapi.OneLine(long))[:snippetRunes])) + "…"
 	if first.Snippet != wantSnippet || utf8.RuneCountInString(first.Snippet) > snippetRunes+1 {
 		t.Fatalf("snippet %q, want the first %d characters: %q", first.Snippet, snippetRunes, wantSnippet)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"hash/fnv"
 	"io"
 	"math"
@@ -386,7 +387,7 @@ func (s *Service) embeddingPairs(ctx context.Context, mems []Memory, cfg Embeddi
 		part := todo[start:min(start+batch, len(todo))]
 		texts := make([]string, len(part))
 		for k, i := range part {
-			texts[k] = truncateRunes(dedupText(mems[i]), 8000)
+			texts[k] = memapi.TruncateRunes(dedupText(mems[i]), 8000)
 		}
 		out, err := cl.Embed(ctx, texts)
 		if err != nil {
@@ -492,7 +493,7 @@ func (e *EmbeddingsClient) Embed(ctx context.Context, texts []string) ([][]float
 		return nil, fmt.Errorf("%w: POST %s: reading the answer: %v", ErrEmbeddings, url, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("%w: POST %s answered %s: %s", ErrEmbeddings, url, resp.Status, truncateRunes(oneLine(string(raw)), 200))
+		return nil, fmt.Errorf("%w: POST %s answered %s: %s", ErrEmbeddings, url, resp.Status, memapi.TruncateRunes(memapi.OneLine(string(raw)), 200))
 	}
 	var out struct {
 		Data []struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 )
 
 // Inbox namespaces carry what one agent delivers to another: projections
@@ -21,7 +22,7 @@ import (
 // read marks it (Memory.From = the writer), and the context bundle shows
 // it in a section of its own, never among the target's decisions (see
 // the package doc, "Other agents' words").
-const inboxSegment = ".inbox"
+const inboxSegment = schema.InboxSegment
 
 // InboxNamespace returns agent://TARGET/.inbox/WRITER/NAME.
 func InboxNamespace(target, writer namespace.Address, name string) (namespace.Address, error) {

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"slices"
 	"strings"
 	"time"
@@ -15,8 +16,7 @@ import (
 
 // The defaults and bounds of the read operations are memapi's (api.go).
 const (
-	snippetRunes      = 100
-	contextEntryRunes = 600
+	snippetRunes = 100
 )
 
 // indexFilter turns a Filter into the index's filter, scoped to what the
@@ -53,6 +53,18 @@ func (s *Service) indexFilter(c Caller, f Filter) (search.Filter, error) {
 		sf.Until = f.Until.UnixNano()
 	}
 	return sf, nil
+}
+
+// Memories lists up to limit live memories matching f that c may read,
+// newest first, through the effective view, and reports whether the limit
+// cut the list (the context bundle's bundle.Source).
+func (s *Service) Memories(ctx context.Context, c Caller, f Filter, limit int) ([]Memory, bool, error) {
+	sf, err := s.indexFilter(c, f)
+	if err != nil {
+		return nil, false, err
+	}
+	metas := s.ix.List(sf, true, limit)
+	return s.load(metaIDs(metas)), limit > 0 && len(metas) == limit, nil
 }
 
 // load reads memories for index metas or hits, skipping any that vanished
@@ -146,10 +158,6 @@ func (s *Service) Timeline(ctx context.Context, c Caller, q TimelineQuery) (Time
 	return Timeline{Center: center, Before: s.load(metaIDs(older)), After: s.load(metaIDs(newer))}, nil
 }
 
-// estimateTokens is the budget arithmetic of Context: one token per four
-// bytes, rounded up — close to what tokenizers give for English and code.
-func estimateTokens(s string) int { return (len(s) + 3) / 4 }
-
 // Context formats recent memories and sessions for an agent's prompt, newest
 // first, within MaxTokens. A memory another agent wrote into the caller's
 // inbox is marked "[from agent://WRITER]" (see bundle.go).
@@ -170,11 +178,11 @@ func (s *Service) Context(ctx context.Context, c Caller, q ContextQuery) (Contex
 	// add writes part if it fits in the budget. Every part, headings
 	// included, is checked: a small max_tokens must never be exceeded.
 	add := func(part string) bool {
-		if used+estimateTokens(part) > q.MaxTokens {
+		if used+memapi.EstimateTokens(part) > q.MaxTokens {
 			return false
 		}
 		b.WriteString(part)
-		used += estimateTokens(part)
+		used += memapi.EstimateTokens(part)
 		return true
 	}
 	sessions := s.readableSessions(sf)
@@ -185,9 +193,9 @@ func (s *Service) Context(ctx context.Context, c Caller, q ContextQuery) (Contex
 	memories := s.load(metaIDs(metas))
 	if add("## Memory context\n") && len(sessions) > 0 && add("\n### Recent sessions\n") {
 		for _, ss := range sessions {
-			line := fmt.Sprintf("- %s (%s, started %s)", ss.ID, orDash(ss.Project), ss.StartedAt.Format("2006-01-02 15:04"))
+			line := fmt.Sprintf("- %s (%s, started %s)", ss.ID, memapi.OrDash(ss.Project), ss.StartedAt.Format("2006-01-02 15:04"))
 			if ss.Summary != "" {
-				line += ": " + truncateRunes(oneLine(ss.Summary), 200)
+				line += ": " + memapi.TruncateRunes(memapi.OneLine(ss.Summary), 200)
 			}
 			if !add(line + "\n") {
 				break
@@ -197,7 +205,7 @@ func (s *Service) Context(ctx context.Context, c Caller, q ContextQuery) (Contex
 	}
 	if used > 0 && add("\n### Memories (newest first)\n") {
 		for _, m := range memories {
-			if !add(bundleEntry(m)) {
+			if !add(memapi.ContextEntry(m)) {
 				break
 			}
 			res.Memories = append(res.Memories, m)
@@ -209,15 +217,6 @@ func (s *Service) Context(ctx context.Context, c Caller, q ContextQuery) (Contex
 	res.Text = b.String()
 	res.TokensUsed = used
 	return res, nil
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // Compact identifies stale memories, or soft-deletes chosen ones and writes
@@ -284,7 +283,7 @@ func (s *Service) compactIdentify(c Caller, req CompactRequest) (CompactResult, 
 		res.Candidates = append(res.Candidates, CompactCandidate{
 			ID: m.ID, Namespace: m.Namespace, Type: m.Type, Title: m.Title, Project: m.Project, Scope: m.Scope,
 			CreatedAt: m.CreatedAt, AgeDays: int(now.Sub(m.CreatedAt).Hours() / 24),
-			Snippet: truncateRunes(oneLine(m.Content), snippetRunes),
+			Snippet: memapi.TruncateRunes(memapi.OneLine(m.Content), snippetRunes),
 		})
 	}
 	return res, nil

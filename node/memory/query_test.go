@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"slices"
 	"strings"
 	"testing"
@@ -276,11 +277,11 @@ func TestContextBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.TokensUsed > budget || estimateTokens(r.Text) > budget {
-			t.Errorf("budget %d: used %d, text is %d tokens", budget, r.TokensUsed, estimateTokens(r.Text))
+		if r.TokensUsed > budget || memapi.EstimateTokens(r.Text) > budget {
+			t.Errorf("budget %d: used %d, text is %d tokens", budget, r.TokensUsed, memapi.EstimateTokens(r.Text))
 		}
-		if r.TokensUsed < estimateTokens(r.Text) {
-			t.Errorf("budget %d: reports %d tokens used for a text of %d", budget, r.TokensUsed, estimateTokens(r.Text))
+		if r.TokensUsed < memapi.EstimateTokens(r.Text) {
+			t.Errorf("budget %d: reports %d tokens used for a text of %d", budget, r.TokensUsed, memapi.EstimateTokens(r.Text))
 		}
 		complete := len(r.Memories) == len(ids) && len(r.Sessions) == 2
 		if r.Truncated == complete {
@@ -301,8 +302,8 @@ func TestContextBudget(t *testing.T) {
 // are at least the estimate of the whole text.
 func estimateTokensOfParts(t *testing.T, r ContextResult) int {
 	t.Helper()
-	if r.TokensUsed < estimateTokens(r.Text) {
-		t.Errorf("tokens used %d below the text's estimate %d", r.TokensUsed, estimateTokens(r.Text))
+	if r.TokensUsed < memapi.EstimateTokens(r.Text) {
+		t.Errorf("tokens used %d below the text's estimate %d", r.TokensUsed, memapi.EstimateTokens(r.Text))
 	}
 	return r.TokensUsed
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"slices"
 	"strings"
 	"time"
@@ -203,7 +204,7 @@ func (s *Service) SessionSummary(ctx context.Context, c Caller, req SessionSumma
 		return res, err
 	}
 	if _, ok := s.findSession(c, req.SessionID); ok {
-		if _, err := s.EndSession(ctx, c, SessionEnd{ID: req.SessionID, Summary: truncateRunes(req.Content, 2000)}); err != nil {
+		if _, err := s.EndSession(ctx, c, SessionEnd{ID: req.SessionID, Summary: memapi.TruncateRunes(req.Content, 2000)}); err != nil {
 			return res, err
 		}
 	}

@@ -110,14 +110,6 @@ func cleanList(field string, in []string, maxN, maxLen int) ([]string, error) {
 	return out, nil
 }
 
-func truncateRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimSpace(string(r[:n])) + "…"
-}
-
 // normaliseSave validates a save and fills its defaults.
 func normaliseSave(req *SaveRequest) (saveParams, error) {
 	req.Type = strings.TrimSpace(req.Type)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
 )
 
@@ -127,4 +128,23 @@ func ToSession(ns, id string, r *crdt.Record) memapi.Session {
 		s.EndedAt = &e
 	}
 	return s
+}
+
+// IsCapsuleInbox reports whether ns is a capsule's inbox,
+// agent://TARGET/.inbox/WRITER/capsule-ID: its memories are the capsule's
+// items. The cheap test comes first (it runs on every bundle entry).
+func IsCapsuleInbox(ns string) bool {
+	if !strings.Contains(ns, "/"+InboxSegment+"/") || !strings.Contains(ns, "/"+CapsuleNamePrefix) {
+		return false
+	}
+	a, err := namespace.Parse(ns)
+	if err != nil || a.Kind != namespace.KindAgent {
+		return false
+	}
+	parts := strings.Split(a.Path, "/")
+	if len(parts) != 3 || parts[0] != InboxSegment || !strings.HasPrefix(parts[2], CapsuleNamePrefix) {
+		return false
+	}
+	_, err = namespace.Agent(parts[1])
+	return err == nil
 }

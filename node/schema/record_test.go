@@ -84,3 +84,19 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
+
+func TestIsCapsuleInbox(t *testing.T) {
+	for ns, want := range map[string]bool{
+		"agent://bob/.inbox/alice/capsule-01ABC":       true,
+		"agent://bob/.inbox/alice/proj-01ABC":          false, // a projection's inbox
+		"agent://bob/.inbox/alice/capsule-01ABC/x":     false, // below an inbox
+		"agent://bob/.inbox/Not An Agent/capsule-01AB": false,
+		"team://t/.inbox/alice/capsule-01ABC":          false, // only agents have inboxes
+		"agent://bob/notes/alice/capsule-01ABC":        false,
+		"agent://bob":                                  false,
+	} {
+		if got := IsCapsuleInbox(ns); got != want {
+			t.Errorf("IsCapsuleInbox(%q) = %v, want %v", ns, got, want)
+		}
+	}
+}
