@@ -2,24 +2,20 @@ package acl
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/datadriven"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scenarios")
-
-// TestScenarios runs testdata/*.txt. A file is blocks separated by blank
-// lines; a block is a command line, "----", and its expected output. Lines
-// starting with # are comments. Commands:
+// TestScenarios runs testdata/*.txt with datadriven: a command line, "----"
+// and its expected output, blocks separated by blank lines, # for comments;
+// `go test -run TestScenarios -rewrite` regenerates the outputs. Commands:
 //
 //	agents NAME...                               cluster agents, one node key each
 //	create  ID by=AGENT ns=NS [ts=N]             sign a record and put it in the pool as ID
@@ -31,13 +27,16 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // check and effective evaluate a replica holding the pool's records (all,
 // only those listed, or all but those listed), added in a shuffled order.
 func TestScenarios(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scenarios")
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runScenario(t, file) })
-	}
+	datadriven.Walk(t, "testdata", func(t *testing.T, file string) {
+		s := &scenario{w: newWorld(t), recs: map[string]SignedRecord{}, names: map[string]string{}}
+		datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
+			got, err := s.run(d)
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			return got
+		})
+	})
 }
 
 type scenario struct {
@@ -48,56 +47,14 @@ type scenario struct {
 	names  map[string]string // record id -> scenario name
 }
 
-func runScenario(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &scenario{w: newWorld(t), recs: map[string]SignedRecord{}, names: map[string]string{}}
-	var out strings.Builder
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			out.WriteString(line + "\n")
-			continue
-		}
-		cmdLine := i + 1
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command not followed by ----", file, cmdLine)
-		}
-		var want []string
-		for i += 2; i < len(lines) && lines[i] != ""; i++ {
-			want = append(want, lines[i])
-		}
-		got, err := s.run(line)
-		if err != nil {
-			got = "error: " + err.Error()
-		}
-		out.WriteString(line + "\n----\n" + got + "\n")
-		if i < len(lines) {
-			out.WriteString("\n")
-		}
-		if !*rewrite && got != strings.Join(want, "\n") {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, cmdLine, line, got, strings.Join(want, "\n"))
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func (s *scenario) run(line string) (string, error) {
-	fields := strings.Fields(line)
-	cmd, args := fields[0], map[string]string{}
+func (s *scenario) run(d *datadriven.TestData) (string, error) {
+	cmd, args := d.Cmd, map[string]string{}
 	var pos []string
-	for _, f := range fields[1:] {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			args[k] = v
+	for _, a := range d.CmdArgs {
+		if len(a.Vals) == 0 {
+			pos = append(pos, a.Key)
 		} else {
-			pos = append(pos, f)
+			args[a.Key] = strings.Join(a.Vals, ",")
 		}
 	}
 	switch cmd {
