@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
@@ -22,11 +21,9 @@ import (
 	"github.com/mnemohq/mnemo/node/store"
 )
 
-var rewriteSurgery = flag.Bool("rewrite", false, "rewrite the expected output of testdata/surgery/*.txt")
-
-// TestSurgeryScenarios runs testdata/surgery/*.txt. A file is blocks
-// separated by blank lines; a block is a command line, "----", and its
-// expected output (`go test -run TestSurgeryScenarios -rewrite`
+// TestSurgeryScenarios runs testdata/surgery/*.txt with datadriven. A file
+// is blocks separated by blank lines; a block is a command line, "----", and
+// its expected output (`go test -run TestSurgeryScenarios -rewrite`
 // regenerates them). Lines starting with # are comments. Two replicas, a
 // and b, hold team://t (alice created it; bob and carol are members, dave
 // reads; every principal is local to both). Values use _ for spaces.
@@ -46,13 +43,17 @@ var rewriteSurgery = flag.Bool("rewrite", false, "rewrite the expected output of
 // Commands default to replica a and principal alice. Edits are named e1,
 // e2, … in the order made.
 func TestSurgeryScenarios(t *testing.T) {
-	files, _ := filepath.Glob("testdata/surgery/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scenarios")
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runSurgeryScenario(t, file) })
-	}
+	datadriven.Walk(t, "testdata/surgery", func(t *testing.T, file string) {
+		w := &surgeryWorld{t: t, reps: map[string]*Service{}, clocks: map[string]*fakeClock{}, mems: map[string]string{},
+			names: map[string]string{}, edits: map[string]string{}, enames: map[string]string{}}
+		datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
+			got, err := w.run(d)
+			if err != nil {
+				got = "error: " + err.Error()
+			}
+			return w.rename(got)
+		})
+	})
 }
 
 type surgeryWorld struct {
@@ -67,49 +68,6 @@ type surgeryWorld struct {
 }
 
 const scenarioNS = "team://t"
-
-func runSurgeryScenario(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &surgeryWorld{t: t, reps: map[string]*Service{}, clocks: map[string]*fakeClock{}, mems: map[string]string{},
-		names: map[string]string{}, edits: map[string]string{}, enames: map[string]string{}}
-	var out strings.Builder
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			out.WriteString(line + "\n")
-			continue
-		}
-		cmdLine := i + 1
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command not followed by ----", file, cmdLine)
-		}
-		var want []string
-		for i += 2; i < len(lines) && lines[i] != ""; i++ {
-			want = append(want, lines[i])
-		}
-		got, err := w.run(line)
-		if err != nil {
-			got = "error: " + err.Error()
-		}
-		got = w.rename(got)
-		out.WriteString(line + "\n----\n" + got + "\n")
-		if i < len(lines) {
-			out.WriteString("\n")
-		}
-		if !*rewriteSurgery && got != strings.Join(want, "\n") {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, cmdLine, line, got, strings.Join(want, "\n"))
-		}
-	}
-	if *rewriteSurgery {
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func (w *surgeryWorld) open(approvals Approvals) {
 	for i, r := range []string{"a", "b"} {
@@ -135,15 +93,14 @@ func (w *surgeryWorld) sync() {
 	}
 }
 
-func (w *surgeryWorld) run(line string) (string, error) {
-	fields := strings.Fields(line)
-	cmd, args := fields[0], map[string]string{}
+func (w *surgeryWorld) run(d *datadriven.TestData) (string, error) {
+	cmd, args := d.Cmd, map[string]string{}
 	var pos []string
-	for _, f := range fields[1:] {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			args[k] = strings.ReplaceAll(v, "_", " ")
+	for _, a := range d.CmdArgs {
+		if len(a.Vals) == 0 {
+			pos = append(pos, a.Key)
 		} else {
-			pos = append(pos, f)
+			args[a.Key] = strings.ReplaceAll(strings.Join(a.Vals, ","), "_", " ")
 		}
 	}
 	if cmd == "open" {
@@ -173,7 +130,7 @@ func (w *surgeryWorld) run(line string) (string, error) {
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			w.t.Fatalf("%s: %v", line, err)
+			w.t.Fatalf("%s: %v", d.Pos, err)
 		}
 		return &x
 	}
