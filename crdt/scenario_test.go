@@ -1,25 +1,24 @@
 package crdt
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-var flagRewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt")
-
-// TestScenarios runs the scripts in testdata/*.txt. A script is a list of
-// commands, each followed by a line "----" and its expected output, which
-// ends at a blank line. Lines starting with # are comments. Commands:
+// TestScenarios runs the scripts in testdata/*.txt with datadriven: a
+// command line, any values that need quoting below it (one per line, as Go
+// strings, taken after the line's own arguments), a line "----" and the
+// expected output, which ends at a blank line. Lines starting with # are
+// comments. Commands:
 //
 //	replica NAME [skew=DURATION]      a replica; ids follow creation order
-//	NAME set ID FIELD "VALUE" @WALLMS write a field at wall time WALLMS
+//	NAME set ID FIELD @WALLMS         write the field to the value below, at wall time WALLMS
 //	NAME add ID SET ELEM              add an element
 //	NAME remove ID SET ELEM           remove an element
 //	NAME retract ID                   retract a record
@@ -32,15 +31,40 @@ var flagRewrite = flag.Bool("rewrite", false, "rewrite the expected output of te
 //
 // `go test -run TestScenarios -rewrite` regenerates the outputs.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			runScenario(t, file)
+	datadriven.Walk(t, "testdata", func(t *testing.T, file string) {
+		sc := &scenario{reps: map[string]*scenarioReplica{}, names: map[ReplicaID]string{}}
+		datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
+			args, err := scenarioArgs(d)
+			if err != nil {
+				t.Fatalf("%s: %v", d.Pos, err)
+			}
+			got, err := sc.run(args)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", d.Pos, d.FullCmd(), err)
+			}
+			return strings.TrimRight(got, "\n")
 		})
+	})
+}
+
+// scenarioArgs is the command, its arguments, then the quoted values of
+// the input, one a line.
+func scenarioArgs(d *datadriven.TestData) ([]string, error) {
+	args := []string{d.Cmd}
+	for _, a := range d.CmdArgs {
+		args = append(args, a.String())
 	}
+	for _, line := range strings.Split(d.Input, "\n") {
+		if line == "" {
+			continue
+		}
+		v, err := strconv.Unquote(line)
+		if err != nil {
+			return nil, fmt.Errorf("input %s: want a Go string: %v", line, err)
+		}
+		args = append(args, v)
+	}
+	return args, nil
 }
 
 type scenarioReplica struct {
@@ -59,91 +83,24 @@ type scenario struct {
 	order []string
 }
 
-func runScenario(t *testing.T, file string) {
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := &scenario{reps: map[string]*scenarioReplica{}, names: map[ReplicaID]string{}}
-	lines := strings.Split(string(raw), "\n")
-	var rewritten strings.Builder
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			rewritten.WriteString(line + "\n")
-			continue
-		}
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command without a ---- line", file, i+1)
-		}
-		var want []string
-		j := i + 2
-		for ; j < len(lines) && lines[j] != ""; j++ {
-			want = append(want, lines[j])
-		}
-		got, err := sc.run(line)
-		if err != nil {
-			t.Fatalf("%s:%d: %s: %v", file, i+1, line, err)
-		}
-		got = strings.TrimRight(got, "\n")
-		if !*flagRewrite && got != strings.Join(want, "\n") {
-			t.Errorf("%s:%d: %s\n--- got\n%s\n--- want\n%s", file, i+1, line, got, strings.Join(want, "\n"))
-		}
-		fmt.Fprintf(&rewritten, "%s\n----\n%s\n", line, got)
-		i = j - 1
-	}
-	if *flagRewrite {
-		out := strings.TrimRight(rewritten.String(), "\n") + "\n"
-		if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// fields splits a command line, keeping "quoted strings" whole.
-func scenarioFields(line string) ([]string, error) {
-	var out []string
-	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
-		if line[0] == '"' {
-			s, err := strconv.QuotedPrefix(line)
-			if err != nil {
-				return nil, err
-			}
-			v, _ := strconv.Unquote(s)
-			out = append(out, v)
-			line = line[len(s):]
-			continue
-		}
-		k := strings.IndexByte(line, ' ')
-		if k < 0 {
-			k = len(line)
-		}
-		out = append(out, line[:k])
-		line = line[k:]
-	}
-	return out, nil
-}
-
 // run executes one command. A returned error is a broken script; errors of
 // the package under test are output.
-func (sc *scenario) run(line string) (string, error) {
-	args, err := scenarioFields(line)
-	if err != nil {
-		return "", err
-	}
+func (sc *scenario) run(args []string) (string, error) {
+	line := strings.Join(args, " ")
 	if args[0] == "expect-error" {
-		out, err := sc.run(strings.TrimPrefix(line, "expect-error "))
+		out, err := sc.run(args[1:])
 		if err == nil && !strings.HasPrefix(out, "error: ") {
 			return "", fmt.Errorf("expected an error, got %q", out)
 		}
 		return out, err
 	}
+	var err error
 	var wall int64 = -1
-	if last := args[len(args)-1]; strings.HasPrefix(last, "@") {
-		if wall, err = strconv.ParseInt(last[1:], 10, 64); err != nil {
+	if i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "@") }); i >= 0 {
+		if wall, err = strconv.ParseInt(args[i][1:], 10, 64); err != nil {
 			return "", err
 		}
-		args = args[:len(args)-1]
+		args = slices.Delete(slices.Clone(args), i, i+1)
 	}
 	switch args[0] {
 	case "replica":
