@@ -1,45 +1,50 @@
 package projection
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-var flagRewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt")
-
-// TestScenarios runs the scripts in testdata/*.txt. A script is a list of
-// commands, each followed by a line "----" and its expected output, which
-// ends at a blank line. Lines starting with # are comments. Commands:
+// TestScenarios runs the scripts in testdata/*.txt with datadriven: a
+// command line, any values that need quoting below it, a line "----" and
+// the expected output, which ends at a blank line. Lines starting with #
+// are comments. Commands:
 //
 //	item NAME [like=OTHER] FIELD=VALUE...  define an item (id: NAME, or OTHER's);
 //	                                       lists are comma-separated, deleted=TIME|yes
 //	filter FIELD=VALUE...                  set the filter: types tags min_confidence
 //	                                       min_importance linked_files predicate
 //	match NAME...                          whether each item passes the filter
-//	predicate "SRC"                        compile: canonical form or the error
-//	eval "SRC" NAME...                     evaluate a predicate on items
+//	predicate                              compile the SRC below: canonical form or the error
+//	eval NAME...                           evaluate the predicate SRC below on items
 //	glob PATTERN PATH...                   MatchGlob on each path
 //	project NAME LEVEL                     the projected item
 //	decide LEVEL BEFORE|- AFTER|-          the Action for the current filter
 //
-// Values may be "double-quoted" Go strings. `go test -run TestScenarios
-// -rewrite` regenerates the outputs.
+// A value with spaces, quotes or nothing at all goes below the command, one
+// a line, as a Go string ("SRC") or FIELD="VALUE"; they follow the line's
+// own arguments. `go test -run TestScenarios -rewrite` regenerates the
+// outputs.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			runScenario(t, file)
+	datadriven.Walk(t, "testdata", func(t *testing.T, file string) {
+		sc := &scenario{items: map[string]Item{}}
+		datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
+			args, err := scenarioArgs(d)
+			if err != nil {
+				t.Fatalf("%s: %v", d.Pos, err)
+			}
+			got, err := sc.run(args)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", d.Pos, d.FullCmd(), err)
+			}
+			return strings.TrimRight(got, "\n")
 		})
-	}
+	})
 }
 
 type scenario struct {
@@ -47,74 +52,28 @@ type scenario struct {
 	filter Filter
 }
 
-func runScenario(t *testing.T, file string) {
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
+// scenarioArgs is the command, its arguments, then the input's values, one
+// a line: "VALUE" or FIELD="VALUE", unquoted.
+func scenarioArgs(d *datadriven.TestData) ([]string, error) {
+	args := []string{d.Cmd}
+	for _, a := range d.CmdArgs {
+		args = append(args, a.String())
 	}
-	sc := &scenario{items: map[string]Item{}}
-	lines := strings.Split(string(raw), "\n")
-	var rewritten strings.Builder
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			rewritten.WriteString(line + "\n")
+	for _, line := range strings.Split(d.Input, "\n") {
+		if line == "" {
 			continue
 		}
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command without a ---- line", file, i+1)
+		field, quoted := "", line
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, `"`) {
+			field, quoted = k+"=", v
 		}
-		var want []string
-		j := i + 2
-		for ; j < len(lines) && lines[j] != ""; j++ {
-			want = append(want, lines[j])
-		}
-		got, err := sc.run(line)
+		v, err := strconv.Unquote(quoted)
 		if err != nil {
-			t.Fatalf("%s:%d: %s: %v", file, i+1, line, err)
+			return nil, fmt.Errorf("input %s: want a Go string: %v", line, err)
 		}
-		got = strings.TrimRight(got, "\n")
-		if !*flagRewrite && got != strings.Join(want, "\n") {
-			t.Errorf("%s:%d: %s\n--- got\n%s\n--- want\n%s", file, i+1, line, got, strings.Join(want, "\n"))
-		}
-		fmt.Fprintf(&rewritten, "%s\n----\n%s\n", line, got)
-		i = j - 1
+		args = append(args, field+v)
 	}
-	if *flagRewrite {
-		out := strings.TrimRight(rewritten.String(), "\n") + "\n"
-		if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// scenarioFields splits a command line, keeping "quoted strings" whole,
-// also after key= ("predicate=\"a b\"").
-func scenarioFields(line string) ([]string, error) {
-	var out []string
-	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
-		prefix := ""
-		if k := strings.Index(line, `="`); k > 0 && !strings.ContainsAny(line[:k], " \"") {
-			prefix, line = line[:k+1], line[k+1:]
-		}
-		if line[0] == '"' {
-			s, err := strconv.QuotedPrefix(line)
-			if err != nil {
-				return nil, err
-			}
-			v, _ := strconv.Unquote(s)
-			out = append(out, prefix+v)
-			line = line[len(s):]
-			continue
-		}
-		k := strings.IndexByte(line, ' ')
-		if k < 0 {
-			k = len(line)
-		}
-		out = append(out, prefix+line[:k])
-		line = line[k:]
-	}
-	return out, nil
+	return args, nil
 }
 
 func list(v string) []string {
@@ -137,11 +96,7 @@ func (sc *scenario) item(name string) (*Item, error) {
 
 // run executes one command. A returned error is a broken script; errors of
 // the package under test are output.
-func (sc *scenario) run(line string) (string, error) {
-	args, err := scenarioFields(line)
-	if err != nil {
-		return "", err
-	}
+func (sc *scenario) run(args []string) (string, error) {
 	var out strings.Builder
 	switch args[0] {
 	case "item":
@@ -196,14 +151,19 @@ func (sc *scenario) run(line string) (string, error) {
 		}
 		return out.String(), nil
 	case "predicate", "eval":
-		p, err := CompilePredicate(args[1])
+		// The source comes from the input, after the item names.
+		if len(args) < 2 {
+			return "", fmt.Errorf("%s needs a source below it", args[0])
+		}
+		src, names := args[len(args)-1], args[1:len(args)-1]
+		p, err := CompilePredicate(src)
 		if err != nil {
 			return "error: " + err.Error(), nil
 		}
 		if args[0] == "predicate" {
 			return "ok: " + p.String(), nil
 		}
-		for _, n := range args[2:] {
+		for _, n := range names {
 			it, err := sc.item(n)
 			if err != nil || it == nil {
 				return "", fmt.Errorf("no item %q", n)
