@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mnemohq/mnemo/node/memapi"
-	"hash/fnv"
 	"io"
 	"math"
 	"net/http"
@@ -17,10 +16,10 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/schema"
+	"github.com/mnemohq/mnemo/node/similarity"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -30,10 +29,9 @@ import (
 // can read: a share or promotion copies it, or two agents learn it on
 // their own. FindDuplicates compares every live memory the caller can read
 // (capsule items and promotion references excluded) with every other in a
-// different namespace, by MinHash: word 3-shingles of the lower-cased
-// title and content, 128 seeded 64-bit hash functions (deterministic, no
-// dependency), the Jaccard estimate = the share of equal signature slots;
-// candidate pairs come from LSH banding (32 bands of 4 rows) and a pair is
+// different namespace, by MinHash of the title and content (package
+// node/similarity: word 3-shingles, 128 hash functions, the Jaccard
+// estimate); candidate pairs come from its LSH bands and a pair is
 // reported at an estimate >= DefaultDuplicateThreshold (0.8) unless the
 // query sets another threshold. With an embeddings endpoint configured
 // (DedupConfig.Embeddings, off by default; OpenAI-compatible POST
@@ -61,11 +59,6 @@ const (
 	maxDedupCandidates         = 10000 // memories compared per request
 	maxEmbedCandidates         = 2000
 	maxMergeIDs                = 20
-
-	minHashK     = 3   // words per shingle
-	minHashN     = 128 // hash functions
-	minHashBands = 32  // LSH bands of minHashN/minHashBands rows
-	minHashSeed  = 0x6d6e656d6f2d6d68
 )
 
 // DedupConfig configures duplicate detection (DIR/config.json
@@ -119,100 +112,17 @@ func (d *DedupConfig) Validate() error {
 	return nil
 }
 
-// ---- MinHash ----
-
-// Signature is a MinHash signature.
-type Signature [minHashN]uint64
-
-var minHashSeeds = func() (s [minHashN]uint64) {
-	x := uint64(minHashSeed)
-	for i := range s {
-		x += 0x9e3779b97f4a7c15
-		s[i] = mix64(x)
-	}
-	return s
-}()
-
-// mix64 is the splitmix64 finaliser.
-func mix64(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
-// shingles hashes the word k-shingles of text (fewer than k words: the
-// whole text is one shingle).
-func shingles(text string) []uint64 {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	if len(words) == 0 {
-		return nil
-	}
-	n := max(1, len(words)-minHashK+1)
-	out := make([]uint64, 0, n)
-	for i := range n {
-		h := fnv.New64a()
-		for j := i; j < min(i+minHashK, len(words)); j++ {
-			h.Write([]byte(words[j]))
-			h.Write([]byte{0})
-		}
-		out = append(out, h.Sum64())
-	}
-	return out
-}
-
-// MinHash returns text's signature. Empty text (no word) gives the
-// all-ones signature, which Similarity treats as similar to nothing.
-func MinHash(text string) Signature {
-	var sig Signature
-	for i := range sig {
-		sig[i] = math.MaxUint64
-	}
-	for _, sh := range shingles(text) {
-		for i, seed := range minHashSeeds {
-			if v := mix64(sh ^ seed); v < sig[i] {
-				sig[i] = v
-			}
-		}
-	}
-	return sig
-}
-
-func (a *Signature) empty() bool { return a[0] == math.MaxUint64 && a[1] == math.MaxUint64 }
-
-// Similarity estimates the Jaccard similarity of the shingle sets.
-func Similarity(a, b Signature) float64 {
-	if a.empty() || b.empty() {
-		return 0
-	}
-	eq := 0
-	for i := range a {
-		if a[i] == b[i] {
-			eq++
-		}
-	}
-	return float64(eq) / minHashN
-}
-
-func (a *Signature) band(i int) uint64 {
-	const rows = minHashN / minHashBands
-	h := uint64(i) * 0x9e3779b97f4a7c15
-	for _, v := range a[i*rows : (i+1)*rows] {
-		h = mix64(h ^ v)
-	}
-	return h
-}
-
 // dedupState caches signatures and embeddings by content hash.
 type dedupState struct {
 	mu   sync.Mutex
-	sigs map[string]Signature // content hash + title → signature
-	vecs map[string][]float64 // embeddings, same key
+	sigs map[string]similarity.Signature // content hash + title → signature
+	vecs map[string][]float64            // embeddings, same key
 }
 
 func dedupText(m Memory) string { return m.Title + "\n" + m.Content }
 func dedupKey(m Memory) string  { return contentHash(dedupText(m)) }
 
-func (s *Service) signature(m Memory) Signature {
+func (s *Service) signature(m Memory) similarity.Signature {
 	k := dedupKey(m)
 	s.dd.mu.Lock()
 	sig, ok := s.dd.sigs[k]
@@ -220,10 +130,10 @@ func (s *Service) signature(m Memory) Signature {
 	if ok {
 		return sig
 	}
-	sig = MinHash(dedupText(m))
+	sig = similarity.MinHash(dedupText(m))
 	s.dd.mu.Lock()
 	if s.dd.sigs == nil || len(s.dd.sigs) > 4*maxDedupCandidates {
-		s.dd.sigs = map[string]Signature{}
+		s.dd.sigs = map[string]similarity.Signature{}
 	}
 	s.dd.sigs[k] = sig
 	s.dd.mu.Unlock()
@@ -327,15 +237,15 @@ func (s *Service) FindDuplicates(ctx context.Context, c Caller, q DuplicateQuery
 		res.Pairs = append(res.Pairs, DuplicatePair{A: side(a), B: side(b), Similarity: math.Round(sim*1000) / 1000,
 			Method: method, Independent: independent(a, b)})
 	}
-	sigs := make([]Signature, len(mems))
+	sigs := make([]similarity.Signature, len(mems))
 	buckets := map[uint64][]int{}
 	for i, m := range mems {
 		if i%256 == 0 && ctx.Err() != nil {
 			return DuplicatesResult{}, ctx.Err()
 		}
 		sigs[i] = s.signature(m)
-		for b := range minHashBands {
-			k := sigs[i].band(b)
+		for b := range similarity.Bands {
+			k := sigs[i].Band(b)
 			buckets[k] = append(buckets[k], i)
 		}
 	}
@@ -346,7 +256,7 @@ func (s *Service) FindDuplicates(ctx context.Context, c Caller, q DuplicateQuery
 				if mems[i].Namespace == mems[j].Namespace {
 					continue
 				}
-				if sim := Similarity(sigs[i], sigs[j]); sim >= threshold {
+				if sim := similarity.Similarity(sigs[i], sigs[j]); sim >= threshold {
 					add(i, j, sim, "minhash")
 				}
 			}
@@ -408,30 +318,12 @@ func (s *Service) embeddingPairs(ctx context.Context, mems []Memory, cfg Embeddi
 			if mems[i].Namespace == mems[j].Namespace {
 				continue
 			}
-			if sim := Cosine(vecs[i], vecs[j]); sim >= cfg.Threshold {
+			if sim := similarity.Cosine(vecs[i], vecs[j]); sim >= cfg.Threshold {
 				add(i, j, sim, "embeddings")
 			}
 		}
 	}
 	return nil
-}
-
-// Cosine is the cosine similarity of two vectors (0 for mismatched or
-// zero vectors).
-func Cosine(a, b []float64) float64 {
-	if len(a) != len(b) || len(a) == 0 {
-		return 0
-	}
-	var dot, na, nb float64
-	for i := range a {
-		dot += a[i] * b[i]
-		na += a[i] * a[i]
-		nb += b[i] * b[i]
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / (math.Sqrt(na) * math.Sqrt(nb))
 }
 
 // ---- embeddings client ----

@@ -7,50 +7,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/node/similarity"
 )
-
-func TestMinHash(t *testing.T) {
-	text := "the quick brown fox jumps over the lazy dog near the river bank"
-	if got := Similarity(MinHash(text), MinHash(text)); got != 1 {
-		t.Fatalf("identical: %v", got)
-	}
-	if got := Similarity(MinHash(text), MinHash("completely unrelated words about database replication protocols and clocks")); got > 0.05 {
-		t.Fatalf("disjoint: %v", got)
-	}
-	if MinHash(text) != MinHash(text) {
-		t.Fatal("not deterministic")
-	}
-	// Pinned: a change of seeds or hashing changes stored expectations.
-	if sig := MinHash("alpha beta gamma"); sig[0] != MinHash("Alpha, BETA gamma!")[0] {
-		t.Fatal("normalisation: case and punctuation must not matter")
-	}
-	if Similarity(MinHash(""), MinHash("")) != 0 {
-		t.Fatal("empty texts are similar to nothing")
-	}
-	var pairs []struct {
-		A, B string
-		Dup  bool
-	}
-	b, err := os.ReadFile("testdata/duplicates.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &pairs); err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range pairs {
-		sim := Similarity(MinHash(p.A), MinHash(p.B))
-		if (sim >= DefaultDuplicateThreshold) != p.Dup {
-			t.Errorf("pair %d: similarity %.3f, want duplicate=%v", i, sim, p.Dup)
-		}
-	}
-}
 
 func TestFindDuplicatesAcrossNamespaces(t *testing.T) {
 	s, _ := openAccess(t, "", 0)
@@ -183,7 +146,7 @@ func TestEmbeddingsClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gotAuth != "Bearer k" || len(vecs) != 3 || Cosine(vecs[0], vecs[1]) < 0.9 || Cosine(vecs[0], vecs[2]) > 0.1 {
+	if gotAuth != "Bearer k" || len(vecs) != 3 || similarity.Cosine(vecs[0], vecs[1]) < 0.9 || similarity.Cosine(vecs[0], vecs[2]) > 0.1 {
 		t.Fatalf("vectors %v auth %q", vecs, gotAuth)
 	}
 	for name, h := range map[string]http.HandlerFunc{
