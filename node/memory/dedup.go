@@ -1,14 +1,9 @@
 package memory
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/mnemohq/mnemo/node/memapi"
-	"io"
 	"math"
 	"net/http"
 	"os"
@@ -18,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/embeddings"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/similarity"
 	"github.com/mnemohq/mnemo/node/store"
@@ -68,7 +65,23 @@ type DedupConfig struct {
 	// near-duplicates; default 0.8.
 	Threshold  float64          `json:"threshold,omitempty"`
 	Embeddings EmbeddingsConfig `json:"embeddings,omitzero"`
+	// Embedder computes the vectors of the embeddings pass. Default: when
+	// Embeddings.Enabled, a node/embeddings client of that endpoint (built
+	// by Validate, so once, at Open); otherwise none and no embeddings pass.
+	// Tests and embedders in process set it directly.
+	Embedder Embedder `json:"-"`
 }
+
+// Embedder turns texts into vectors, one per text, in order; the
+// embeddings pass of FindDuplicates compares them by cosine similarity.
+// Embed may block (a network round trip) until ctx ends; it is called from
+// concurrent requests, so it must be safe for concurrent use. An error
+// skips the pass with a warning.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float64, error)
+}
+
+var _ Embedder = (*embeddings.Client)(nil)
 
 // EmbeddingsConfig configures an OpenAI-compatible embeddings endpoint.
 type EmbeddingsConfig struct {
@@ -91,13 +104,13 @@ func (d *DedupConfig) Validate() error {
 		return invalid("duplicates.threshold must be in (0, 1], got %v", d.Threshold)
 	}
 	e := &d.Embeddings
-	if !e.Enabled {
+	if !e.Enabled && d.Embedder == nil {
 		return nil
 	}
-	if !strings.HasPrefix(e.BaseURL, "http://") && !strings.HasPrefix(e.BaseURL, "https://") {
+	if e.Enabled && !strings.HasPrefix(e.BaseURL, "http://") && !strings.HasPrefix(e.BaseURL, "https://") {
 		return invalid("duplicates.embeddings.base_url must be an http(s) URL, got %q", e.BaseURL)
 	}
-	if e.Model == "" {
+	if e.Enabled && e.Model == "" {
 		return invalid("duplicates.embeddings.model is required")
 	}
 	if e.Threshold == 0 {
@@ -108,6 +121,9 @@ func (d *DedupConfig) Validate() error {
 	}
 	if e.TimeoutSeconds < 0 {
 		return invalid("duplicates.embeddings.timeout_seconds must not be negative")
+	}
+	if d.Embedder == nil {
+		d.Embedder = newEmbeddingsClient(*e)
 	}
 	return nil
 }
@@ -262,8 +278,8 @@ func (s *Service) FindDuplicates(ctx context.Context, c Caller, q DuplicateQuery
 			}
 		}
 	}
-	if e := s.cfg.Dedup.Embeddings; e.Enabled {
-		if err := s.embeddingPairs(ctx, mems, e, add); err != nil {
+	if emb := s.cfg.Dedup.Embedder; emb != nil {
+		if err := s.embeddingPairs(ctx, mems, emb, s.cfg.Dedup.Embeddings.Threshold, add); err != nil {
 			res.Warning = "embeddings skipped: " + err.Error()
 		}
 	}
@@ -276,11 +292,10 @@ func (s *Service) FindDuplicates(ctx context.Context, c Caller, q DuplicateQuery
 	return res, nil
 }
 
-func (s *Service) embeddingPairs(ctx context.Context, mems []Memory, cfg EmbeddingsConfig, add func(i, j int, sim float64, method string)) error {
+func (s *Service) embeddingPairs(ctx context.Context, mems []Memory, cl Embedder, threshold float64, add func(i, j int, sim float64, method string)) error {
 	if len(mems) > maxEmbedCandidates {
 		mems = mems[:maxEmbedCandidates]
 	}
-	cl := NewEmbeddingsClient(cfg)
 	vecs := make([][]float64, len(mems))
 	var todo []int
 	s.dd.mu.Lock()
@@ -303,6 +318,9 @@ func (s *Service) embeddingPairs(ctx context.Context, mems []Memory, cfg Embeddi
 		if err != nil {
 			return err
 		}
+		if len(out) != len(texts) {
+			return fmt.Errorf("the embedder returned %d vectors for %d texts", len(out), len(texts))
+		}
 		s.dd.mu.Lock()
 		if s.dd.vecs == nil || len(s.dd.vecs) > 4*maxEmbedCandidates {
 			s.dd.vecs = map[string][]float64{}
@@ -318,7 +336,7 @@ func (s *Service) embeddingPairs(ctx context.Context, mems []Memory, cfg Embeddi
 			if mems[i].Namespace == mems[j].Namespace {
 				continue
 			}
-			if sim := similarity.Cosine(vecs[i], vecs[j]); sim >= cfg.Threshold {
+			if sim := similarity.Cosine(vecs[i], vecs[j]); sim >= threshold {
 				add(i, j, sim, "embeddings")
 			}
 		}
@@ -328,20 +346,9 @@ func (s *Service) embeddingPairs(ctx context.Context, mems []Memory, cfg Embeddi
 
 // ---- embeddings client ----
 
-// EmbeddingsClient calls an OpenAI-compatible embeddings endpoint.
-type EmbeddingsClient struct {
-	BaseURL string // without the trailing /embeddings
-	Model   string
-	APIKey  string
-	HTTP    *http.Client
-}
-
-// ErrEmbeddings wraps every failure of the embeddings endpoint.
-var ErrEmbeddings = errors.New("embeddings endpoint")
-
-// NewEmbeddingsClient builds a client from the configuration (the key
-// from the environment variable it names).
-func NewEmbeddingsClient(cfg EmbeddingsConfig) *EmbeddingsClient {
+// newEmbeddingsClient builds the default Embedder of cfg (the key from the
+// environment variable it names, read once).
+func newEmbeddingsClient(cfg EmbeddingsConfig) *embeddings.Client {
 	timeout := time.Duration(cfg.TimeoutSeconds) * time.Second
 	if timeout == 0 {
 		timeout = 30 * time.Second
@@ -350,68 +357,7 @@ func NewEmbeddingsClient(cfg EmbeddingsConfig) *EmbeddingsClient {
 	if cfg.APIKeyEnv != "" {
 		key = os.Getenv(cfg.APIKeyEnv)
 	}
-	return &EmbeddingsClient{BaseURL: cfg.BaseURL, Model: cfg.Model, APIKey: key, HTTP: &http.Client{Timeout: timeout}}
-}
-
-// Embed returns one vector per text, in order.
-func (e *EmbeddingsClient) Embed(ctx context.Context, texts []string) ([][]float64, error) {
-	if len(texts) == 0 {
-		return nil, nil
-	}
-	url := strings.TrimRight(e.BaseURL, "/") + "/embeddings"
-	body, err := json.Marshal(map[string]any{"model": e.Model, "input": texts})
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrEmbeddings, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if e.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+e.APIKey)
-	}
-	hc := e.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%w: POST %s: %v", ErrEmbeddings, url, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%w: POST %s: reading the answer: %v", ErrEmbeddings, url, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("%w: POST %s answered %s: %s", ErrEmbeddings, url, resp.Status, memapi.TruncateRunes(memapi.OneLine(string(raw)), 200))
-	}
-	var out struct {
-		Data []struct {
-			Index     int       `json:"index"`
-			Embedding []float64 `json:"embedding"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("%w: POST %s: the answer is not an embeddings response: %v", ErrEmbeddings, url, err)
-	}
-	if len(out.Data) != len(texts) {
-		return nil, fmt.Errorf("%w: POST %s: %d embeddings for %d inputs", ErrEmbeddings, url, len(out.Data), len(texts))
-	}
-	vecs := make([][]float64, len(texts))
-	dim := -1
-	for _, d := range out.Data {
-		if d.Index < 0 || d.Index >= len(texts) || vecs[d.Index] != nil {
-			return nil, fmt.Errorf("%w: POST %s: bad or repeated index %d", ErrEmbeddings, url, d.Index)
-		}
-		if len(d.Embedding) == 0 || dim >= 0 && len(d.Embedding) != dim {
-			return nil, fmt.Errorf("%w: POST %s: embedding %d has %d dimensions", ErrEmbeddings, url, d.Index, len(d.Embedding))
-		}
-		dim = len(d.Embedding)
-		vecs[d.Index] = d.Embedding
-	}
-	return vecs, nil
+	return &embeddings.Client{BaseURL: cfg.BaseURL, Model: cfg.Model, APIKey: key, HTTP: &http.Client{Timeout: timeout}}
 }
 
 // ---- merge ----

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/mnemohq/mnemo/acl"
-	"github.com/mnemohq/mnemo/node/similarity"
 )
 
 func TestFindDuplicatesAcrossNamespaces(t *testing.T) {
@@ -115,60 +113,6 @@ func TestMergeConfidenceRules(t *testing.T) {
 	}
 }
 
-func TestEmbeddingsClient(t *testing.T) {
-	var gotAuth string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth = r.Header.Get("Authorization")
-		var req struct {
-			Model string   `json:"model"`
-			Input []string `json:"input"`
-		}
-		if r.URL.Path != "/v1/embeddings" || json.NewDecoder(r.Body).Decode(&req) != nil || req.Model != "m" {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		var data []map[string]any
-		for i, in := range req.Input {
-			v := []float64{1, 0}
-			if strings.Contains(in, "cat") {
-				v = []float64{0.99, 0.1}
-			}
-			if strings.Contains(in, "stock") {
-				v = []float64{0, 1}
-			}
-			data = append([]map[string]any{{"index": i, "embedding": v}}, data...) // out of order on purpose
-		}
-		json.NewEncoder(w).Encode(map[string]any{"data": data})
-	}))
-	defer srv.Close()
-	cl := &EmbeddingsClient{BaseURL: srv.URL + "/v1/", Model: "m", APIKey: "k", HTTP: srv.Client()}
-	vecs, err := cl.Embed(context.Background(), []string{"a dog", "a cat", "stock prices"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gotAuth != "Bearer k" || len(vecs) != 3 || similarity.Cosine(vecs[0], vecs[1]) < 0.9 || similarity.Cosine(vecs[0], vecs[2]) > 0.1 {
-		t.Fatalf("vectors %v auth %q", vecs, gotAuth)
-	}
-	for name, h := range map[string]http.HandlerFunc{
-		"500":     func(w http.ResponseWriter, r *http.Request) { http.Error(w, "model overloaded", 500) },
-		"garbage": func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>not json") },
-		"count":   func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"data":[]}`) },
-		"dims": func(w http.ResponseWriter, r *http.Request) {
-			fmt.Fprint(w, `{"data":[{"index":0,"embedding":[1,2]},{"index":1,"embedding":[1]}]}`)
-		},
-	} {
-		bad := httptest.NewServer(h)
-		_, err := (&EmbeddingsClient{BaseURL: bad.URL, Model: "m", HTTP: bad.Client()}).Embed(context.Background(), []string{"x", "y"})
-		bad.Close()
-		if !errors.Is(err, ErrEmbeddings) {
-			t.Errorf("%s: %v", name, err)
-		}
-		if name == "500" && (err == nil || !strings.Contains(err.Error(), "500") || !strings.Contains(err.Error(), "model overloaded")) {
-			t.Errorf("500 error unclear: %v", err)
-		}
-	}
-}
-
 func TestFindDuplicatesWithEmbeddings(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Input []string }
@@ -203,5 +147,87 @@ func TestFindDuplicatesWithEmbeddings(t *testing.T) {
 	s.Save(ctx, accAgent("alice"), SaveRequest{Content: "new text forces a call"})
 	if res, err := s.FindDuplicates(ctx, accAgent("alice"), DuplicateQuery{}); err != nil || res.Warning == "" {
 		t.Fatalf("a dead endpoint gives no warning: %+v %v", res, err)
+	}
+}
+
+// fakeEmbedder maps texts containing a word to a vector; it counts calls.
+type fakeEmbedder struct {
+	calls int
+	err   error
+	short bool // answer one vector too few
+}
+
+func (f *fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float64, error) {
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := make([][]float64, 0, len(texts))
+	for _, t := range texts {
+		v := []float64{0, 1}
+		if strings.Contains(t, "ledger") {
+			v = []float64{1, 0.05}
+		}
+		out = append(out, v)
+	}
+	if f.short {
+		out = out[1:]
+	}
+	return out, nil
+}
+
+// TestFindDuplicatesWithAnEmbedder: an Embedder passed in the
+// configuration is used without any endpoint configured, with the default
+// threshold; vectors are cached by content; a failing or short answer
+// skips the pass with a warning.
+func TestFindDuplicatesWithAnEmbedder(t *testing.T) {
+	emb := &fakeEmbedder{}
+	s, err := Open(Config{Agent: accAgent("alice").Principal, Now: (&fakeClock{}).now, Dedup: DedupConfig{Embedder: emb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.cfg.Dedup.Embeddings.Threshold != DefaultEmbeddingsThreshold {
+		t.Fatalf("threshold %v", s.cfg.Dedup.Embeddings.Threshold)
+	}
+	ctx := context.Background()
+	s.Save(ctx, accAgent("alice"), SaveRequest{Content: "the ledger is append-only"})
+	s.Save(ctx, accAgent("alice"), SaveRequest{Namespace: "agent://alice/notes", Content: "never rewrite ledger rows"})
+	s.Save(ctx, accAgent("alice"), SaveRequest{Namespace: "agent://alice/other", Content: "lunch at noon"})
+	res, err := s.FindDuplicates(ctx, accAgent("alice"), DuplicateQuery{})
+	if err != nil || len(res.Pairs) != 1 || res.Pairs[0].Method != "embeddings" || res.Warning != "" || emb.calls != 1 {
+		t.Fatalf("%+v %v calls=%d", res, err, emb.calls)
+	}
+	if _, err := s.FindDuplicates(ctx, accAgent("alice"), DuplicateQuery{}); err != nil || emb.calls != 1 {
+		t.Fatalf("cached vectors asked for again: calls=%d %v", emb.calls, err)
+	}
+	s.Save(ctx, accAgent("alice"), SaveRequest{Content: "a new text"})
+	emb.err = errors.New("boom")
+	if res, err := s.FindDuplicates(ctx, accAgent("alice"), DuplicateQuery{}); err != nil || !strings.Contains(res.Warning, "boom") {
+		t.Fatalf("failing embedder: %+v %v", res, err)
+	}
+	emb.err, emb.short = nil, true
+	if res, err := s.FindDuplicates(ctx, accAgent("alice"), DuplicateQuery{}); err != nil || !strings.Contains(res.Warning, "0 vectors for 1 texts") {
+		t.Fatalf("short answer: %+v %v", res, err)
+	}
+}
+
+func TestDedupConfigBuildsTheClientOnce(t *testing.T) {
+	d := DedupConfig{Embeddings: EmbeddingsConfig{Enabled: true, BaseURL: "http://127.0.0.1:1/v1", Model: "m"}}
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	first := d.Embedder
+	if first == nil {
+		t.Fatal("no client built from an enabled endpoint")
+	}
+	if err := d.Validate(); err != nil || d.Embedder != first {
+		t.Fatalf("a second Validate replaced the client: %v", err)
+	}
+	if off := (DedupConfig{}); off.Validate() != nil || off.Embedder != nil {
+		t.Fatal("an embedder without configuration")
+	}
+	if bad := (DedupConfig{Embeddings: EmbeddingsConfig{Enabled: true, BaseURL: "ftp://x", Model: "m"}}); !errors.Is(bad.Validate(), ErrInvalid) {
+		t.Fatal("bad base URL accepted")
 	}
 }
