@@ -44,6 +44,15 @@
 // accepts "agent://bob" or a bare "bob". SanitizeName derives a valid agent
 // name from arbitrary text such as a host or user name.
 //
+// # Inboxes
+//
+// agent://TARGET/.inbox/WRITER/NAME is an inbox: what WRITER delivers to
+// TARGET (projection views, capsules). InboxAddress builds one, ParseInbox
+// recognises one and names its parties, and Inbox.MayRead and
+// Inbox.MayWrite are its access rule, decided from the address alone: only
+// the writer writes, the target and the writer read, and no grant changes
+// that (the node's authorizer asks the rule before the acl policy).
+//
 // A Resolver maps session keys (supplied by the agent runtime, e.g. MCP
 // session ids or "agent:alice:main") to principals with ordered rules; the
 // first rule that matches wins and no match gives the fallback principal.

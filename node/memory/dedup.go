@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
-	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/embeddings"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/similarity"
 	"github.com/mnemohq/mnemo/node/store"

@@ -6,7 +6,6 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
-	"github.com/mnemohq/mnemo/node/schema"
 )
 
 // Inbox namespaces carry what one agent delivers to another: projections
@@ -22,42 +21,31 @@ import (
 // read marks it (Memory.From = the writer), and the context bundle shows
 // it in a section of its own, never among the target's decisions (see
 // the package doc, "Other agents' words").
-const inboxSegment = schema.InboxSegment
+//
+// The rule itself lives in package namespace (Inbox); this file adapts it
+// to the Service's errors and permissions.
 
 // InboxNamespace returns agent://TARGET/.inbox/WRITER/NAME.
 func InboxNamespace(target, writer namespace.Address, name string) (namespace.Address, error) {
-	if target.Kind != namespace.KindAgent || target.Path != "" || writer.Kind != namespace.KindAgent || writer.Path != "" {
-		return namespace.Address{}, fmt.Errorf("%w: inbox parties must be agent principals, got %s and %s", ErrInvalid, target, writer)
-	}
-	ns, err := target.Child(inboxSegment + "/" + writer.Name + "/" + name)
+	ns, err := namespace.InboxAddress(target, writer, name)
 	if err != nil {
-		return ns, fmt.Errorf("%w: inbox name %q: %v", ErrInvalid, name, err)
+		return ns, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return ns, nil
 }
 
-// InboxParties reports the target and writer of an inbox namespace.
+// InboxParties reports the target and writer of an inbox namespace
+// (namespace.ParseInbox; node/cluster asks it which inboxes to hold).
 func InboxParties(ns namespace.Address) (target, writer namespace.Address, ok bool) {
-	if ns.Kind != namespace.KindAgent {
-		return target, writer, false
-	}
-	parts := strings.Split(ns.Path, "/")
-	if len(parts) < 3 || parts[0] != inboxSegment {
-		return target, writer, false
-	}
-	target = ns.Root()
-	w, err := namespace.Agent(parts[1])
-	if err != nil {
-		return target, writer, false
-	}
-	return target, w, true
+	in, ok := namespace.ParseInbox(ns)
+	return in.Target, in.Writer, ok
 }
 
 // inboxWriter is the writer of inbox namespace ns ("agent://WRITER"), or
 // "" when ns is not an inbox. It runs on every memory read, so the cheap
 // test comes first.
 func inboxWriter(ns string) string {
-	if !strings.Contains(ns, "/"+inboxSegment+"/") {
+	if !strings.Contains(ns, "/"+namespace.InboxSegment+"/") {
 		return ""
 	}
 	a, err := namespace.Parse(ns)
@@ -76,16 +64,16 @@ func isInboxNS(ns string) bool { return inboxWriter(ns) != "" }
 // inboxDecision applies the inbox rule: ok is false when ns is not an
 // inbox (the acl policy decides then).
 func inboxDecision(p, ns namespace.Address, perm acl.Permission) (err error, ok bool) {
-	target, writer, isInbox := InboxParties(ns)
+	in, isInbox := namespace.ParseInbox(ns)
 	if !isInbox {
 		return nil, false
 	}
 	switch {
-	case perm == acl.Write && p == writer:
+	case perm == acl.Write && in.MayWrite(p):
 		return nil, true
-	case perm == acl.Read && (p == writer || p == target):
+	case perm == acl.Read && in.MayRead(p):
 		return nil, true
 	}
 	return fmt.Errorf("%w: %s lacks %s on %s (an inbox: only %s writes, %s and %s read)",
-		acl.ErrDenied, p, perm, ns, writer, target, writer), true
+		acl.ErrDenied, p, perm, ns, in.Writer, in.Target, in.Writer), true
 }

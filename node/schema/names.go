@@ -65,7 +65,6 @@ const (
 
 // Names of inbox namespaces and tags that mark delivered records.
 const (
-	InboxSegment      = ".inbox"   // agent://TARGET/.inbox/WRITER/NAME
 	CapsuleNamePrefix = "capsule-" // capsule inbox name: capsule-<capsule id>
 	ProjNamePrefix    = "proj-"    // projection inbox name: proj-<spec id>
 	TagCapsule        = "capsule"  // tag on every capsule item

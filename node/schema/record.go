@@ -134,17 +134,16 @@ func ToSession(ns, id string, r *crdt.Record) memapi.Session {
 // agent://TARGET/.inbox/WRITER/capsule-ID: its memories are the capsule's
 // items. The cheap test comes first (it runs on every bundle entry).
 func IsCapsuleInbox(ns string) bool {
-	if !strings.Contains(ns, "/"+InboxSegment+"/") || !strings.Contains(ns, "/"+CapsuleNamePrefix) {
+	if !strings.Contains(ns, "/"+namespace.InboxSegment+"/") || !strings.Contains(ns, "/"+CapsuleNamePrefix) {
 		return false
 	}
 	a, err := namespace.Parse(ns)
-	if err != nil || a.Kind != namespace.KindAgent {
+	if err != nil {
+		return false
+	}
+	if _, ok := namespace.ParseInbox(a); !ok {
 		return false
 	}
 	parts := strings.Split(a.Path, "/")
-	if len(parts) != 3 || parts[0] != InboxSegment || !strings.HasPrefix(parts[2], CapsuleNamePrefix) {
-		return false
-	}
-	_, err = namespace.Agent(parts[1])
-	return err == nil
+	return len(parts) == 3 && strings.HasPrefix(parts[2], CapsuleNamePrefix)
 }
