@@ -9,9 +9,10 @@
 // and CreatedAt, and checks that Creator holds share permission on Source —
 // Validate checks form, not authority), build a Projector once, fill the
 // view with Projector.View over the source's memories, and, for a live
-// projection, call Projector.Decide on every change of a source memory and
-// apply the Action to the view. A snapshot projection (Live false) is filled
-// at creation only; the node never calls Decide for it. Specs are stored and
+// projection, call Projector.DecideView on every change of a source memory
+// (with what the view holds of it) and apply the Action to the view. A
+// snapshot projection (Live false) is filled at creation only; the node
+// never decides for it again. Specs are stored and
 // replicated with EncodeSpec/DecodeSpec and travel the HTTP API as JSON:
 //
 //	{"source":"agent://dev-1","target":"agent://reviewer",
@@ -83,13 +84,18 @@
 //
 // # Decisions
 //
-// Decide maps (before, after) of one source memory to an Action: upsert when
-// it matches now (none when the projected item did not change), remove when
-// it matched before and no longer does (a soft delete included), retract
-// when the source retracted a memory that matched (final, as in the source),
-// and none otherwise — so memories outside the filter cause no traffic, and
-// a subscriber never learns their ids. Remove is not final: a memory that
-// matches again is upserted again. An invalid filter matches nothing.
+// DecideView maps (what the view holds, the source memory now) to an
+// Action: upsert when the memory matches now, remove when it no longer does
+// (a soft delete or a quarantine included) and the view shows it, retract
+// when the source retracted it and the view holds any record of it, shown
+// or removed (final, as in the source), and none otherwise — so memories
+// outside the filter cause no traffic, and a subscriber never learns their
+// ids. Remove is not final: a memory that matches again is upserted again.
+// Reading "before" off the view makes the decision idempotent, which is how
+// the node repairs a view after a crash. Decide is the same table for a
+// caller that remembers the previous source memory instead: it also answers
+// none to an upsert that leaves the projected item unchanged, and cannot
+// know of removed records. An invalid filter matches nothing.
 //
 // Other decisions: a spec whose target owns its source (agent://bob
 // projecting agent://bob/x to itself) is rejected as pointless; spec ids

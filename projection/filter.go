@@ -116,7 +116,7 @@ func checkMin(name string, v *float64) (float64, error) {
 }
 
 func (m *matcher) match(it *Item) bool {
-	if it.DeletedAt != nil {
+	if it.DeletedAt != nil || it.Quarantined {
 		return false
 	}
 	if len(m.types) > 0 && !slices.Contains(m.types, strings.ToLower(it.Type)) {

@@ -25,6 +25,10 @@ type Item struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	DeletedAt   *time.Time // non-nil: soft-deleted (archived, compacted)
+	// Quarantined: held back by a governed edit (the node's memory
+	// surgery) until cleared. Like a soft-deleted memory, a quarantined one
+	// matches no filter, so it leaves every view.
+	Quarantined bool
 	TopicKey    string
 	Lineage     string
 	ContentHash string

@@ -75,7 +75,7 @@ func (l *Level) UnmarshalText(b []byte) error {
 // Every level keeps the identity and headline (ID, Type, Title, Tags,
 // Importance, Confidence) and the cheap metadata a subscriber filters and
 // orders by (Scope, SubjectType, SubjectID, Project, CreatedAt, UpdatedAt,
-// DeletedAt). L2 adds LinkedFiles and Summary: the memory's own summary if it
+// DeletedAt, Quarantined). L2 adds LinkedFiles and Summary: the memory's own summary if it
 // has one, else an excerpt of the content (see Excerpt). L3 adds everything
 // else (Content, SessionID, Channel, Author, TopicKey, Lineage, ContentHash)
 // and fills a missing Summary the same way, so a field present at a lower
@@ -97,6 +97,7 @@ func Project(it Item, level Level) Item {
 		Project:     it.Project,
 		CreatedAt:   it.CreatedAt,
 		UpdatedAt:   it.UpdatedAt,
+		Quarantined: it.Quarantined,
 	}
 	if it.DeletedAt != nil {
 		t := *it.DeletedAt

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,7 @@ func randomItem(r *rand.Rand) Item {
 		d := tm()
 		it.DeletedAt = &d
 	}
+	it.Quarantined = r.IntN(8) == 0
 	return it
 }
 
@@ -282,6 +284,67 @@ func TestPredicateAgainstReference(t *testing.T) {
 		for _, it := range items {
 			if got, want := p.Eval(it), ref(it); got != want || q.Eval(it) != want {
 				t.Fatalf("%q on %+v: got %v, want %v", src, it, got, want)
+			}
+		}
+	}
+}
+
+// TestDecideAgainstReference: Decide, now built on DecideView, still
+// answers the remembered-before table it always had (written out naively
+// here), on random pairs of items and a few filters.
+func TestDecideAgainstReference(t *testing.T) {
+	t.Logf("seed %d", propertySeed)
+	r := rand.New(rand.NewPCG(propertySeed, 2))
+	reference := func(p *Projector, before, after *Item) Action {
+		match := func(it *Item) bool { return it != nil && p.Match(*it) }
+		was, now := match(before), match(after)
+		switch {
+		case after == nil && was:
+			return ActionRetract
+		case after == nil:
+			return ActionNone
+		case now && was && reflect.DeepEqual(p.Project(*before), p.Project(*after)):
+			return ActionNone
+		case now:
+			return ActionUpsert
+		case was:
+			return ActionRemove
+		}
+		return ActionNone
+	}
+	var ps []*Projector
+	for _, f := range []Filter{{}, {Tags: []string{"auth"}}, {Types: []string{"decision"}, Predicate: `importance >= 0.5`}} {
+		for _, l := range []Level{L1, L2, L3} {
+			spec := validSpec()
+			spec.Filter, spec.Level = f, l
+			p, err := NewProjector(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, p)
+		}
+	}
+	maybe := func(it Item) *Item {
+		if r.IntN(5) == 0 {
+			return nil
+		}
+		return &it
+	}
+	for i := range 3000 {
+		a := randomItem(r)
+		b := a // often a small edit of the same memory
+		switch r.IntN(4) {
+		case 0:
+			b = randomItem(r)
+		case 1:
+			b.Content += " more"
+		case 2:
+			b.Tags = append(slices.Clone(b.Tags), "auth")
+		}
+		before, after := maybe(a), maybe(b)
+		for _, p := range ps {
+			if got, want := p.Decide(before, after), reference(p, before, after); got != want {
+				t.Fatalf("case %d, %+v: Decide = %v, want %v\nbefore %+v\nafter  %+v", i, p.Spec().Filter, got, want, before, after)
 			}
 		}
 	}

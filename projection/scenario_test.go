@@ -16,7 +16,8 @@ import (
 // are comments. Commands:
 //
 //	item NAME [like=OTHER] FIELD=VALUE...  define an item (id: NAME, or OTHER's);
-//	                                       lists are comma-separated, deleted=TIME|yes
+//	                                       lists are comma-separated, deleted_at=TIME|yes,
+//	                                       quarantined=yes|no
 //	filter FIELD=VALUE...                  set the filter: types tags min_confidence
 //	                                       min_importance linked_files predicate
 //	match NAME...                          whether each item passes the filter
@@ -25,6 +26,8 @@ import (
 //	glob PATTERN PATH...                   MatchGlob on each path
 //	project NAME LEVEL                     the projected item
 //	decide LEVEL BEFORE|- AFTER|-          the Action for the current filter
+//	decide-view HELD AFTER|-               DecideView: HELD is nothing, shown,
+//	                                       removed or retracted
 //
 // A value with spaces, quotes or nothing at all goes below the command, one
 // a line, as a Go string ("SRC") or FIELD="VALUE"; they follow the line's
@@ -203,6 +206,16 @@ func (sc *scenario) run(args []string) (string, error) {
 			return "", err
 		}
 		return Decide(Spec{Filter: sc.filter, Level: l}, before, after).String(), nil
+	case "decide-view":
+		held, ok := map[string]Held{"nothing": HeldNothing, "shown": HeldShown, "removed": HeldRemoved, "retracted": HeldRetracted}[args[1]]
+		if !ok {
+			return "", fmt.Errorf("unknown held state %q", args[1])
+		}
+		after, err := sc.item(args[2])
+		if err != nil {
+			return "", err
+		}
+		return DecideView(Spec{Filter: sc.filter, Level: L3}, held, after).String(), nil
 	}
 	return "", fmt.Errorf("unknown command %q", args[0])
 }
@@ -278,6 +291,8 @@ func setItemField(sc *scenario, it *Item, k, v string) error {
 			d = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 		}
 		it.DeletedAt = &d
+	case "quarantined":
+		it.Quarantined = v == "yes"
 	case "topic_key":
 		it.TopicKey = v
 	case "lineage":
@@ -333,6 +348,9 @@ func formatItem(it Item) string {
 	tm("updated_at", it.UpdatedAt)
 	if it.DeletedAt != nil {
 		tm("deleted_at", *it.DeletedAt)
+	}
+	if it.Quarantined {
+		str("quarantined", "yes")
 	}
 	str("topic_key", it.TopicKey)
 	str("lineage", it.Lineage)

@@ -54,18 +54,14 @@ import (
 // removed record comes back); it does not match (soft-deleted and
 // quarantined memories never do) and the view shows it → remove (the view
 // record is soft-deleted: it leaves the subscriber's searches); the source
-// retracted it (or an approved edit did) and the view has it → retract,
-// final. This is projection.Decide's table with "before matched" read off
-// the view instead of remembered, so it is idempotent and a crash between a
-// source write and its view write is repaired at the next Open (every live
-// projection is reconciled with its source then). A snapshot (live false)
-// is filled at creation and never touched again until deleted. Inbox
-// namespaces are never a source: what was delivered is not delivered again.
-//
-// Deviations from projection.Decide, both deliberate: a source retract
-// retracts the view record even when an earlier remove had soft-deleted it
-// (a retract drops content everywhere), and a quarantined memory counts as
-// not matching.
+// retracted it (or an approved edit did) and the view has it, even
+// soft-deleted → retract, final. syncViewTx reads what the view holds and
+// asks projection.DecideView, so the decision is idempotent and a crash
+// between a source write and its view write is repaired at the next Open
+// (every live projection is reconciled with its source then). A snapshot
+// (live false) is filled at creation and never touched again until
+// deleted. Inbox namespaces are never a source: what was delivered is not
+// delivered again.
 
 const projFillBatch = 200 // view records written per transaction when filling or resyncing
 
@@ -254,55 +250,63 @@ func (s *Service) syncViews(e *projEntry, keys []srcKey) error {
 var errProjGone = errors.New("projection deleted")
 
 // syncViewTx brings the view record of source memory id in ns to what the
-// spec says now, and reports what it did.
+// spec says now (projection.DecideView on what the view holds and the
+// effective source memory), and reports what it did.
 func (s *Service) syncViewTx(tx *store.Tx, e *projEntry, ns, id string) (projection.Action, error) {
 	view := e.view.String()
 	vid := viewRecordID(e.spec, ns, id)
-	if gone, err := tx.Retracted(view, vid); err != nil || gone {
+	held := projection.HeldRetracted
+	var cur *crdt.Record
+	if gone, err := tx.Retracted(view, vid); err != nil {
 		return projection.ActionNone, err
+	} else if !gone {
+		if cur, err = tx.Record(view, vid); err != nil {
+			return projection.ActionNone, err
+		}
+		held = heldIn(cur)
 	}
-	cur, err := tx.Record(view, vid)
-	if err != nil {
-		return projection.ActionNone, err
-	}
-	has := !cur.Empty()
 	srcGone, err := tx.Retracted(ns, id)
 	if err != nil {
 		return projection.ActionNone, err
 	}
-	var rec *crdt.Record
+	var after *projection.Item // nil: retracted at the source or by an approved edit
 	if !srcGone {
-		if rec, err = tx.Record(ns, id); err != nil {
+		rec, err := tx.Record(ns, id)
+		if err != nil {
 			return projection.ActionNone, err
 		}
 		if rec.Empty() || schema.Str(rec, schema.FieldKind) != "" {
 			return projection.ActionNone, nil // not (or not yet) a memory here
 		}
-	}
-	var m Memory
-	if !srcGone {
-		var fl viewFlags
-		m, fl = s.view(ns, id, rec)
-		srcGone = fl.retracted
-	}
-	if srcGone {
-		if !has {
-			return projection.ActionNone, nil
+		if m, fl := s.view(ns, id, rec); !fl.retracted {
+			it := toItem(m)
+			after = &it
 		}
-		return projection.ActionRetract, tx.Retract(view, vid)
 	}
-	it := toItem(m)
-	if e.p.Match(it) && !m.Quarantined {
-		changed, err := s.putViewTx(tx, e, vid, ns, e.p.Project(it), cur)
+	switch a := e.p.DecideView(held, after); a {
+	case projection.ActionRetract:
+		return a, tx.Retract(view, vid)
+	case projection.ActionUpsert:
+		changed, err := s.putViewTx(tx, e, vid, ns, e.p.Project(*after), cur)
 		if err != nil || !changed {
 			return projection.ActionNone, err
 		}
-		return projection.ActionUpsert, nil
+		return a, nil
+	case projection.ActionRemove:
+		return a, s.softDeleteTx(tx, e.view, vid)
 	}
-	if !has || !schema.Time(cur, schema.FieldDeletedAt).IsZero() {
-		return projection.ActionNone, nil
+	return projection.ActionNone, nil
+}
+
+// heldIn is what a view record that is not retracted holds.
+func heldIn(cur *crdt.Record) projection.Held {
+	switch {
+	case cur.Empty():
+		return projection.HeldNothing
+	case !schema.Time(cur, schema.FieldDeletedAt).IsZero():
+		return projection.HeldRemoved
 	}
-	return projection.ActionRemove, s.softDeleteTx(tx, e.view, vid)
+	return projection.HeldShown
 }
 
 // putViewTx writes the projected item it as view record vid, changing only
@@ -368,7 +372,7 @@ func toItem(m Memory) projection.Item {
 		LinkedFiles: m.LinkedFiles, Scope: m.Scope, SubjectType: m.SubjectType,
 		SubjectID: m.SubjectID, Project: m.Project, SessionID: m.SessionID, Channel: m.Channel,
 		Author: m.Author, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, TopicKey: m.TopicKey,
-		Lineage: m.Lineage, ContentHash: m.ContentHash,
+		Lineage: m.Lineage, ContentHash: m.ContentHash, Quarantined: m.Quarantined,
 	}
 	if m.DeletedAt != nil {
 		d := *m.DeletedAt
