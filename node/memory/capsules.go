@@ -369,10 +369,10 @@ func (s *Service) capsuleSources(ctx context.Context, c Caller, req CapsuleReque
 				return nil, err
 			}
 			m, fl := s.view(ns.String(), id, rec)
-			if fl.retracted {
+			if fl.Retracted {
 				return nil, fmt.Errorf("%w: memory %q", ErrNotFound, id)
 			}
-			if fl.quarantined {
+			if fl.Quarantined {
 				return nil, invalid("memory %s is quarantined; a capsule does not carry quarantined memories", id)
 			}
 			out = append(out, m)

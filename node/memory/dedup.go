@@ -389,7 +389,7 @@ func (s *Service) MergeDuplicates(ctx context.Context, c Caller, req MergeReques
 			return MergeResult{}, err
 		}
 		m, fl := s.view(mns.String(), id, rec)
-		if fl.retracted {
+		if fl.Retracted {
 			return MergeResult{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
 		}
 		mems[i] = m

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/node/memory/effective"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
@@ -68,8 +69,8 @@ func (k surgeryKind) CheckRemote(ns string, delta *crdt.Map) error {
 }
 
 func (k surgeryKind) View(ns, id string, m Memory, fl *viewFlags) Memory {
-	m, f := effective(m, k.s.editsOf(ns, id))
-	fl.merge(f)
+	m, f := effective.View(m, k.s.editsOf(ns, id))
+	fl.Merge(f)
 	m.NeedsResummary = k.s.retractedSources(m)
 	return m
 }

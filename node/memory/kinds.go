@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"slices"
 	"sync"
 	"time"
 
@@ -61,18 +60,6 @@ type SentObserver interface {
 // change the memory and set flags (retracted hides it everywhere).
 type Viewer interface {
 	View(ns, id string, m Memory, fl *viewFlags) Memory
-}
-
-// merge adds what another Viewer decided.
-func (fl *viewFlags) merge(o viewFlags) {
-	fl.retracted = fl.retracted || o.retracted
-	fl.quarantined = fl.quarantined || o.quarantined
-	for _, c := range o.blocked {
-		if !slices.Contains(fl.blocked, c) {
-			fl.blocked = append(fl.blocked, c)
-		}
-	}
-	slices.Sort(fl.blocked)
 }
 
 // ReadGate hides memories from every read while it says so (expired or

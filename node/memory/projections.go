@@ -278,7 +278,7 @@ func (s *Service) syncViewTx(tx *store.Tx, e *projEntry, ns, id string) (project
 		if rec.Empty() || schema.Str(rec, schema.FieldKind) != "" {
 			return projection.ActionNone, nil // not (or not yet) a memory here
 		}
-		if m, fl := s.view(ns, id, rec); !fl.retracted {
+		if m, fl := s.view(ns, id, rec); !fl.Retracted {
 			it := toItem(m)
 			after = &it
 		}

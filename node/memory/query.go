@@ -81,7 +81,7 @@ func (s *Service) load(ids []string) []Memory {
 			continue
 		}
 		m, fl := s.view(meta.Namespace, id, rec)
-		if fl.retracted {
+		if fl.Retracted {
 			continue
 		}
 		out = append(out, m)

@@ -342,7 +342,7 @@ func (s *Service) index(ns, id string, rec *crdt.Record) {
 		return
 	}
 	m, fl := s.view(ns, id, rec)
-	if fl.retracted {
+	if fl.Retracted {
 		s.ix.Delete(id)
 		return
 	}
@@ -502,7 +502,7 @@ func (s *Service) Get(ctx context.Context, c Caller, id string, includeDeleted b
 		return Memory{}, err
 	}
 	m, fl := s.view(ns.String(), id, rec)
-	if fl.retracted {
+	if fl.Retracted {
 		return Memory{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
 	}
 	return s.resolveReference(c, m), nil

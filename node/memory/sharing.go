@@ -50,7 +50,7 @@ func (s *Service) resolveReference(c Caller, m Memory) Memory {
 		return m
 	}
 	t, fl := s.view(ns.String(), m.Lineage, rec)
-	if fl.retracted || t.Type == TypeReference {
+	if fl.Retracted || t.Type == TypeReference {
 		return m
 	}
 	t.ResolvedFrom = m.ID
@@ -73,7 +73,7 @@ func (s *Service) source(c Caller, id string) (namespace.Address, Memory, error)
 	// original; a quarantined memory may be shared (explicitly named), and
 	// its copy is quarantined too (copies.go).
 	m, fl := s.view(ns.String(), id, rec)
-	if fl.retracted {
+	if fl.Retracted {
 		return ns, Memory{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
 	}
 	return ns, m, nil

@@ -12,7 +12,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
-	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/memory/effective"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
@@ -43,11 +43,11 @@ import (
 // made here and, for a peer's, by the replication gate on the delta's
 // author; its signature is checked on load and on arrival.
 //
-// The effective view. effective applies the approved edits of one memory
-// deterministically: by op precedence retract, block, quarantine, amend,
-// attenuate, and within an op by (clock, edit id). So an attenuate always
-// applies to the amended importance, and of two amends the later one's
-// fields win. Service.view is the one place reads go through: index (the
+// The effective view. Package effective applies the approved edits of one
+// memory deterministically: by op precedence retract, block, quarantine,
+// amend, attenuate, and within an op by (clock, edit id). So an attenuate
+// always applies to the amended importance, and of two amends the later
+// one's fields win. Service.view is the one place reads go through: index (the
 // search doc gets the amended text, Hidden = quarantined, Blocked = the
 // blocked channels; a retracted memory leaves the index), Get, load
 // (search, timeline, context, export, compaction) and the results of
@@ -260,12 +260,9 @@ func (s *Service) revisitEdits() {
 	}
 }
 
-// timedEdit is an audit entry with the clock that orders it within its op;
-// the API's Edit carries no storage clock.
-type timedEdit struct {
-	Edit
-	ts crdt.Timestamp
-}
+// timedEdit is an audit entry with the clock that orders it within its op
+// (package effective, which applies them).
+type timedEdit = effective.Edit
 
 // editsOf returns the edits of target stored in ns with their status.
 func (s *Service) editsOf(ns, target string) []timedEdit {
@@ -290,7 +287,7 @@ func (s *Service) toEdit(e *editEntry) timedEdit {
 	b := &e.body
 	ts := crdt.Timestamp(b.TS)
 	out := timedEdit{Edit: Edit{EditID: e.id, TargetID: b.Target, Namespace: e.ns, Op: b.Op, Reason: b.Reason, Proposer: b.Proposer,
-		Patch: b.patch(), NeedsApproval: b.NeedsApproval, CreatedAt: ts.Time(), Status: StatusApproved, Follows: followsOf(b.Reason)}, ts: ts}
+		Patch: b.patch(), NeedsApproval: b.NeedsApproval, CreatedAt: ts.Time(), Status: StatusApproved, Follows: followsOf(b.Reason)}, TS: ts}
 	if !b.NeedsApproval {
 		out.DecidedAt = &out.CreatedAt
 		return out
@@ -335,68 +332,9 @@ func (s *Service) decisionCounts(d *decisionEntry) bool {
 	return s.check(p, ns.Root(), acl.Admin) == nil
 }
 
-// viewFlags is what the effective view decides beyond the memory's fields.
-type viewFlags struct {
-	retracted   bool
-	quarantined bool
-	blocked     []string
-}
-
-var opRank = map[string]int{OpRetract: 0, OpBlock: 1, OpQuarantine: 2, OpAmend: 3, OpAttenuate: 4}
-
-// effective applies the approved edits to m: by op precedence (retract,
-// block, quarantine, amend, attenuate), within an op by (clock, edit id).
-// It is pure: the same memory and edits give the same view, in any order.
-func effective(m Memory, edits []timedEdit) (Memory, viewFlags) {
-	var fl viewFlags
-	var app []timedEdit
-	for _, e := range edits {
-		if e.Status == StatusApproved {
-			app = append(app, e)
-		}
-	}
-	if len(app) == 0 {
-		return m, fl
-	}
-	slices.SortFunc(app, func(a, b timedEdit) int {
-		return cmp.Or(cmp.Compare(opRank[a.Op], opRank[b.Op]), cmp.Compare(a.ts, b.ts), cmp.Compare(a.EditID, b.EditID))
-	})
-	clamp := func(v float64) float64 { return min(1, max(0, v)) }
-	for _, e := range app {
-		switch e.Op {
-		case OpRetract:
-			fl.retracted = true
-		case OpBlock:
-			if !slices.Contains(fl.blocked, e.Patch.Channel) {
-				fl.blocked = append(fl.blocked, e.Patch.Channel)
-			}
-		case OpQuarantine:
-			fl.quarantined = true
-		case OpAmend:
-			if e.Patch.Text != nil {
-				if m.Title == memapi.DeriveTitle(m.Content) {
-					m.Title = memapi.DeriveTitle(*e.Patch.Text) // a title taken from the old text goes with it
-				}
-				m.Content = *e.Patch.Text
-				m.ContentHash = contentHash(m.Content)
-			}
-			if e.Patch.Importance != nil {
-				m.Importance = clamp(*e.Patch.Importance)
-			}
-		case OpAttenuate:
-			if e.Patch.Importance != nil {
-				m.Importance = clamp(*e.Patch.Importance)
-			} else if e.Patch.ImportanceDelta != nil {
-				m.Importance = clamp(m.Importance + *e.Patch.ImportanceDelta)
-			}
-		}
-	}
-	slices.Sort(fl.blocked)
-	m.EditsApplied = len(app)
-	m.Quarantined = fl.quarantined
-	m.BlockedChannels = fl.blocked
-	return m, fl
-}
+// viewFlags is what the effective view decides beyond the memory's fields
+// (retracted, quarantined, blocked channels).
+type viewFlags = effective.Flags
 
 // checkRemoteSurgery refuses a peer's delta that would retract or change
 // an edit or decision record, or that holds one that does not decode,
@@ -632,7 +570,7 @@ func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResul
 	}
 	retracts := s.surg.retracts
 	s.surg.mu.RUnlock()
-	slices.SortFunc(eds, func(a, b timedEdit) int { return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.EditID, b.EditID)) })
+	slices.SortFunc(eds, func(a, b timedEdit) int { return cmp.Or(cmp.Compare(a.TS, b.TS), cmp.Compare(a.EditID, b.EditID)) })
 	for _, ed := range eds {
 		res.Edits = append(res.Edits, ed.Edit)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -330,34 +329,13 @@ func openAccessWith(t *testing.T, replica crdt.ReplicaID, approvals Approvals) (
 	return s, clk
 }
 
-// TestEffectiveIsOrderFree: the view does not depend on the order the
-// edits are listed in (replicas learn them in different orders).
-func TestEffectiveIsOrderFree(t *testing.T) {
-	text1, text2 := "one", "two"
-	imp, d1, d2 := 0.9, -0.3, 0.1
-	edits := []timedEdit{
-		{Edit: Edit{EditID: "a", Op: OpAmend, Status: StatusApproved, Patch: EditPatch{Text: &text2}}, ts: 5},
-		{Edit: Edit{EditID: "b", Op: OpAmend, Status: StatusApproved, Patch: EditPatch{Text: &text1, Importance: &imp}}, ts: 3},
-		{Edit: Edit{EditID: "c", Op: OpAttenuate, Status: StatusApproved, Patch: EditPatch{ImportanceDelta: &d1}}, ts: 1},
-		{Edit: Edit{EditID: "d", Op: OpAttenuate, Status: StatusApproved, Patch: EditPatch{ImportanceDelta: &d2}}, ts: 1},
-		{Edit: Edit{EditID: "e", Op: OpBlock, Status: StatusApproved, Patch: EditPatch{Channel: "public"}}, ts: 2},
-		{Edit: Edit{EditID: "f", Op: OpQuarantine, Status: StatusPending}, ts: 2},
-		{Edit: Edit{EditID: "g", Op: OpRetract, Status: StatusRejected}, ts: 9},
-	}
-	base := Memory{ID: "m", Content: "orig", Importance: 0.5}
-	want, wf := effective(base, edits)
-	if want.Content != "two" || math.Abs(want.Importance-0.7) > 1e-9 || wf.quarantined || wf.retracted || !slices.Equal(wf.blocked, []string{"public"}) {
-		t.Fatalf("view %+v %+v", want, wf)
-	}
-	for i := range 50 {
-		perm := slices.Clone(edits)
-		for j := range perm {
-			k := (i*7 + j*13) % len(perm)
-			perm[j], perm[k] = perm[k], perm[j]
-		}
-		got, gf := effective(base, perm)
-		if got.Content != want.Content || got.Importance != want.Importance || !slices.Equal(gf.blocked, wf.blocked) {
-			t.Fatalf("order %v: %+v want %+v", perm, got, want)
+// TestContentHashIsSchemas: the effective view (package effective) hashes
+// amended content with schema.ContentHash; saves hash with contentHash.
+// They must be one function.
+func TestContentHashIsSchemas(t *testing.T) {
+	for _, c := range []string{"", "x", "kafka retention is seven days", "ünïcode\n"} {
+		if contentHash(c) != schema.ContentHash(c) {
+			t.Errorf("%q: %s != %s", c, contentHash(c), schema.ContentHash(c))
 		}
 	}
 }
