@@ -64,7 +64,7 @@ var layout = []layoutRule{
 	// Inside node/: the schema and the pure logic moved out of the memory
 	// core (issue 12) link neither the core nor anything heavy.
 	{name: "node's pure packages link no storage, transport or network",
-		from:   []string{"node/schema", "node/similarity", "node/memory/effective"},
+		from:   append(slices.Clone(pureLogic), "node/memory/bundle"),
 		forbid: append(slices.Clone(notPure), mod("node/memory"), mod("node/store"))},
 	// The API's edges speak node/memapi and never link storage (issue 12).
 	{name: "the API's edges link no storage or transport",
