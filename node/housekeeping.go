@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"time"
+
+	"github.com/mnemohq/mnemo/node/memory/capsule"
 )
 
 // SweepInterval is how often the node collects expired capsules it created
@@ -25,11 +27,20 @@ func (n *Node) housekeep(ctx context.Context) {
 		case <-t.C:
 			n.svc.Store().ReleaseFilePages()
 			n.tightenQuietly()
-			if k, err := n.svc.SweepCapsules(); err != nil {
-				n.log.Warn("capsule sweep", "err", err)
-			} else if k > 0 {
-				n.log.Info("expired capsules collected", "count", k)
-			}
+			n.sweepCapsules()
 		}
+	}
+}
+
+// sweepCapsules collects the expired capsules this node wrote.
+func (n *Node) sweepCapsules() {
+	caps := capsule.Of(n.svc)
+	if caps == nil {
+		return
+	}
+	if k, err := caps.Sweep(); err != nil {
+		n.log.Warn("capsule sweep", "err", err)
+	} else if k > 0 {
+		n.log.Info("expired capsules collected", "count", k)
 	}
 }

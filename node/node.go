@@ -17,6 +17,7 @@ import (
 	"github.com/mnemohq/mnemo/node/httpapi"
 	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/capsule"
 )
 
 // Node is a running sidecar: a memory Service, its HTTP API on a bound
@@ -61,7 +62,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := memory.Open(ac.memoryConfig(memory.Config{Dir: cfg.Dir, Agent: owner, Now: cfg.Now, Logger: cfg.Logger}))
+	svc, err := memory.Open(ac.memoryConfig(memory.Config{Dir: cfg.Dir, Agent: owner, Now: cfg.Now, Logger: cfg.Logger, Features: features()}))
 	if err != nil {
 		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
 	}
@@ -253,4 +254,10 @@ func (n *Node) Close() error {
 		n.log.Info("closed")
 	})
 	return n.closeErr
+}
+
+// features are the feature packages every node attaches to its memory
+// service (memory.Config.Features), in the order the core consults them.
+func features() []memory.Feature {
+	return []memory.Feature{capsule.New()}
 }

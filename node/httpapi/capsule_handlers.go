@@ -14,22 +14,28 @@ func (a *api) capsuleRoutes() []struct {
 	method, path string
 	h            handlerFunc
 } {
-	return []struct {
+	type route = struct {
 		method, path string
 		h            handlerFunc
-	}{
-		{"POST", "/v1/capsules", a.createCapsule},
-		{"GET", "/v1/capsules", a.listCapsules},
-		{"GET", "/v1/capsules/{id}", a.getCapsule},
-		{"DELETE", "/v1/capsules/{id}", a.revokeCapsule},
+	}
+	routes := []route{
 		{"POST", "/v1/context/bundle", a.contextBundle},
 		{"GET", "/v1/duplicates", a.duplicates},
 		{"POST", "/v1/duplicates/merge", a.mergeDuplicates},
 	}
+	if a.capsules != nil { // a node without the capsule feature has no capsule routes (404)
+		routes = append(routes, []route{
+			{"POST", "/v1/capsules", a.createCapsule},
+			{"GET", "/v1/capsules", a.listCapsules},
+			{"GET", "/v1/capsules/{id}", a.getCapsule},
+			{"DELETE", "/v1/capsules/{id}", a.revokeCapsule},
+		}...)
+	}
+	return routes
 }
 
 func (a *api) createCapsule(w http.ResponseWriter, r *http.Request) error {
-	return bodyCall(a, a.svc.CreateCapsule, http.StatusCreated)(w, r)
+	return bodyCall(a, a.capsules.Create, http.StatusCreated)(w, r)
 }
 
 func (a *api) listCapsules(w http.ResponseWriter, r *http.Request) error {
@@ -41,7 +47,7 @@ func (a *api) listCapsules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.ListCapsules(r.Context(), c, memapi.CapsuleQuery{SubjectType: p.str("subject_type"), SubjectID: p.str("subject_id")})
+	res, err := a.capsules.List(r.Context(), c, memapi.CapsuleQuery{SubjectType: p.str("subject_type"), SubjectID: p.str("subject_id")})
 	if err != nil {
 		return err
 	}
@@ -50,11 +56,11 @@ func (a *api) listCapsules(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) getCapsule(w http.ResponseWriter, r *http.Request) error {
-	return a.capsuleByID(w, r, a.svc.GetCapsule)
+	return a.capsuleByID(w, r, a.capsules.Get)
 }
 
 func (a *api) revokeCapsule(w http.ResponseWriter, r *http.Request) error {
-	return a.capsuleByID(w, r, a.svc.RevokeCapsule)
+	return a.capsuleByID(w, r, a.capsules.Revoke)
 }
 
 func (a *api) capsuleByID(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, c memapi.Caller, id string) (memapi.Capsule, error)) error {
@@ -86,7 +92,11 @@ func (a *api) contextBundle(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := bundle.Build(r.Context(), a.svc, c, req)
+	var caps bundle.Capsules
+	if a.capsules != nil {
+		caps = a.capsules
+	}
+	res, err := bundle.Build(r.Context(), a.svc, caps, c, req)
 	if err != nil {
 		return err
 	}

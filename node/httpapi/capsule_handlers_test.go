@@ -3,9 +3,13 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/memory"
 )
 
 func TestCapsuleRoutes(t *testing.T) {
@@ -64,4 +68,38 @@ func TestBundleAndDuplicatesRoutes(t *testing.T) {
 	a.decode(t, &d)
 	wantStatus(t, f.do("GET", "/v1/duplicates?threshold=2", ""), http.StatusBadRequest, "")
 	wantStatus(t, f.do("POST", "/v1/duplicates/merge", `{"ids":["a","b"],"namespace":"team://core"}`), http.StatusForbidden, "")
+}
+
+// TestNoCapsuleFeatureNoRoutes: a node whose memory service has no capsule
+// feature attached answers the capsule routes 404 and still builds context
+// bundles (without capsules).
+func TestNoCapsuleFeatureNoRoutes(t *testing.T) {
+	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://alice")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	h, err := New(Config{Service: svc, Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/v1/capsules", `{}`}, {"GET", "/v1/capsules", ""}, {"GET", "/v1/capsules/x", ""}, {"DELETE", "/v1/capsules/x", ""},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("%s %s: status %d, want 404", r.method, r.path, rec.Code)
+		}
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/v1/context/bundle", strings.NewReader(`{"max_tokens":500}`))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("bundle without capsules: status %d: %s", rec.Code, rec.Body)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/capsule"
 )
 
 // Default body limits.
@@ -83,6 +84,7 @@ func (c *Config) validate() error {
 // writing one, so the status mapping lives in writeError alone.
 type api struct {
 	svc       *memory.Service
+	capsules  *capsule.Capsules // nil: the node has no capsule feature
 	tokenHash [sha256.Size]byte
 	log       *slog.Logger
 	maxBody   int64
@@ -108,6 +110,7 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	a := &api{
 		svc:       cfg.Service,
+		capsules:  capsule.Of(cfg.Service),
 		tokenHash: sha256.Sum256([]byte(cfg.Token)),
 		log:       cfg.Logger,
 		maxBody:   cfg.MaxBodyBytes,

@@ -19,6 +19,7 @@ import (
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/capsule"
 )
 
 const testToken = "test-token-0123456789abcdef"
@@ -54,7 +55,7 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 		now = now.Add(time.Second)
 		return now
 	}
-	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock})
+	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{capsule.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

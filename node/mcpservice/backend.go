@@ -2,11 +2,13 @@ package mcpservice
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/bundle"
+	"github.com/mnemohq/mnemo/node/memory/capsule"
 )
 
 // Backend is a Service with the caller bound in. It has every capability
@@ -14,8 +16,9 @@ import (
 // meaning once, so it may be called concurrently and blocks as the Service
 // does, and its errors are the Service's.
 type Backend struct {
-	svc *memory.Service
-	c   memapi.Caller
+	svc  *memory.Service
+	caps *capsule.Capsules // nil: the node has no capsule feature
+	c    memapi.Caller
 }
 
 var (
@@ -27,7 +30,18 @@ var (
 
 // New serves the tools from svc, every call made as caller c.
 func New(svc *memory.Service, c memapi.Caller) Backend {
-	return Backend{svc: svc, c: c}
+	return Backend{svc: svc, caps: capsule.Of(svc), c: c}
+}
+
+// errNoCapsules answers the capsule tools on a node without the feature.
+var errNoCapsules = fmt.Errorf("%w: this node has no capsule feature", memapi.ErrNotFound)
+
+// capsules is the capsule feature, or errNoCapsules.
+func (b Backend) capsules() (*capsule.Capsules, error) {
+	if b.caps == nil {
+		return nil, errNoCapsules
+	}
+	return b.caps, nil
 }
 
 func (b Backend) Save(ctx context.Context, req memapi.SaveRequest) (memapi.SaveResult, error) {
@@ -107,23 +121,43 @@ func (b Backend) Audit(ctx context.Context, q memapi.AuditQuery) (memapi.AuditRe
 }
 
 func (b Backend) CreateCapsule(ctx context.Context, req memapi.CapsuleRequest) (memapi.CapsuleCreated, error) {
-	return b.svc.CreateCapsule(ctx, b.c, req)
+	caps, err := b.capsules()
+	if err != nil {
+		return memapi.CapsuleCreated{}, err
+	}
+	return caps.Create(ctx, b.c, req)
 }
 
 func (b Backend) Capsules(ctx context.Context, q memapi.CapsuleQuery) (memapi.CapsuleList, error) {
-	return b.svc.ListCapsules(ctx, b.c, q)
+	caps, err := b.capsules()
+	if err != nil {
+		return memapi.CapsuleList{}, err
+	}
+	return caps.List(ctx, b.c, q)
 }
 
 func (b Backend) Capsule(ctx context.Context, id string) (memapi.Capsule, error) {
-	return b.svc.GetCapsule(ctx, b.c, id)
+	caps, err := b.capsules()
+	if err != nil {
+		return memapi.Capsule{}, err
+	}
+	return caps.Get(ctx, b.c, id)
 }
 
 func (b Backend) RevokeCapsule(ctx context.Context, id string) (memapi.Capsule, error) {
-	return b.svc.RevokeCapsule(ctx, b.c, id)
+	caps, err := b.capsules()
+	if err != nil {
+		return memapi.Capsule{}, err
+	}
+	return caps.Revoke(ctx, b.c, id)
 }
 
 func (b Backend) BuildContext(ctx context.Context, req memapi.BundleRequest) (memapi.BundleResult, error) {
-	return bundle.Build(ctx, b.svc, b.c, req)
+	var caps bundle.Capsules
+	if b.caps != nil {
+		caps = b.caps
+	}
+	return bundle.Build(ctx, b.svc, caps, b.c, req)
 }
 
 func (b Backend) Duplicates(ctx context.Context, q memapi.DuplicateQuery) (memapi.DuplicatesResult, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/capsule"
 )
 
 var allTools = []string{
@@ -44,7 +45,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func openService(t *testing.T, clk *fakeClock) *memory.Service {
 	t.Helper()
-	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://t"), Now: clk.Now})
+	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://t"), Now: clk.Now, Features: []memory.Feature{capsule.New()}})
 	if err != nil {
 		t.Fatalf("memory.Open: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -24,6 +25,17 @@ func CheckType(t string) error {
 		}
 	}
 	return nil
+}
+
+// Scopes are a memory's scopes, broadest-binding first.
+var Scopes = []string{"session", "user", "project", "policy", "global"}
+
+// CheckScope accepts one of Scopes; the error is ErrInvalid.
+func CheckScope(scope string) error {
+	if slices.Contains(Scopes, scope) {
+		return nil
+	}
+	return invalid("scope %q: must be one of %s", scope, strings.Join(Scopes, ", "))
 }
 
 // DeriveTitle is the title of a memory saved without one: the first line

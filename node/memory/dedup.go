@@ -224,7 +224,7 @@ func (s *Service) FindDuplicates(ctx context.Context, c Caller, q DuplicateQuery
 	}
 	var mems []Memory
 	for _, m := range s.load(metaIDs(s.ix.List(sf, true, maxDedupCandidates))) {
-		if m.Type == TypeReference || isCapsuleNS(m.Namespace) || strings.TrimSpace(dedupText(m)) == "" {
+		if m.Type == TypeReference || schema.IsCapsuleInbox(m.Namespace) || strings.TrimSpace(dedupText(m)) == "" {
 			continue
 		}
 		mems = append(mems, m)

@@ -1,10 +1,11 @@
 // Package memory is the node's memory service: every operation an agent or
 // operator performs (save, get, update, delete, search, timeline, context,
 // compaction, sessions, progress, export and import; namespaces, grants,
-// share, promote, retract; projections; surgery and audit; capsules,
-// context bundles, duplicates) and the one place where permissions are
-// enforced. The HTTP API, the MCP tools, the CLI (through the API) and
-// replication all call a Service; none of them checks access on its own.
+// share, promote, retract; projections; surgery and audit; duplicates) and
+// the one place where permissions are enforced. The HTTP API, the MCP
+// tools, the CLI (through the API) and replication all call a Service, or
+// a feature package attached to it (capsule, bundle); none of them checks
+// access on its own.
 //
 // # Storage
 //
@@ -21,33 +22,42 @@
 // kind field and never offered to memory operations: sessions ("s:" ids),
 // signed acl records ("acl:", access.go), signed surgery edits and
 // approvals ("edit:", "appr:", surgery.go), projection specs ("spec",
-// projections.go) and capsule metadata ("capsule", capsules.go). The signed
+// projections.go) and capsule metadata ("capsule", node/memory/capsule). The signed
 // ones are written once and refused as changes from peers, so those logs
 // only grow.
 //
 // # Record kinds and features
 //
-// The core (service.go, kinds.go) owns the store, the index, the effective
-// view, the Authorizer, local writes and ApplyRemote, and knows no feature:
-// features plug in (registerFeatures, features.go) through the Kind
-// interface and optional ones the core finds by type assertion —
-// Forgetter, RemoteChecker, MemoryObserver, ChangeObserver, SentObserver,
-// Viewer, ReadGate, Loader, Opener (each documented in kinds.go).
+// The core (service.go, kinds.go, core.go) owns the store, the index, the
+// effective view, the Authorizer, local writes and ApplyRemote, and knows no
+// feature: features plug in through the Kind interface and optional ones
+// the core finds by type assertion — Forgetter, RemoteChecker,
+// MemoryObserver, ChangeObserver, SentObserver, Viewer, ReadGate, Loader,
+// Opener (each documented in kinds.go). A feature package (node/memory/X)
+// implements Feature: Open calls its Attach with the Core, a privileged
+// handle (write, view, locate, check) through which it registers and
+// works; the node lists the packages it attaches (node/node.go, features),
+// and the HTTP API and the MCP tools reach one with X.Of(svc). The
+// capsule feature is such a package; the context bundle (bundle) reads
+// through interfaces only. Acl records, sessions, surgery, copies and
+// projections are still registered from inside this package
+// (registerFeatures, features.go), on their way out.
 //
 // Adding a record kind:
 //
 //  1. Name it in node/schema: its kind value, id prefix and field names
 //     (names.go), an Is* predicate (record.go), and its prefix in
 //     schema.IsReserved if a save must not take such ids.
-//  2. Write the feature: a type with Owns and Admit, plus the optional
-//     interfaces it needs (CheckRemote to refuse peers' deltas, Forget for
-//     retracts, View or Visible to change what reads see, Changed or
-//     Opened for derived state).
-//  3. Register it in registerFeatures, where its place in the order says
-//     which features it sees before it.
+//  2. Write the feature package node/memory/X: a type with Attach (keep the
+//     Core, Register itself), Owns and Admit, plus the optional interfaces
+//     it needs (CheckRemote to refuse peers' deltas, Forget for retracts,
+//     View or Visible to change what reads see, Changed or Opened for
+//     derived state), its API methods, and Of.
+//  3. Attach it in node's features(); serve its API from node/httpapi and
+//     node/mcpservice through X.Of.
 //
-// Nothing else changes: Open's scan, index, reindex, ApplyRemote and
-// every read dispatch through the registry.
+// Nothing in the core changes: Open's scan, index, reindex, ApplyRemote
+// and every read dispatch through the registry.
 //
 // # The audit log grows only
 //
@@ -58,14 +68,15 @@
 // retracts or rewrites one (a capsule's revoke or sweep retracts its
 // memories, not the audit records stored beside them), and ApplyRemote
 // refuses a peer's delta that would (checkRemoteSurgery, checkRemoteACL).
-// TestAuditCannotShrink and TestRevokedCapsuleKeepsItsAudit prove it.
+// TestAuditCannotShrink and capsule's TestRevokedCapsuleKeepsItsAudit
+// prove it.
 //
 // # Reads
 //
 // The search index (node/search) is derived: rebuilt from the store at Open
 // and updated after every write. Every read goes through one effective view
-// (view: surgery's Viewer applies approved edits; capsules' ReadGate hides
-// dead capsule items), and through readScope, which
+// (view: surgery's Viewer applies approved edits; the capsule feature's
+// ReadGate hides dead capsule items), and through readScope, which
 // limits a query to the namespaces the caller may read: with no namespace,
 // every namespace the node holds that the caller may read, merged into one
 // ranked list. Token budgets (Context, bundles) estimate one token per four

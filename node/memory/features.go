@@ -2,7 +2,6 @@ package memory
 
 import (
 	"strings"
-	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/node/memory/effective"
@@ -13,10 +12,10 @@ import (
 // registerFeatures plugs the features into the core, in the order the
 // core consults them: grants first (what a change means depends on who
 // may do what), then sessions, surgery (approvals count by the grants),
-// copies (follow approved edits), projections (deliver the effective
-// views) and capsules.
+// copies (follow approved edits) and projections (deliver the effective
+// views). Feature packages (Config.Features) come after these.
 func (s *Service) registerFeatures() {
-	for _, f := range []any{accessKind{s}, sessionKind{s}, surgeryKind{s}, copiesFeature{s}, projectionKind{s}, capsuleKind{s}} {
+	for _, f := range []any{accessKind{s}, sessionKind{s}, surgeryKind{s}, copiesFeature{s}, projectionKind{s}} {
 		s.feat.register(f)
 	}
 }
@@ -103,25 +102,6 @@ func (k projectionKind) Admit(ns, id string, rec *crdt.Record) { k.s.admitProjec
 func (k projectionKind) Changed(changes []store.Change)        { k.s.projectChanges(changes) }
 func (k projectionKind) Opened()                               { k.s.resyncProjections() }
 
-// capsuleKind: capsule meta records, and the gate that hides the items of
-// an expired or revoked capsule (capsules.go).
-type capsuleKind struct{ s *Service }
-
-func (k capsuleKind) Owns(rec *crdt.Record) bool {
-	return schema.Str(rec, schema.FieldKind) == schema.KindCapsule
-}
-func (k capsuleKind) Admit(ns, id string, rec *crdt.Record)         { k.s.admitCapsule(ns, id, rec) }
-func (k capsuleKind) ObserveMemory(ns, id string, rec *crdt.Record) { k.s.indexCapsuleItem(ns, id) }
-func (k capsuleKind) Forget(ns, id string)                          { k.s.forgetCapsule(ns, id) }
-func (k capsuleKind) Visible(id string, now time.Time) bool         { return k.s.capsuleItemVisible(id, now) }
-func (k capsuleKind) Opened()                                       { k.s.sweepCapsulesLogged() }
-
-func (k capsuleKind) Gating() bool {
-	k.s.caps.mu.RLock()
-	defer k.s.caps.mu.RUnlock()
-	return len(k.s.caps.items) > 0
-}
-
 var (
 	_ Kind           = accessKind{}
 	_ RemoteChecker  = accessKind{}
@@ -130,5 +110,4 @@ var (
 	_ MemoryObserver = copiesFeature{}
 	_ SentObserver   = copiesFeature{}
 	_ ChangeObserver = projectionKind{}
-	_ ReadGate       = capsuleKind{}
 )

@@ -80,7 +80,7 @@ func TestInboxWordsAreMarked(t *testing.T) {
 		t.Fatalf("the saved inbox memory names no writer: %+v", forged.Memory)
 	}
 
-	b, err := bundle.Build(ctx, svc, alice, BundleRequest{MaxTokens: 4000})
+	b, err := bundle.Build(ctx, svc, nil, alice, BundleRequest{MaxTokens: 4000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestInboxWordsAreMarked(t *testing.T) {
 		t.Fatalf("budget %+v", b.Budget)
 	}
 	for _, max := range []int{10, 60, 100, 200} {
-		r, err := bundle.Build(ctx, svc, alice, BundleRequest{MaxTokens: max})
+		r, err := bundle.Build(ctx, svc, nil, alice, BundleRequest{MaxTokens: max})
 		if err != nil || r.Budget.FromOthers > max*bundle.InboxShare/100 || r.Budget.Total > max {
 			t.Fatalf("max %d: budget %+v %v", max, r.Budget, err)
 		}

@@ -65,6 +65,10 @@ type Config struct {
 	Approvals Approvals
 	// Dedup configures duplicate detection (dedup.go); default MinHash only.
 	Dedup DedupConfig
+	// Features are the feature packages to attach (Feature.Attach), after
+	// the ones built into this package; the node wires the standard set.
+	// Default none.
+	Features []Feature
 }
 
 // Service is one node's memory store: Badger for durability, a derived
@@ -89,10 +93,9 @@ type Service struct {
 
 	acl  aclState
 	surg surgeryState
-	caps capsuleState // capsules.go
-	dd   dedupState   // dedup.go
-	proj projState    // projections.go
-	cps  copyState    // copies.go
+	dd   dedupState // dedup.go
+	proj projState  // projections.go
+	cps  copyState  // copies.go
 
 	// authorOK, when set, decides the author check of ApplyRemote
 	// (SetAuthorCheck, replication.go).
@@ -142,6 +145,11 @@ func Open(cfg Config) (*Service, error) {
 	}
 	s.surg.init(cfg.Approvals)
 	s.registerFeatures()
+	core := &Core{s: s, attaching: true}
+	for _, f := range cfg.Features {
+		f.Attach(core)
+	}
+	core.attaching = false
 	if err := s.initACL(id); err != nil {
 		st.Close()
 		return nil, err
@@ -214,6 +222,10 @@ func (s *Service) Owner() namespace.Address { return s.cfg.Agent }
 
 // Store exposes the replicated state to the replication layer.
 func (s *Service) Store() *store.Store { return s.st }
+
+// Indexed is how many memories the search index holds, over every
+// namespace (deleted ones included): a measure for status and tests.
+func (s *Service) Indexed() int { return s.ix.Len() }
 
 // Replica is this node's replica id.
 func (s *Service) Replica() crdt.ReplicaID { return s.cfg.Replica }

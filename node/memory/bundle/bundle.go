@@ -59,15 +59,20 @@ type Source interface {
 	// limit cut the list. A filter c may not read is an error wrapping
 	// memapi.ErrInvalid or acl.ErrDenied.
 	Memories(ctx context.Context, c memapi.Caller, f memapi.Filter, limit int) ([]memapi.Memory, bool, error)
-	// ListCapsules lists the capsules c may read.
-	ListCapsules(ctx context.Context, c memapi.Caller, q memapi.CapsuleQuery) (memapi.CapsuleList, error)
-	// CapsuleOn returns a capsule with the items readable on channel.
-	CapsuleOn(ctx context.Context, c memapi.Caller, id, channel string) (memapi.Capsule, error)
+}
+
+// Capsules is where a bundle finds the capsules shared with the caller
+// (node/memory/capsule's Capsules).
+type Capsules interface {
+	// List lists the capsules c may read.
+	List(ctx context.Context, c memapi.Caller, q memapi.CapsuleQuery) (memapi.CapsuleList, error)
+	// On returns a capsule with the items readable on channel.
+	On(ctx context.Context, c memapi.Caller, id, channel string) (memapi.Capsule, error)
 }
 
 // Build assembles the context bundle (see the package doc) from what src
-// lets c read.
-func Build(ctx context.Context, src Source, c memapi.Caller, req memapi.BundleRequest) (memapi.BundleResult, error) {
+// and capsules let c read; with capsules nil the bundle has none.
+func Build(ctx context.Context, src Source, capsules Capsules, c memapi.Caller, req memapi.BundleRequest) (memapi.BundleResult, error) {
 	if req.MaxTokens == 0 {
 		req.MaxTokens = memapi.DefaultMaxTokens
 	}
@@ -122,8 +127,8 @@ func Build(ctx context.Context, src Source, c memapi.Caller, req memapi.BundleRe
 
 	// Capsules.
 	caps := section{budget: req.MaxTokens*CapsuleShare/100 + dec.budget - dec.used}
-	if req.IncludeCapsules == nil || *req.IncludeCapsules {
-		avail, err := src.ListCapsules(ctx, c, memapi.CapsuleQuery{SubjectType: req.SubjectType, SubjectID: req.SubjectID})
+	if capsules != nil && (req.IncludeCapsules == nil || *req.IncludeCapsules) {
+		avail, err := capsules.List(ctx, c, memapi.CapsuleQuery{SubjectType: req.SubjectType, SubjectID: req.SubjectID})
 		if err != nil {
 			return memapi.BundleResult{}, err
 		}
@@ -136,7 +141,7 @@ func Build(ctx context.Context, src Source, c memapi.Caller, req memapi.BundleRe
 		if len(mine) > 0 && caps.add("\n### Capsules shared with you\n") {
 		capsules:
 			for _, cp := range mine {
-				full, err := src.CapsuleOn(ctx, c, cp.ID, req.Channel)
+				full, err := capsules.On(ctx, c, cp.ID, req.Channel)
 				if err != nil {
 					continue // expired or revoked since the list
 				}
