@@ -110,6 +110,10 @@ func (c *Core) List(f search.Filter, newest bool, limit int) []Memory {
 	return c.s.load(metaIDs(c.s.ix.List(f, newest, limit)))
 }
 
+// Touched lists the memories whose record or effective view the changes
+// altered (a ChangeObserver's changes), once each, in order.
+func (c *Core) Touched(changes []store.Change) []MemoryKey { return c.s.touched(changes) }
+
 // SaveOptions are what a feature sets on a save beyond the request
 // (Core.SaveTx).
 type SaveOptions struct {

@@ -76,6 +76,12 @@ func (k surgeryKind) View(ns, id string, m Memory, fl *viewFlags) Memory {
 
 func (k surgeryKind) Changed([]store.Change) { k.s.revisitEdits() }
 
+// Affects: an edit or decision re-views its target.
+func (k surgeryKind) Affects(c store.Change) (ns, id string, ok bool) {
+	t, ok := k.s.editTarget(c)
+	return t.Namespace, t.ID, ok
+}
+
 // Loaded: the memories about to be indexed are viewed under this policy.
 func (k surgeryKind) Loaded() {
 	p := k.s.Policy()
@@ -107,6 +113,7 @@ var (
 	_ RemoteChecker  = accessKind{}
 	_ Forgetter      = sessionKind{}
 	_ Viewer         = surgeryKind{}
+	_ Affecter       = surgeryKind{}
 	_ MemoryObserver = copiesFeature{}
 	_ SentObserver   = copiesFeature{}
 	_ ChangeObserver = projectionKind{}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -62,6 +63,43 @@ type Viewer interface {
 	View(ns, id string, m Memory, fl *viewFlags) Memory
 }
 
+// Affecter is a Viewer whose own records change other memories' views:
+// it names the memory a change of one of its records re-views (an edit or
+// decision: its target), or false.
+type Affecter interface {
+	Affects(c store.Change) (ns, id string, ok bool)
+}
+
+// MemoryKey names one memory.
+type MemoryKey struct{ Namespace, ID string }
+
+// touched lists the memories whose record or effective view changes
+// altered, in order, once each: memory records written or retracted, and
+// the memories the Affecters name for their own records. Other kinds'
+// records (sessions, acl records, specs) touch no memory.
+func (s *Service) touched(changes []store.Change) []MemoryKey {
+	var out []MemoryKey
+	seen := map[MemoryKey]bool{}
+	for _, c := range changes {
+		k, ok := MemoryKey{c.Namespace, c.ID}, true
+		if c.Record != nil && schema.Str(c.Record, schema.FieldKind) != "" {
+			ok = false
+			for _, a := range s.feat.affecters {
+				var ns, id string
+				if ns, id, ok = a.Affects(c); ok {
+					k = MemoryKey{ns, id}
+					break
+				}
+			}
+		}
+		if ok && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // ReadGate hides memories from every read while it says so (expired or
 // revoked capsule items). Gating reports whether any memory is gated at
 // all, so reads cost nothing when none is.
@@ -91,6 +129,7 @@ type features struct {
 	changed    []ChangeObserver
 	sent       []SentObserver
 	viewers    []Viewer
+	affecters  []Affecter
 	gates      []ReadGate
 	loaders    []Loader
 	openers    []Opener
@@ -117,6 +156,9 @@ func (f *features) register(x any) {
 	}
 	if v, ok := x.(Viewer); ok {
 		f.viewers = append(f.viewers, v)
+	}
+	if v, ok := x.(Affecter); ok {
+		f.affecters = append(f.affecters, v)
 	}
 	if v, ok := x.(ReadGate); ok {
 		f.gates = append(f.gates, v)

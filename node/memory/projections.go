@@ -161,14 +161,8 @@ func (s *Service) projectChanges(changes []store.Change) {
 		return
 	}
 	work := map[*projEntry][]srcKey{}
-	for _, c := range changes {
-		k := srcKey{c.Namespace, c.ID}
-		if c.Record != nil && schema.Str(c.Record, schema.FieldKind) != "" {
-			var ok bool
-			if k, ok = s.editTarget(c); !ok {
-				continue // sessions, acl records, specs: not memories
-			}
-		}
+	for _, mk := range s.touched(changes) {
+		k := srcKey{mk.Namespace, mk.ID}
 		ns, err := namespace.Parse(k.ns)
 		if err != nil {
 			continue
@@ -187,32 +181,6 @@ func (s *Service) projectChanges(changes []store.Change) {
 			s.log.Warn("projection view not updated", "projection", e.spec.ID, "view", e.view, "err", err)
 		}
 	}
-}
-
-// editTarget maps a change of an edit or decision record (surgery.go) to
-// the memory whose effective view it changes.
-func (s *Service) editTarget(c store.Change) (srcKey, bool) {
-	switch {
-	case schema.IsEdit(c.Record):
-		b, _, err := decodeEditRecord(c.Namespace, c.ID, c.Record)
-		if err != nil {
-			return srcKey{}, false
-		}
-		return srcKey{c.Namespace, b.Target}, true
-	case schema.IsDecision(c.Record):
-		b, _, err := decodeDecisionRecord(c.Namespace, c.ID, c.Record)
-		if err != nil {
-			return srcKey{}, false
-		}
-		s.surg.mu.RLock()
-		e := s.surg.edits[b.Edit]
-		s.surg.mu.RUnlock()
-		if e == nil {
-			return srcKey{}, false
-		}
-		return srcKey{e.ns, e.body.Target}, true
-	}
-	return srcKey{}, false
 }
 
 // syncViews reconciles the view records of keys, projFillBatch per

@@ -609,3 +609,29 @@ func (s *Service) GetFor(ctx context.Context, c Caller, id string, o GetOptions)
 	}
 	return m, nil
 }
+
+// editTarget maps a change of an edit or decision record to the memory
+// whose effective view it changes.
+func (s *Service) editTarget(c store.Change) (MemoryKey, bool) {
+	switch {
+	case schema.IsEdit(c.Record):
+		b, _, err := decodeEditRecord(c.Namespace, c.ID, c.Record)
+		if err != nil {
+			return MemoryKey{}, false
+		}
+		return MemoryKey{c.Namespace, b.Target}, true
+	case schema.IsDecision(c.Record):
+		b, _, err := decodeDecisionRecord(c.Namespace, c.ID, c.Record)
+		if err != nil {
+			return MemoryKey{}, false
+		}
+		s.surg.mu.RLock()
+		e := s.surg.edits[b.Edit]
+		s.surg.mu.RUnlock()
+		if e == nil {
+			return MemoryKey{}, false
+		}
+		return MemoryKey{e.ns, e.body.Target}, true
+	}
+	return MemoryKey{}, false
+}
