@@ -120,7 +120,9 @@ func (s *Service) RefreshPolicy() {
 	s.acl.dirty = false
 	s.acl.policy.Store(s.acl.book.Policy())
 	s.acl.mu.Unlock()
-	s.revisitEdits() // who holds admin decides which approvals count
+	for _, o := range s.feat.policy {
+		o.PolicyChanged() // surgery: who holds admin decides which approvals count
+	}
 }
 
 // refreshPolicy rebuilds the snapshot if records were added since.

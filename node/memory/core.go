@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"crypto/ed25519"
 	"log/slog"
 	"time"
 
@@ -113,6 +114,32 @@ func (c *Core) List(f search.Filter, newest bool, limit int) []Memory {
 // Touched lists the memories whose record or effective view the changes
 // altered (a ChangeObserver's changes), once each, in order.
 func (c *Core) Touched(changes []store.Change) []MemoryKey { return c.s.touched(changes) }
+
+// KeyOf is the node key principal p is bound to (this node's for its own
+// principals, membership's for others'), or false.
+func (c *Core) KeyOf(p namespace.Address) (ed25519.PublicKey, bool) { return c.s.keyOf(p) }
+
+// Reindex views and indexes the memory stored as id in ns again, after
+// something its effective view depends on changed (an edit's status). It
+// does nothing while Open's scan runs (every memory is indexed once, after
+// it) or when the memory is absent or retracted.
+func (c *Core) Reindex(ns, id string) {
+	if c.s.loading() {
+		return
+	}
+	rec, err := c.s.st.Record(ns, id)
+	if err != nil {
+		c.s.log.Warn("memory unreadable", "namespace", ns, "id", id, "err", err)
+		return
+	}
+	if rec.Empty() {
+		return
+	}
+	c.s.index(ns, id, rec)
+}
+
+// Loading reports whether Open's scan is still running.
+func (c *Core) Loading() bool { return c.s.loading() }
 
 // SaveOptions are what a feature sets on a save beyond the request
 // (Core.SaveTx).

@@ -1,6 +1,10 @@
 package memory
 
 import (
+	"context"
+	"fmt"
+
+	"github.com/mnemohq/mnemo/namespace"
 	"strings"
 
 	"github.com/mnemohq/mnemo/crdt"
@@ -92,6 +96,19 @@ func (k surgeryKind) Loaded() {
 
 func (k surgeryKind) Opened() { k.s.revisitEdits() }
 
+func (k surgeryKind) PolicyChanged() { k.s.revisitEdits() }
+
+// RetractMemory: a hard delete is a retract edit, on the audit log like any
+// other; where the namespace's rules make retracts need approval, a plain
+// hard delete must not skip them.
+func (k surgeryKind) RetractMemory(ctx context.Context, c Caller, ns namespace.Address, id string) error {
+	if k.s.surg.approvals.requires(ns, OpRetract) {
+		return fmt.Errorf("%w: retracts in %s need approval; propose one (mnemo edit %s --op retract --reason …) for an admin to approve", ErrConflict, ns, id)
+	}
+	_, err := k.s.ProposeEdit(ctx, c, EditRequest{TargetID: id, Op: OpRetract, Reason: "retracted (hard delete)"})
+	return err
+}
+
 // copiesFeature: copies follow their source's approved edits (copies.go).
 type copiesFeature struct{ s *Service }
 
@@ -114,6 +131,8 @@ var (
 	_ Forgetter      = sessionKind{}
 	_ Viewer         = surgeryKind{}
 	_ Affecter       = surgeryKind{}
+	_ Retracter      = surgeryKind{}
+	_ PolicyObserver = surgeryKind{}
 	_ MemoryObserver = copiesFeature{}
 	_ SentObserver   = copiesFeature{}
 	_ ChangeObserver = projectionKind{}

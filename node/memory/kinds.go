@@ -1,6 +1,9 @@
 package memory
 
 import (
+	"context"
+
+	"github.com/mnemohq/mnemo/namespace"
 	"sync"
 	"time"
 
@@ -108,6 +111,20 @@ type ReadGate interface {
 	Gating() bool
 }
 
+// PolicyObserver is told when the acl policy may have changed outside a
+// store change (RefreshPolicy: membership or local principals changed);
+// changes through the store reach ChangeObservers.
+type PolicyObserver interface {
+	PolicyChanged()
+}
+
+// Retracter takes over a hard delete (Delete with hard): surgery makes it
+// an audited, possibly governed retract. Without one, Delete retracts the
+// memory directly.
+type Retracter interface {
+	RetractMemory(ctx context.Context, c Caller, ns namespace.Address, id string) error
+}
+
 // Loader is told when Open's scan has offered every stored record, before
 // the memories (held back until then) are viewed and indexed.
 type Loader interface {
@@ -131,6 +148,8 @@ type features struct {
 	viewers    []Viewer
 	affecters  []Affecter
 	gates      []ReadGate
+	policy     []PolicyObserver
+	retracters []Retracter
 	loaders    []Loader
 	openers    []Opener
 }
@@ -162,6 +181,12 @@ func (f *features) register(x any) {
 	}
 	if v, ok := x.(ReadGate); ok {
 		f.gates = append(f.gates, v)
+	}
+	if v, ok := x.(PolicyObserver); ok {
+		f.policy = append(f.policy, v)
+	}
+	if v, ok := x.(Retracter); ok {
+		f.retracters = append(f.retracters, v)
 	}
 	if v, ok := x.(Loader); ok {
 		f.loaders = append(f.loaders, v)

@@ -781,14 +781,11 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string, hard bool) er
 		return err
 	}
 	if hard {
-		// A retract is surgery: it goes on the audit log like any other, and
-		// where the namespace's rules make retracts need approval, a plain
-		// hard delete must not skip them.
-		if s.surg.approvals.requires(ns, OpRetract) {
-			return fmt.Errorf("%w: retracts in %s need approval; propose one (mnemo edit %s --op retract --reason …) for an admin to approve", ErrConflict, ns, id)
+		// With surgery attached, a retract goes on the audit log like any
+		// other, under the namespace's approval rules.
+		for _, r := range s.feat.retracters {
+			return r.RetractMemory(ctx, c, ns, id)
 		}
-		_, err := s.ProposeEdit(ctx, c, EditRequest{TargetID: id, Op: OpRetract, Reason: "retracted (hard delete)"})
-		return err
 	}
 	return s.write(func(tx *store.Tx) error {
 		if hard {

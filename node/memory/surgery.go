@@ -587,29 +587,6 @@ func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResul
 	return res, nil
 }
 
-// GetFor is Get as the read API serves it: a memory quarantined (unless
-// asked for) or blocked for the caller's channel is not found, with a
-// message saying so. Service.Get itself shows quarantined memories
-// (flagged): an id asked for by name is explicit retrieval.
-func (s *Service) GetFor(ctx context.Context, c Caller, id string, o GetOptions) (Memory, error) {
-	if o.Channel != "" {
-		if err := oneOf("channel", o.Channel, channels); err != nil {
-			return Memory{}, err
-		}
-	}
-	m, err := s.Get(ctx, c, id, o.IncludeDeleted)
-	if err != nil {
-		return m, err
-	}
-	if m.Quarantined && !o.IncludeQuarantined {
-		return Memory{}, fmt.Errorf("%w: memory %q is quarantined (include_quarantined=true shows it)", ErrNotFound, id)
-	}
-	if o.Channel != "" && slices.Contains(m.BlockedChannels, o.Channel) {
-		return Memory{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
-	}
-	return m, nil
-}
-
 // editTarget maps a change of an edit or decision record to the memory
 // whose effective view it changes.
 func (s *Service) editTarget(c store.Change) (MemoryKey, bool) {
