@@ -50,7 +50,6 @@ func (ac *access) memoryConfig(mc memory.Config) memory.Config {
 	mc.IsLocal = ac.locals.Has
 	mc.AutoPromote = ac.settings.AutoPromote
 	mc.Dedup = ac.settings.Duplicates
-	mc.Approvals = ac.settings.Approvals
 	return mc
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
+	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
 // Node is a running sidecar: a memory Service, its HTTP API on a bound
@@ -62,7 +63,11 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := memory.Open(ac.memoryConfig(memory.Config{Dir: cfg.Dir, Agent: owner, Now: cfg.Now, Logger: cfg.Logger, Features: features()}))
+	feats, err := features(ac.settings)
+	if err != nil {
+		return nil, fmt.Errorf("node: %s: %w", SettingsFile, err)
+	}
+	svc, err := memory.Open(ac.memoryConfig(memory.Config{Dir: cfg.Dir, Agent: owner, Now: cfg.Now, Logger: cfg.Logger, Features: feats}))
 	if err != nil {
 		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
 	}
@@ -257,7 +262,13 @@ func (n *Node) Close() error {
 }
 
 // features are the feature packages every node attaches to its memory
-// service (memory.Config.Features), in the order the core consults them.
-func features() []memory.Feature {
-	return []memory.Feature{capsule.New()}
+// service (memory.Config.Features), in the order the core consults them:
+// surgery first (its view and audit records are what copies, capsules and
+// projections see), then capsules.
+func features(st Settings) ([]memory.Feature, error) {
+	surg, err := surgery.New(st.Approvals)
+	if err != nil {
+		return nil, err
+	}
+	return []memory.Feature{surg, capsule.New()}, nil
 }

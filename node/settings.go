@@ -11,6 +11,7 @@ import (
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
 // SettingsFile is the node's optional configuration file in the data
@@ -31,7 +32,7 @@ import (
 // memory.AutoPromote. approvals names, per namespace (a root covers its
 // paths; "*" is every namespace; the most specific key decides), the
 // memory-edit ops that stay pending until an admin approves them
-// (memory.Approvals); default none. A missing file means no rules and no
+// (surgery.Approvals); default none. A missing file means no rules and no
 // auto-promotion; a file that does not parse, has unknown fields or
 // invalid rules stops the node from starting, with an error naming it.
 const SettingsFile = "config.json"
@@ -44,7 +45,7 @@ type Settings struct {
 	// {"enabled": true, "base_url": "http://127.0.0.1:11434/v1", "model": "…",
 	// "api_key_env": "VAR", "threshold": 0.9}}; off (MinHash only) by default.
 	Duplicates memory.DedupConfig `json:"duplicates,omitzero"`
-	Approvals  memory.Approvals   `json:"approvals,omitempty"`
+	Approvals  surgery.Approvals  `json:"approvals,omitempty"`
 }
 
 // loadSettings reads dir's settings file and builds the principal resolver.

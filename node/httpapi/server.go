@@ -17,6 +17,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
+	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
 // Default body limits.
@@ -85,6 +86,7 @@ func (c *Config) validate() error {
 type api struct {
 	svc       *memory.Service
 	capsules  *capsule.Capsules // nil: the node has no capsule feature
+	surgery   *surgery.Surgery  // nil: the node has no surgery feature
 	tokenHash [sha256.Size]byte
 	log       *slog.Logger
 	maxBody   int64
@@ -111,6 +113,7 @@ func New(cfg Config) (http.Handler, error) {
 	a := &api{
 		svc:       cfg.Service,
 		capsules:  capsule.Of(cfg.Service),
+		surgery:   surgery.Of(cfg.Service),
 		tokenHash: sha256.Sum256([]byte(cfg.Token)),
 		log:       cfg.Logger,
 		maxBody:   cfg.MaxBodyBytes,

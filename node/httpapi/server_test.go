@@ -20,6 +20,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
+	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
 const testToken = "test-token-0123456789abcdef"
@@ -55,7 +56,7 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 		now = now.Add(time.Second)
 		return now
 	}
-	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{capsule.New()}})
+	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{newSurgery(t), capsule.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,4 +549,14 @@ func TestClassify(t *testing.T) {
 			t.Errorf("classify(%v) = %d %s, want %d %s", tc.err, status, code, tc.status, tc.code)
 		}
 	}
+}
+
+// newSurgery is the surgery feature without approval rules.
+func newSurgery(t testing.TB) *surgery.Surgery {
+	t.Helper()
+	s, err := surgery.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

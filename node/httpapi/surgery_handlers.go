@@ -7,12 +7,16 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 )
 
-// surgeryRoutes are the memory-edit and audit routes (see memory's
-// surgery.go): propose an edit, approve or reject one, read the audit.
+// surgeryRoutes are the memory-edit and audit routes (node/memory/surgery):
+// propose an edit, approve or reject one, read the audit. A node without
+// the surgery feature has none (404).
 func (a *api) surgeryRoutes() []struct {
 	method, path string
 	h            handlerFunc
 } {
+	if a.surgery == nil {
+		return nil
+	}
 	return []struct {
 		method, path string
 		h            handlerFunc
@@ -26,7 +30,7 @@ func (a *api) surgeryRoutes() []struct {
 
 // proposeEdit is POST /v1/edits: 201 {"edit_id","status"}.
 func (a *api) proposeEdit(w http.ResponseWriter, r *http.Request) error {
-	return bodyCall(a, a.svc.ProposeEdit, http.StatusCreated)(w, r)
+	return bodyCall(a, a.surgery.Propose, http.StatusCreated)(w, r)
 }
 
 func (a *api) approveEdit(w http.ResponseWriter, r *http.Request) error {
@@ -52,7 +56,7 @@ func (a *api) decideEdit(w http.ResponseWriter, r *http.Request, approve bool) e
 	if err != nil {
 		return err
 	}
-	e, err := a.svc.DecideEdit(r.Context(), c, id, approve)
+	e, err := a.surgery.Decide(r.Context(), c, id, approve)
 	if err != nil {
 		return err
 	}
@@ -71,7 +75,7 @@ func (a *api) audit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.Audit(r.Context(), c, q)
+	res, err := a.surgery.Audit(r.Context(), c, q)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/capsule"
+	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
 // surgeryFixture: alice owns the node; bob is a local principal (session
@@ -24,8 +26,12 @@ func surgeryFixture(t *testing.T) *fixture {
 	local := func(p namespace.Address) bool {
 		return p.Kind == namespace.KindAgent && p.Path == "" && (p.Name == "alice" || p.Name == "bob")
 	}
+	surg, err := surgery.New(surgery.Approvals{"team://t": {memapi.OpRetract}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc, err := memory.Open(memory.Config{Agent: alice, Now: func() time.Time { return now }, IsLocal: local,
-		Approvals: memory.Approvals{"team://t": {memapi.OpRetract}}})
+		Features: []memory.Feature{surg, capsule.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

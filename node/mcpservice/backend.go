@@ -9,6 +9,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/bundle"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
+	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
 // Backend is a Service with the caller bound in. It has every capability
@@ -18,6 +19,7 @@ import (
 type Backend struct {
 	svc  *memory.Service
 	caps *capsule.Capsules // nil: the node has no capsule feature
+	surg *surgery.Surgery  // nil: the node has no surgery feature
 	c    memapi.Caller
 }
 
@@ -30,7 +32,18 @@ var (
 
 // New serves the tools from svc, every call made as caller c.
 func New(svc *memory.Service, c memapi.Caller) Backend {
-	return Backend{svc: svc, caps: capsule.Of(svc), c: c}
+	return Backend{svc: svc, caps: capsule.Of(svc), surg: surgery.Of(svc), c: c}
+}
+
+// errNoSurgery answers the surgery tools on a node without the feature.
+var errNoSurgery = fmt.Errorf("%w: this node has no surgery feature", memapi.ErrNotFound)
+
+// surgery is the surgery feature, or errNoSurgery.
+func (b Backend) surgery() (*surgery.Surgery, error) {
+	if b.surg == nil {
+		return nil, errNoSurgery
+	}
+	return b.surg, nil
 }
 
 // errNoCapsules answers the capsule tools on a node without the feature.
@@ -109,15 +122,27 @@ func (b Backend) Promote(ctx context.Context, req memapi.PromoteRequest) (memapi
 }
 
 func (b Backend) ProposeEdit(ctx context.Context, req memapi.EditRequest) (memapi.EditResult, error) {
-	return b.svc.ProposeEdit(ctx, b.c, req)
+	surg, err := b.surgery()
+	if err != nil {
+		return memapi.EditResult{}, err
+	}
+	return surg.Propose(ctx, b.c, req)
 }
 
 func (b Backend) DecideEdit(ctx context.Context, editID string, approve bool) (memapi.Edit, error) {
-	return b.svc.DecideEdit(ctx, b.c, editID, approve)
+	surg, err := b.surgery()
+	if err != nil {
+		return memapi.Edit{}, err
+	}
+	return surg.Decide(ctx, b.c, editID, approve)
 }
 
 func (b Backend) Audit(ctx context.Context, q memapi.AuditQuery) (memapi.AuditResult, error) {
-	return b.svc.Audit(ctx, b.c, q)
+	surg, err := b.surgery()
+	if err != nil {
+		return memapi.AuditResult{}, err
+	}
+	return surg.Audit(ctx, b.c, q)
 }
 
 func (b Backend) CreateCapsule(ctx context.Context, req memapi.CapsuleRequest) (memapi.CapsuleCreated, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
+	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
 var allTools = []string{
@@ -45,7 +46,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func openService(t *testing.T, clk *fakeClock) *memory.Service {
 	t.Helper()
-	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://t"), Now: clk.Now, Features: []memory.Feature{capsule.New()}})
+	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://t"), Now: clk.Now, Features: []memory.Feature{newSurgery(t), capsule.New()}})
 	if err != nil {
 		t.Fatalf("memory.Open: %v", err)
 	}
@@ -435,4 +436,14 @@ func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set(h.k, h.v)
 	return h.rt.RoundTrip(r)
+}
+
+// newSurgery is the surgery feature without approval rules.
+func newSurgery(t testing.TB) *surgery.Surgery {
+	t.Helper()
+	s, err := surgery.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -27,15 +27,41 @@ func CheckType(t string) error {
 	return nil
 }
 
-// Scopes are a memory's scopes, broadest-binding first.
-var Scopes = []string{"session", "user", "project", "policy", "global"}
+// Scopes are a memory's scopes; Channels the channels it may be read on.
+var (
+	Scopes   = []string{"session", "user", "project", "policy", "global"}
+	Channels = []string{"private", "public", "team", "agent"}
+)
 
 // CheckScope accepts one of Scopes; the error is ErrInvalid.
-func CheckScope(scope string) error {
-	if slices.Contains(Scopes, scope) {
+func CheckScope(scope string) error { return OneOf("scope", scope, Scopes) }
+
+// OneOf accepts v when it is one of allowed; the error (ErrInvalid) names
+// field and lists them.
+func OneOf(field, v string, allowed []string) error {
+	if slices.Contains(allowed, v) {
 		return nil
 	}
-	return invalid("scope %q: must be one of %s", scope, strings.Join(Scopes, ", "))
+	return invalid("%s %q: must be one of %s", field, v, strings.Join(allowed, ", "))
+}
+
+// CheckText checks a text field: valid UTF-8, no NUL byte (C strings, logs
+// and terminals downstream cut or mangle at one), at most limit bytes
+// (content over its limit is ErrTooLarge, anything else ErrInvalid).
+func CheckText(field, v string, limit int) error {
+	if !utf8.ValidString(v) {
+		return invalid("%s is not valid UTF-8", field)
+	}
+	if strings.IndexByte(v, 0) >= 0 {
+		return invalid("%s contains a NUL byte", field)
+	}
+	if len(v) > limit {
+		if field == "content" {
+			return fmt.Errorf("%w: content is %d bytes (max %d)", ErrTooLarge, len(v), limit)
+		}
+		return invalid("%s is %d bytes (max %d)", field, len(v), limit)
+	}
+	return nil
 }
 
 // DeriveTitle is the title of a memory saved without one: the first line

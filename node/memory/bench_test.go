@@ -29,9 +29,9 @@ import (
 
 var benchAgent = namespace.MustParse("agent://alice")
 
-func openBench(tb testing.TB, dir string, noSync bool) *Service {
+func openBench(tb testing.TB, dir string, noSync bool, feats ...Feature) *Service {
 	tb.Helper()
-	s, err := Open(Config{Dir: dir, Agent: benchAgent, NoSync: noSync})
+	s, err := Open(Config{Dir: dir, Agent: benchAgent, NoSync: noSync, Features: feats})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -105,6 +105,12 @@ func (c *Core) IndexFilter(caller Caller, f Filter) (search.Filter, error) {
 	return c.s.indexFilter(caller, f)
 }
 
+// ReadScope is the index filter of a read of namespace arg ("" : every
+// namespace the caller may read), as Search and Timeline scope theirs.
+func (c *Core) ReadScope(caller Caller, arg string) (search.Filter, error) {
+	return c.s.readScope(caller, arg)
+}
+
 // List returns the live memories matching f, newest first when newest,
 // at most limit (0: all), through the effective view.
 func (c *Core) List(f search.Filter, newest bool, limit int) []Memory {
@@ -167,7 +173,7 @@ func (c *Core) SoftDeleteTx(tx *store.Tx, ns namespace.Address, id string) error
 }
 
 // MarkCopyTx records inside tx that m, stored in ns, copies a memory of
-// srcNS, so approved edits of the source follow it (copies.go).
+// srcNS, so approved edits of the source follow it (surgery/copies.go).
 func (c *Core) MarkCopyTx(tx *store.Tx, ns namespace.Address, m *Memory, srcNS string) error {
 	return c.s.markCopyTx(tx, ns, m, srcNS)
 }

@@ -136,7 +136,7 @@ type dedupState struct {
 }
 
 func dedupText(m Memory) string { return m.Title + "\n" + m.Content }
-func dedupKey(m Memory) string  { return contentHash(dedupText(m)) }
+func dedupKey(m Memory) string  { return schema.ContentHash(dedupText(m)) }
 
 func (s *Service) signature(m Memory) similarity.Signature {
 	k := dedupKey(m)

@@ -1,10 +1,10 @@
 // Package memory is the node's memory service: every operation an agent or
 // operator performs (save, get, update, delete, search, timeline, context,
 // compaction, sessions, progress, export and import; namespaces, grants,
-// share, promote, retract; projections; surgery and audit; duplicates) and
-// the one place where permissions are enforced. The HTTP API, the MCP
-// tools, the CLI (through the API) and replication all call a Service, or
-// a feature package attached to it (capsule, bundle); none of them checks
+// share, promote, retract; projections; duplicates) and the one place
+// where permissions are enforced. The HTTP API, the MCP tools, the CLI
+// (through the API) and replication all call a Service, or a feature
+// package attached to it (surgery, capsule, bundle); none of them checks
 // access on its own.
 //
 // # Storage
@@ -21,7 +21,7 @@
 // Besides memories, a namespace's map holds special records, each with a
 // kind field and never offered to memory operations: sessions ("s:" ids),
 // signed acl records ("acl:", access.go), signed surgery edits and
-// approvals ("edit:", "appr:", surgery.go), projection specs ("spec",
+// approvals ("edit:", "appr:", node/memory/surgery), projection specs ("spec",
 // projections.go) and capsule metadata ("capsule", node/memory/capsule). The signed
 // ones are written once and refused as changes from peers, so those logs
 // only grow.
@@ -37,11 +37,13 @@
 // implements Feature: Open calls its Attach with the Core, a privileged
 // handle (write, view, locate, check) through which it registers and
 // works; the node lists the packages it attaches (node/node.go, features),
-// and the HTTP API and the MCP tools reach one with X.Of(svc). The
-// capsule feature is such a package; the context bundle (bundle) reads
-// through interfaces only. Acl records, sessions, surgery, copies and
-// projections are still registered from inside this package
-// (registerFeatures, features.go), on their way out.
+// and the HTTP API and the MCP tools reach one with X.Of(svc). Surgery
+// (with the copies its edits follow) and capsules are such packages; the
+// context bundle (bundle) reads through interfaces only. Acl records and
+// sessions, which the Authorizer and the core's own reads need, and
+// projections are registered from inside this package (registerFeatures,
+// features.go). A record whose kind no attached feature owns is ignored:
+// neither a feature's nor a memory.
 //
 // Adding a record kind:
 //
@@ -67,16 +69,16 @@
 // written once under an id derived from its signed bytes, no local path
 // retracts or rewrites one (a capsule's revoke or sweep retracts its
 // memories, not the audit records stored beside them), and ApplyRemote
-// refuses a peer's delta that would (checkRemoteSurgery, checkRemoteACL).
-// TestAuditCannotShrink and capsule's TestRevokedCapsuleKeepsItsAudit
-// prove it.
+// refuses a peer's delta that would (surgery's CheckRemote, checkRemoteACL).
+// surgery's TestAuditCannotShrink and capsule's
+// TestRevokedCapsuleKeepsItsAudit prove it.
 //
 // # Reads
 //
 // The search index (node/search) is derived: rebuilt from the store at Open
 // and updated after every write. Every read goes through one effective view
-// (view: surgery's Viewer applies approved edits; the capsule feature's
-// ReadGate hides dead capsule items), and through readScope, which
+// (view: the surgery feature's Viewer applies approved edits; the capsule
+// feature's ReadGate hides dead capsule items), and through readScope, which
 // limits a query to the namespaces the caller may read: with no namespace,
 // every namespace the node holds that the caller may read, merged into one
 // ranked list. Token budgets (Context, bundles) estimate one token per four
@@ -93,7 +95,7 @@
 // edit follows every copy it holds; a node that receives the edit follows
 // the copies its own principals made. Only edits stored in the
 // namespace copied_from names are followed, so nobody reaches a copy
-// without authority over its source. See copies.go.
+// without authority over its source. See node/memory/surgery (copies.go).
 //
 // # Permissions
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mnemohq/mnemo/node/schema"
 	"os"
 	"slices"
 	"strings"
@@ -202,7 +203,7 @@ func TestImportEngram(t *testing.T) {
 	byTitle := map[string]Memory{}
 	for _, m := range ex.Memories {
 		byTitle[m.Title] = m
-		if m.Namespace != "agent://alice" || m.Author != "agent://alice" || len(m.ID) != 26 || m.ContentHash != contentHash(m.Content) {
+		if m.Namespace != "agent://alice" || m.Author != "agent://alice" || len(m.ID) != 26 || m.ContentHash != schema.ContentHash(m.Content) {
 			t.Errorf("memory %+v", m)
 		}
 	}

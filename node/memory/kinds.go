@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/node/memory/effective"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
@@ -59,6 +60,10 @@ type ChangeObserver interface {
 type SentObserver interface {
 	AfterSent(changes []store.Change)
 }
+
+// viewFlags is what the effective view decides beyond the memory's fields
+// (retracted, quarantined, blocked channels).
+type viewFlags = effective.Flags
 
 // Viewer takes part in the effective view every read goes through: it may
 // change the memory and set flags (retracted hides it everywhere).

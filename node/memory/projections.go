@@ -292,7 +292,7 @@ func (s *Service) putViewTx(tx *store.Tx, e *projEntry, vid, srcNS string, it pr
 		{schema.FieldTopicKey, it.TopicKey}, {schema.FieldScope, it.Scope}, {schema.FieldSubjectType, it.SubjectType},
 		{schema.FieldSubjectID, it.SubjectID}, {schema.FieldProject, it.Project}, {schema.FieldSessionID, it.SessionID},
 		{schema.FieldChannel, it.Channel}, {schema.FieldAuthor, e.spec.Creator.String()}, {schema.FieldLineage, it.ID},
-		{schema.FieldHash, contentHash(it.Content)}, {schema.FieldImportance, string(schema.EncodeNum(it.Importance))},
+		{schema.FieldHash, schema.ContentHash(it.Content)}, {schema.FieldImportance, string(schema.EncodeNum(it.Importance))},
 		{schema.FieldConfidence, string(schema.EncodeNum(it.Confidence))}, {schema.FieldCreatedAt, string(schema.EncodeTime(it.CreatedAt))},
 		{schema.FieldUpdatedAt, string(schema.EncodeTime(it.UpdatedAt))}, {schema.FieldDeletedAt, ""}, {schema.FieldProjFrom, srcNS},
 	}

@@ -454,31 +454,3 @@ func TestProjectionReopen(t *testing.T) {
 		t.Fatalf("live maintenance after reopen: %v", got)
 	}
 }
-
-// TestProjectionQuarantineAndRetractOfRemoved covers the two cases where
-// the node's decision (projection.DecideView) differs from the remembered
-// form (projection.Decide): a quarantined memory leaves the view, and a
-// retract reaches a view record an earlier remove soft-deleted.
-func TestProjectionQuarantineAndRetractOfRemoved(t *testing.T) {
-	s, _ := openAccess(t, "", 0)
-	ctx := context.Background()
-	alice, bob := accAgent("alice"), accAgent("bob")
-	m := mustSave(t, s, alice, SaveRequest{Type: "decision", Title: "Keys", Content: "keys rotate weekly", Tags: []string{"auth"}})
-	info := mustProject(t, s, alice, ProjectionRequest{Source: "agent://alice", Target: "agent://bob",
-		Filter: projection.Filter{Tags: []string{"auth"}}, Level: projection.L3})
-	if got := projSearch(t, s, bob, "", "keys"); got[m.ID].ID == "" {
-		t.Fatalf("bob does not see the memory: %v", got)
-	}
-	if _, err := s.ProposeEdit(ctx, alice, EditRequest{TargetID: m.ID, Op: OpQuarantine, Reason: "unverified"}); err != nil {
-		t.Fatal(err)
-	}
-	if rec, gone := viewRec(t, s, info, m.Memory); gone || rec.Empty() || schema.Time(rec, schema.FieldDeletedAt).IsZero() {
-		t.Fatalf("quarantined memory's view record: gone=%v deleted_at=%v", gone, schema.Time(rec, schema.FieldDeletedAt))
-	}
-	if err := s.Delete(ctx, alice, m.ID, true); err != nil {
-		t.Fatal(err)
-	}
-	if rec, gone := viewRec(t, s, info, m.Memory); !gone || !rec.Empty() {
-		t.Fatalf("retract of a removed view record: gone=%v", gone)
-	}
-}

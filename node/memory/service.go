@@ -4,13 +4,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,9 +57,6 @@ type Config struct {
 	KeyOf func(namespace.Address) (ed25519.PublicKey, bool)
 	// AutoPromote mirrors eligible saves into a shared namespace; default off.
 	AutoPromote AutoPromote
-	// Approvals says which edit ops need an admin's approval (surgery.go);
-	// default none.
-	Approvals Approvals
 	// Dedup configures duplicate detection (dedup.go); default MinHash only.
 	Dedup DedupConfig
 	// Features are the feature packages to attach (Feature.Attach), after
@@ -92,10 +86,8 @@ type Service struct {
 	opening loadState // kinds.go: memories held back during Open's scan
 
 	acl  aclState
-	surg surgeryState
 	dd   dedupState // dedup.go
 	proj projState  // projections.go
-	cps  copyState  // copies.go
 
 	// authorOK, when set, decides the author check of ApplyRemote
 	// (SetAuthorCheck, replication.go).
@@ -119,9 +111,6 @@ func Open(cfg Config) (*Service, error) {
 	if err := cfg.AutoPromote.Validate(); err != nil {
 		return nil, err
 	}
-	if err := cfg.Approvals.Validate(); err != nil {
-		return nil, err
-	}
 	if err := cfg.Dedup.Validate(); err != nil {
 		return nil, err
 	}
@@ -143,7 +132,6 @@ func Open(cfg Config) (*Service, error) {
 		cfg: cfg, st: st, ix: search.New(), auth: cfg.Authorizer, log: cfg.Logger,
 		clock: crdt.NewClock(cfg.MaxSkew), sessions: map[string]Session{},
 	}
-	s.surg.init(cfg.Approvals)
 	s.registerFeatures()
 	core := &Core{s: s, attaching: true}
 	for _, f := range cfg.Features {
@@ -347,6 +335,9 @@ func (s *Service) index(ns, id string, rec *crdt.Record) {
 		k.Admit(ns, id, rec)
 		return
 	}
+	if schema.Str(rec, schema.FieldKind) != "" {
+		return // a kind no attached feature owns: not a memory either
+	}
 	for _, o := range s.feat.memories {
 		o.ObserveMemory(ns, id, rec)
 	}
@@ -371,54 +362,6 @@ func (s *Service) view(ns, id string, rec *crdt.Record) (Memory, viewFlags) {
 		m = v.View(ns, id, m, &fl)
 	}
 	return m, fl
-}
-
-// newID returns a 26-character, time-ordered id: 48 bits of milliseconds and
-// 80 random bits in Crockford base32.
-func (s *Service) newID(t time.Time) (string, error) {
-	var b [16]byte
-	ms := uint64(t.UnixMilli())
-	for i := 5; i >= 0; i-- {
-		b[i] = byte(ms)
-		ms >>= 8
-	}
-	if _, err := io.ReadFull(s.cfg.Rand, b[6:]); err != nil {
-		return "", fmt.Errorf("memory: id randomness: %w", err)
-	}
-	return encodeID(b), nil
-}
-
-const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-func encodeID(b [16]byte) string {
-	// 128 bits → 26 base32 digits (the top digit carries 3 bits).
-	var out [26]byte
-	hi := uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 | uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
-	lo := uint64(b[8])<<56 | uint64(b[9])<<48 | uint64(b[10])<<40 | uint64(b[11])<<32 | uint64(b[12])<<24 | uint64(b[13])<<16 | uint64(b[14])<<8 | uint64(b[15])
-	for i := 25; i >= 0; i-- {
-		out[i] = crockford[lo&31]
-		lo = lo>>5 | hi<<59
-		hi >>= 5
-	}
-	return string(out[:])
-}
-
-// derivedID is a stable id for imported items, so importing twice is idempotent.
-func derivedID(t time.Time, parts ...string) string {
-	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	var b [16]byte
-	ms := uint64(t.UnixMilli())
-	for i := 5; i >= 0; i-- {
-		b[i] = byte(ms)
-		ms >>= 8
-	}
-	copy(b[6:], h[:10])
-	return encodeID(b)
-}
-
-func contentHash(content string) string {
-	h := sha256.Sum256([]byte(content))
-	return hex.EncodeToString(h[:16])
 }
 
 // resolveWrite turns a namespace argument into an address the caller may write.
@@ -600,7 +543,7 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 		{schema.FieldType, req.Type}, {schema.FieldTitle, req.Title}, {schema.FieldContent, req.Content}, {schema.FieldSummary, req.Summary},
 		{schema.FieldTopicKey, req.TopicKey}, {schema.FieldScope, req.Scope}, {schema.FieldSubjectType, req.SubjectType},
 		{schema.FieldSubjectID, req.SubjectID}, {schema.FieldProject, req.Project}, {schema.FieldSessionID, req.SessionID},
-		{schema.FieldChannel, req.Channel}, {schema.FieldAuthor, author}, {schema.FieldLineage, p.lineage}, {schema.FieldHash, contentHash(req.Content)},
+		{schema.FieldChannel, req.Channel}, {schema.FieldAuthor, author}, {schema.FieldLineage, p.lineage}, {schema.FieldHash, schema.ContentHash(req.Content)},
 	}
 	for _, f := range sets {
 		if f.value == "" {
@@ -718,7 +661,7 @@ func (s *Service) updateTx(tx *store.Tx, c Caller, ns namespace.Address, id stri
 		}
 	}
 	if req.Content != nil {
-		if err := set(schema.FieldHash, []byte(contentHash(*req.Content))); err != nil {
+		if err := set(schema.FieldHash, []byte(schema.ContentHash(*req.Content))); err != nil {
 			return Memory{}, err
 		}
 	}

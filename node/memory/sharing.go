@@ -9,6 +9,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -20,7 +21,7 @@ import (
 // source's type, title, content, summary, tags, importance, confidence,
 // files, scope, subject, project, session and channel; lineage = the
 // source id; copied_from = the source's namespace (so the source's
-// retract, block and quarantine follow the copy: copies.go); provenance =
+// retract, block and quarantine follow the copy: surgery/copies.go); provenance =
 // the source's plus "source:<id>", "author:<source author>" and
 // "author:<caller>"; author = the caller (who holds write on the target).
 // The topic key is not carried: the copy must not be overwritten by the
@@ -71,7 +72,7 @@ func (s *Service) source(c Caller, id string) (namespace.Address, Memory, error)
 	}
 	// A copy is made of the effective view: amended text, never the
 	// original; a quarantined memory may be shared (explicitly named), and
-	// its copy is quarantined too (copies.go).
+	// its copy is quarantined too (surgery/copies.go).
 	m, fl := s.view(ns.String(), id, rec)
 	if fl.Retracted {
 		return ns, Memory{}, fmt.Errorf("%w: memory %q", ErrNotFound, id)
@@ -220,7 +221,7 @@ func (s *Service) copyTx(tx *store.Tx, c Caller, src Memory, dst namespace.Addre
 	if err != nil {
 		return Memory{}, false, err
 	}
-	return res.Memory, false, s.markCopyTx(tx, dst, &res.Memory, src.Namespace) // copies.go
+	return res.Memory, false, s.markCopyTx(tx, dst, &res.Memory, src.Namespace) // surgery/copies.go follows it
 }
 
 // Retract removes a memory for good, from any namespace the caller may
@@ -320,4 +321,20 @@ func (s *Service) autoPromote(c Caller, m Memory) {
 	if err != nil {
 		s.log.Warn("auto-promotion failed", "id", m.ID, "to", ap.target, "err", err)
 	}
+}
+
+// markCopyTx records on the copy id in ns, just saved, the namespace of
+// its source (what surgery's copies follow).
+func (s *Service) markCopyTx(tx *store.Tx, ns namespace.Address, m *Memory, srcNS string) error {
+	_, ts := s.now()
+	e, err := tx.Edit(ns.String(), m.ID)
+	if err != nil {
+		return err
+	}
+	if err := e.Set(ts, schema.FieldCopiedFrom, []byte(srcNS)); err != nil {
+		return err
+	}
+	tx.Commit(ns.String(), m.ID, e)
+	m.CopiedFrom = srcNS
+	return nil
 }

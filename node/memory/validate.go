@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mnemohq/mnemo/node/memapi"
 )
@@ -18,8 +17,8 @@ const (
 )
 
 var (
-	scopes   = []string{"session", "user", "project", "policy", "global"}
-	channels = []string{"private", "public", "team", "agent"}
+	scopes   = memapi.Scopes
+	channels = memapi.Channels
 )
 
 // saveParams carries what only internal callers (import, compaction) set.
@@ -38,14 +37,7 @@ func invalid(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
 }
 
-func oneOf(field, v string, allowed []string) error {
-	for _, a := range allowed {
-		if v == a {
-			return nil
-		}
-	}
-	return invalid("%s %q: must be one of %s", field, v, strings.Join(allowed, ", "))
-}
+func oneOf(field, v string, allowed []string) error { return memapi.OneOf(field, v, allowed) }
 
 func unit(field string, v *float64) error {
 	if v != nil && (*v < 0 || *v > 1 || *v != *v) {
@@ -54,23 +46,8 @@ func unit(field string, v *float64) error {
 	return nil
 }
 
-// text checks a text field: valid UTF-8, no NUL byte (C strings, logs and
-// terminals downstream cut or mangle at one), at most limit bytes.
-func text(field, v string, limit int) error {
-	if !utf8.ValidString(v) {
-		return invalid("%s is not valid UTF-8", field)
-	}
-	if strings.IndexByte(v, 0) >= 0 {
-		return invalid("%s contains a NUL byte", field)
-	}
-	if len(v) > limit {
-		if field == "content" {
-			return fmt.Errorf("%w: content is %d bytes (max %d)", ErrTooLarge, len(v), limit)
-		}
-		return invalid("%s is %d bytes (max %d)", field, len(v), limit)
-	}
-	return nil
-}
+// text checks a text field (memapi.CheckText).
+func text(field, v string, limit int) error { return memapi.CheckText(field, v, limit) }
 
 // checkMemoryID accepts a memory id as newID and derivedID make them: 26
 // characters of the Crockford base32 alphabet. Every other kind of record

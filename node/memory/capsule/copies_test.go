@@ -10,6 +10,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
 	"github.com/mnemohq/mnemo/node/memory/memorytest"
+	"github.com/mnemohq/mnemo/node/memory/surgery"
 	"github.com/mnemohq/mnemo/node/schema"
 )
 
@@ -25,10 +26,14 @@ type copyWorld struct {
 	share, item memapi.Memory // its copies: in team://t, in bob's capsule inbox
 }
 
-func newCopyWorld(t *testing.T, approvals memory.Approvals) copyWorld {
+func newCopyWorld(t *testing.T, approvals surgery.Approvals) copyWorld {
 	t.Helper()
 	ctx := context.Background()
-	s, _ := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Replica: 1, Approvals: approvals, Features: []memory.Feature{capsule.New()}})
+	surg, err := surgery.New(approvals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Replica: 1, Features: []memory.Feature{surg, capsule.New()}})
 	alice := memorytest.Agent("alice")
 	memorytest.Create(t, s, "alice", scenarioNS)
 	memorytest.Grant(t, s, "alice", scenarioNS, "bob", "read")
@@ -87,7 +92,7 @@ func (w copyWorld) visible(t *testing.T) []string {
 // follows returns the edits bob's audit shows that follow editID.
 func (w copyWorld) follows(t *testing.T, editID string) []memapi.Edit {
 	t.Helper()
-	au, err := w.s.Audit(context.Background(), bobP, memapi.AuditQuery{})
+	au, err := surgery.Of(w.s).Audit(context.Background(), bobP, memapi.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +107,7 @@ func (w copyWorld) follows(t *testing.T, editID string) []memapi.Edit {
 
 func (w copyWorld) edit(t *testing.T, op string, p memapi.EditPatch) memapi.EditResult {
 	t.Helper()
-	r, err := w.s.ProposeEdit(context.Background(), memorytest.Agent("alice"), memapi.EditRequest{TargetID: w.m.ID, Op: op, Reason: "leaked key", Patch: p})
+	r, err := surgery.Of(w.s).Propose(context.Background(), memorytest.Agent("alice"), memapi.EditRequest{TargetID: w.m.ID, Op: op, Reason: "leaked key", Patch: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +162,7 @@ func TestEditsFollowCopies(t *testing.T) {
 		// The original's history lists what followed it, where the caller
 		// may read (alice does not read what she delivered to bob's inbox
 		// unless she names it; bob reads both copies' namespaces).
-		au, _ := w.s.Audit(ctx, memorytest.Agent("alice"), memapi.AuditQuery{ID: w.m.ID})
+		au, _ := surgery.Of(w.s).Audit(ctx, memorytest.Agent("alice"), memapi.AuditQuery{ID: w.m.ID})
 		if len(au.Edits) != 2 || au.Edits[0].Op != memapi.OpRetract || au.Edits[1].Follows != au.Edits[0].EditID || au.Edits[1].TargetID != w.share.ID {
 			t.Fatalf("the original's audit does not list the edit that followed it: %+v", au.Edits)
 		}
@@ -204,7 +209,7 @@ func TestEditsFollowCopies(t *testing.T) {
 // approval for the op, the following edit waits for its admin.
 func TestFollowingEditsKeepCopyRules(t *testing.T) {
 	ctx := context.Background()
-	w := newCopyWorld(t, memory.Approvals{scenarioNS: {memapi.OpQuarantine}})
+	w := newCopyWorld(t, surgery.Approvals{scenarioNS: {memapi.OpQuarantine}})
 	q := w.edit(t, memapi.OpQuarantine, memapi.EditPatch{})
 	if q.Status != memapi.StatusApproved {
 		t.Fatalf("the original's quarantine %+v", q)
@@ -221,7 +226,7 @@ func TestFollowingEditsKeepCopyRules(t *testing.T) {
 	if pending.Status != memapi.StatusPending {
 		t.Fatalf("team copy's following edit %+v", pending)
 	}
-	if _, err := w.s.DecideEdit(ctx, memorytest.Agent("alice"), pending.EditID, true); err != nil {
+	if _, err := surgery.Of(w.s).Decide(ctx, memorytest.Agent("alice"), pending.EditID, true); err != nil {
 		t.Fatal(err)
 	}
 	if ids := w.visible(t); len(ids) != 0 {

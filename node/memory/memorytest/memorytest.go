@@ -6,6 +6,7 @@ package memorytest
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -109,4 +110,27 @@ func SameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// Snapshot is everything c can observe in bulk: its stats and a full
+// export. Two equal snapshots mean nothing visible changed in between.
+func Snapshot(t testing.TB, s *memory.Service, c memapi.Caller) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := s.Stats(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := s.Export(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.MarshalIndent(struct {
+		Stats  memapi.Stats
+		Export memapi.Export
+	}{st, ex}, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

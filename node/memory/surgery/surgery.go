@@ -1,4 +1,4 @@
-package memory
+package surgery
 
 import (
 	"bytes"
@@ -12,57 +12,12 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/effective"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
-
-// Memory surgery: governed edits of a memory that hold on every replica.
-//
-// Storage. An edit (retract, amend, quarantine, attenuate, block) is a
-// record in the SAME namespace as the memory it targets: id "edit:" +
-// its id, field k = "edit", field ed = the sealed edit (a canonical
-// msgpack array signed by the proposing node's identity on the
-// proposer's behalf). An approval or rejection is a record "appr:" + its
-// id, k = "appr", field dc = the sealed decision. Both are written once and
-// never modified or retracted: memory operations cannot reach those ids
-// (they are never indexed, and saves refuse the prefixes), and
-// ApplyRemote refuses a delta that would retract one, change one, or
-// carry one whose signature does not verify. So the audit log — the set
-// of these records — is grow-only by construction and replicates with the
-// namespace.
-//
-// Status. An edit that does not need approval (Config.Approvals) is
-// approved when made. One that does is pending until a decision record
-// counts: its signature verifies, its signer key is the one the approver
-// principal is bound to, and the approver holds admin on the namespace
-// under the current policy. Of the counting decisions the earliest by
-// (clock, id) decides, so every replica holding the same records agrees.
-// Targets with such edits are re-viewed whenever the policy changes. An
-// edit's own authority (write on the namespace) is checked when it is
-// made here and, for a peer's, by the replication gate on the delta's
-// author; its signature is checked on load and on arrival.
-//
-// The effective view. Package effective applies the approved edits of one
-// memory deterministically: by op precedence retract, block, quarantine,
-// amend, attenuate, and within an op by (clock, edit id). So an attenuate
-// always applies to the amended importance, and of two amends the later
-// one's fields win. Service.view is the one place reads go through: index (the
-// search doc gets the amended text, Hidden = quarantined, Blocked = the
-// blocked channels; a retracted memory leaves the index), Get, load
-// (search, timeline, context, export, compaction) and the results of
-// save and update. An amend's text replaces the content, and the title
-// too when the title was derived from the content (an explicit title
-// stays). An amend shadows later plain updates of the same fields: a governance decision is not undone by an ordinary write; amend
-// again to change it.
-//
-// Retract. A retract that is approved also performs the real CRDT
-// retract of the target in the same transaction (final, content purged on
-// every replica); the edit record stays as the audit entry. A replica
-// that has the edit before the purge arrives already hides the memory.
-// Copies and derived data (copies.go): an approved retract, block or
-// quarantine follows the memory's copies as edits of their own; a memory
-// derived from a retracted one is flagged (Memory.NeedsResummary).
 
 // maxSealedBytes bounds a sealed edit or decision from a peer.
 const maxSealedBytes = 128 << 10
@@ -88,8 +43,8 @@ func (a Approvals) Validate() error {
 			}
 		}
 		for _, op := range ops {
-			if !slices.Contains(EditOps, op) {
-				return invalid("approvals[%q]: unknown op %q (one of %s)", k, op, strings.Join(EditOps, ", "))
+			if !slices.Contains(memapi.EditOps, op) {
+				return invalid("approvals[%q]: unknown op %q (one of %s)", k, op, strings.Join(memapi.EditOps, ", "))
 			}
 		}
 	}
@@ -143,10 +98,10 @@ func (st *surgeryState) init(a Approvals) {
 
 // admitEdit adds the edit record stored as id in ns (called from index)
 // and re-views its target.
-func (s *Service) admitEdit(ns, id string, rec *crdt.Record) {
+func (s *Surgery) admitEdit(ns, id string, rec *crdt.Record) {
 	b, eid, err := decodeEditRecord(ns, id, rec)
 	if err != nil {
-		s.log.Warn("edit record refused", "namespace", ns, "id", id, "err", err)
+		s.core.Logger().Warn("edit record refused", "namespace", ns, "id", id, "err", err)
 		return
 	}
 	st := &s.surg
@@ -161,7 +116,7 @@ func (s *Service) admitEdit(ns, id string, rec *crdt.Record) {
 	if b.NeedsApproval {
 		st.governed[b.Target] = ns
 	}
-	if b.Op == OpRetract {
+	if b.Op == memapi.OpRetract {
 		st.retracts++
 	}
 	st.mu.Unlock()
@@ -199,10 +154,10 @@ func decodeDecisionRecord(ns, id string, rec *crdt.Record) (decisionBody, string
 }
 
 // admitDecision adds the decision record stored as id in ns.
-func (s *Service) admitDecision(ns, id string, rec *crdt.Record) {
+func (s *Surgery) admitDecision(ns, id string, rec *crdt.Record) {
 	b, did, err := decodeDecisionRecord(ns, id, rec)
 	if err != nil {
-		s.log.Warn("decision record refused", "namespace", ns, "id", id, "err", err)
+		s.core.Logger().Warn("decision record refused", "namespace", ns, "id", id, "err", err)
 		return
 	}
 	st := &s.surg
@@ -219,30 +174,19 @@ func (s *Service) admitDecision(ns, id string, rec *crdt.Record) {
 	}
 }
 
-// review re-indexes a target after its edits or their status changed.
-func (s *Service) review(ns, target string) {
-	if s.loading() {
-		return // indexed once the scan is over, with all its edits
-	}
-	rec, err := s.st.Record(ns, target)
-	if err != nil {
-		s.log.Warn("edit target unreadable", "namespace", ns, "id", target, "err", err)
-		return
-	}
-	if rec.Empty() {
-		return // not here (yet), or retracted: nothing indexed to change
-	}
-	s.index(ns, target, rec)
-}
+// review re-indexes a target after its edits or their status changed
+// (nothing while Open's scan runs: the target is indexed once after it,
+// with all its edits).
+func (s *Surgery) review(ns, target string) { s.core.Reindex(ns, target) }
 
 // revisitEdits re-views the targets whose edits need approval when the
 // policy changed since they were last viewed: who holds admin decides
 // which decisions count.
-func (s *Service) revisitEdits() {
-	if s.loading() {
+func (s *Surgery) revisitEdits() {
+	if s.core.Loading() {
 		return
 	}
-	p := s.Policy()
+	p := s.core.Service().Policy()
 	st := &s.surg
 	st.mu.Lock()
 	if st.policy == p {
@@ -265,7 +209,7 @@ func (s *Service) revisitEdits() {
 type timedEdit = effective.Edit
 
 // editsOf returns the edits of target stored in ns with their status.
-func (s *Service) editsOf(ns, target string) []timedEdit {
+func (s *Surgery) editsOf(ns, target string) []timedEdit {
 	st := &s.surg
 	st.mu.RLock()
 	defer st.mu.RUnlock()
@@ -283,16 +227,16 @@ func (s *Service) editsOf(ns, target string) []timedEdit {
 }
 
 // toEdit builds an audit entry with its status. Call with surg.mu held.
-func (s *Service) toEdit(e *editEntry) timedEdit {
+func (s *Surgery) toEdit(e *editEntry) timedEdit {
 	b := &e.body
 	ts := crdt.Timestamp(b.TS)
-	out := timedEdit{Edit: Edit{EditID: e.id, TargetID: b.Target, Namespace: e.ns, Op: b.Op, Reason: b.Reason, Proposer: b.Proposer,
-		Patch: b.patch(), NeedsApproval: b.NeedsApproval, CreatedAt: ts.Time(), Status: StatusApproved, Follows: followsOf(b.Reason)}, TS: ts}
+	out := timedEdit{Edit: memapi.Edit{EditID: e.id, TargetID: b.Target, Namespace: e.ns, Op: b.Op, Reason: b.Reason, Proposer: b.Proposer,
+		Patch: b.patch(), NeedsApproval: b.NeedsApproval, CreatedAt: ts.Time(), Status: memapi.StatusApproved, Follows: followsOf(b.Reason)}, TS: ts}
 	if !b.NeedsApproval {
 		out.DecidedAt = &out.CreatedAt
 		return out
 	}
-	out.Status = StatusPending
+	out.Status = memapi.StatusPending
 	var best *decisionEntry
 	for i := range s.surg.decisions[e.id] {
 		d := &s.surg.decisions[e.id][i]
@@ -304,9 +248,9 @@ func (s *Service) toEdit(e *editEntry) timedEdit {
 		}
 	}
 	if best != nil {
-		out.Status = StatusRejected
+		out.Status = memapi.StatusRejected
 		if best.body.Approve {
-			out.Status = StatusApproved
+			out.Status = memapi.StatusApproved
 		}
 		out.Approver = best.body.Approver
 		t := crdt.Timestamp(best.body.TS).Time()
@@ -316,7 +260,7 @@ func (s *Service) toEdit(e *editEntry) timedEdit {
 }
 
 // decisionCounts: the signer key is the approver's, who holds admin now.
-func (s *Service) decisionCounts(d *decisionEntry) bool {
+func (s *Surgery) decisionCounts(d *decisionEntry) bool {
 	p, err := namespace.Parse(d.body.Approver)
 	if err != nil {
 		return false
@@ -325,11 +269,11 @@ func (s *Service) decisionCounts(d *decisionEntry) bool {
 	if err != nil {
 		return false
 	}
-	key, ok := s.keyOf(p)
+	key, ok := s.core.KeyOf(p)
 	if !ok || !bytes.Equal(key, d.body.Key) {
 		return false
 	}
-	return s.check(p, ns.Root(), acl.Admin) == nil
+	return s.core.Check(p, ns.Root(), acl.Admin) == nil
 }
 
 // viewFlags is what the effective view decides beyond the memory's fields
@@ -339,7 +283,7 @@ type viewFlags = effective.Flags
 // checkRemoteSurgery refuses a peer's delta that would retract or change
 // an edit or decision record, or that holds one that does not decode,
 // verify or belong where it is stored.
-func (s *Service) checkRemoteSurgery(ns string, delta *crdt.Map) error {
+func (s *Surgery) checkRemoteSurgery(ns string, delta *crdt.Map) error {
 	for _, id := range delta.RetractedIDs() {
 		if strings.HasPrefix(id, schema.EditPrefix) || strings.HasPrefix(id, schema.DecisionPrefix) {
 			return invalid("audit record %s in %s cannot be retracted", id, ns)
@@ -371,7 +315,7 @@ func (s *Service) checkRemoteSurgery(ns string, delta *crdt.Map) error {
 		}
 		if err == nil {
 			var cur *crdt.Record
-			if cur, err = s.st.Record(ns, id); err == nil {
+			if cur, err = s.core.Record(ns, id); err == nil {
 				nf, _ := rec.Field(field)
 				if f, ok := cur.Field(field); ok && !bytes.Equal(f.Value, nf.Value) {
 					err = invalid("audit record %s in %s cannot be changed", id, ns)
@@ -384,59 +328,59 @@ func (s *Service) checkRemoteSurgery(ns string, delta *crdt.Map) error {
 	return bad
 }
 
-// ProposeEdit records an edit of a memory the caller may write. It is
+// Propose records an edit of a memory the caller may write. It is
 // approved at once unless Config.Approvals says the op needs approval in
 // the memory's namespace; then it is pending and has no effect until an
 // admin approves it. An approved retract also retracts the memory (final).
-// Errors: ErrInvalid (bad op, reason or patch), ErrNotFound (no such
+// Errors: memapi.ErrInvalid (bad op, reason or patch), memapi.ErrNotFound (no such
 // memory the caller can read), acl.ErrDenied (no write, or a principal
 // this node cannot sign for).
-func (s *Service) ProposeEdit(ctx context.Context, c Caller, req EditRequest) (EditResult, error) {
+func (s *Surgery) Propose(ctx context.Context, c memapi.Caller, req memapi.EditRequest) (memapi.EditResult, error) {
 	if strings.TrimSpace(req.TargetID) == "" {
-		return EditResult{}, invalid("target_id is required")
+		return memapi.EditResult{}, invalid("target_id is required")
 	}
 	if err := checkEdit(req.Op, req.Reason, req.Patch); err != nil {
-		return EditResult{}, err
+		return memapi.EditResult{}, err
 	}
 	if c.Principal.IsZero() {
-		return EditResult{}, invalid("no caller principal")
+		return memapi.EditResult{}, invalid("no caller principal")
 	}
-	ns, _, err := s.locate(c, req.TargetID, true)
+	ns, _, err := s.core.Locate(c, req.TargetID, true)
 	if err != nil {
-		return EditResult{}, err
+		return memapi.EditResult{}, err
 	}
-	if err := s.auth.CheckWrite(c.Principal, ns); err != nil {
-		return EditResult{}, err
+	if err := s.core.Check(c.Principal, ns, acl.Write); err != nil {
+		return memapi.EditResult{}, err
 	}
 	if err := s.signer(c); err != nil {
-		return EditResult{}, err
+		return memapi.EditResult{}, err
 	}
-	_, ts := s.now()
+	_, ts := s.core.Now()
 	b := editBody{Version: sealVersion, Namespace: ns.String(), Target: req.TargetID, Op: req.Op, Reason: req.Reason,
-		Proposer: c.Principal.String(), Key: s.acl.id.Public, Text: req.Patch.Text, Importance: req.Patch.Importance,
+		Proposer: c.Principal.String(), Key: s.core.Service().Identity().Public, Text: req.Patch.Text, Importance: req.Patch.Importance,
 		Delta: req.Patch.ImportanceDelta, Channel: req.Patch.Channel, TS: uint64(ts),
 		NeedsApproval: s.surg.approvals.requires(ns, req.Op)}
-	enc, eid, err := seal(s.acl.id, editDomain, &b, func(sig []byte) any { return &sealedEdit{Body: b, Sig: sig} })
+	enc, eid, err := seal(s.core.Service().Identity(), editDomain, &b, func(sig []byte) any { return &sealedEdit{Body: b, Sig: sig} })
 	if err != nil {
-		return EditResult{}, err
+		return memapi.EditResult{}, err
 	}
-	err = s.write(func(tx *store.Tx) error {
+	err = s.core.Write(func(tx *store.Tx) error {
 		if err := putSealed(tx, ns.String(), schema.EditPrefix+eid, schema.KindEdit, schema.FieldEdit, enc, ts); err != nil {
 			return err
 		}
-		if req.Op == OpRetract && !b.NeedsApproval {
+		if req.Op == memapi.OpRetract && !b.NeedsApproval {
 			return tx.Retract(ns.String(), req.TargetID)
 		}
 		return nil
 	})
 	if err != nil {
-		return EditResult{}, err
+		return memapi.EditResult{}, err
 	}
-	st := StatusApproved
+	st := memapi.StatusApproved
 	if b.NeedsApproval {
-		st = StatusPending
+		st = memapi.StatusPending
 	}
-	return EditResult{EditID: eid, Status: st}, nil
+	return memapi.EditResult{EditID: eid, Status: st}, nil
 }
 
 func putSealed(tx *store.Tx, ns, id, kind, field string, enc []byte, ts crdt.Timestamp) error {
@@ -454,55 +398,55 @@ func putSealed(tx *store.Tx, ns, id, kind, field string, enc []byte, ts crdt.Tim
 	return nil
 }
 
-// DecideEdit approves or rejects a pending edit. The caller needs admin on
+// Decide approves or rejects a pending edit. The caller needs admin on
 // the edit's namespace (acl.ErrDenied otherwise) and must be a principal of
 // this node. An edit already decided, or one that needed no approval, is
-// ErrConflict; an unknown one (or one the caller cannot read) ErrNotFound.
-func (s *Service) DecideEdit(ctx context.Context, c Caller, editID string, approve bool) (Edit, error) {
+// memapi.ErrConflict; an unknown one (or one the caller cannot read) memapi.ErrNotFound.
+func (s *Surgery) Decide(ctx context.Context, c memapi.Caller, editID string, approve bool) (memapi.Edit, error) {
 	editID = strings.TrimPrefix(strings.TrimSpace(editID), schema.EditPrefix)
 	if editID == "" {
-		return Edit{}, invalid("edit id is required")
+		return memapi.Edit{}, invalid("edit id is required")
 	}
 	if c.Principal.IsZero() {
-		return Edit{}, invalid("no caller principal")
+		return memapi.Edit{}, invalid("no caller principal")
 	}
 	s.surg.writeMu.Lock()
 	defer s.surg.writeMu.Unlock()
 	cur, ok := s.auditEntry(editID)
 	if !ok {
-		return Edit{}, fmt.Errorf("%w: edit %q", ErrNotFound, editID)
+		return memapi.Edit{}, fmt.Errorf("%w: edit %q", memapi.ErrNotFound, editID)
 	}
 	ns, err := namespace.Parse(cur.Namespace)
 	if err != nil {
-		return Edit{}, err
+		return memapi.Edit{}, err
 	}
-	if s.auth.CheckRead(c.Principal, ns) != nil {
-		return Edit{}, fmt.Errorf("%w: edit %q", ErrNotFound, editID)
+	if s.core.Check(c.Principal, ns, acl.Read) != nil {
+		return memapi.Edit{}, fmt.Errorf("%w: edit %q", memapi.ErrNotFound, editID)
 	}
-	if err := s.check(c.Principal, ns.Root(), acl.Admin); err != nil {
-		return Edit{}, err
+	if err := s.core.Check(c.Principal, ns.Root(), acl.Admin); err != nil {
+		return memapi.Edit{}, err
 	}
 	if !cur.NeedsApproval {
-		return Edit{}, fmt.Errorf("%w: edit %s needed no approval (approved when made)", ErrConflict, editID)
+		return memapi.Edit{}, fmt.Errorf("%w: edit %s needed no approval (approved when made)", memapi.ErrConflict, editID)
 	}
-	if cur.Status != StatusPending {
-		return Edit{}, fmt.Errorf("%w: edit %s is already %s by %s", ErrConflict, editID, cur.Status, cur.Approver)
+	if cur.Status != memapi.StatusPending {
+		return memapi.Edit{}, fmt.Errorf("%w: edit %s is already %s by %s", memapi.ErrConflict, editID, cur.Status, cur.Approver)
 	}
 	if err := s.signer(c); err != nil {
-		return Edit{}, err
+		return memapi.Edit{}, err
 	}
-	_, ts := s.now()
+	_, ts := s.core.Now()
 	b := decisionBody{Version: sealVersion, Namespace: ns.String(), Edit: editID, Approve: approve,
-		Approver: c.Principal.String(), Key: s.acl.id.Public, TS: uint64(ts)}
-	enc, did, err := seal(s.acl.id, decisionDomain, &b, func(sig []byte) any { return &sealedDecision{Body: b, Sig: sig} })
+		Approver: c.Principal.String(), Key: s.core.Service().Identity().Public, TS: uint64(ts)}
+	enc, did, err := seal(s.core.Service().Identity(), decisionDomain, &b, func(sig []byte) any { return &sealedDecision{Body: b, Sig: sig} })
 	if err != nil {
-		return Edit{}, err
+		return memapi.Edit{}, err
 	}
-	err = s.write(func(tx *store.Tx) error {
+	err = s.core.Write(func(tx *store.Tx) error {
 		if err := putSealed(tx, ns.String(), schema.DecisionPrefix+did, schema.KindDecision, schema.FieldDecision, enc, ts); err != nil {
 			return err
 		}
-		if approve && cur.Op == OpRetract {
+		if approve && cur.Op == memapi.OpRetract {
 			if gone, err := tx.Retracted(ns.String(), cur.TargetID); err != nil || gone {
 				return err
 			}
@@ -511,18 +455,18 @@ func (s *Service) DecideEdit(ctx context.Context, c Caller, editID string, appro
 		return nil
 	})
 	if err != nil {
-		return Edit{}, err
+		return memapi.Edit{}, err
 	}
 	out, _ := s.auditEntry(editID)
 	return out, nil
 }
 
-func (s *Service) auditEntry(editID string) (Edit, bool) {
+func (s *Surgery) auditEntry(editID string) (memapi.Edit, bool) {
 	s.surg.mu.RLock()
 	defer s.surg.mu.RUnlock()
 	e, ok := s.surg.edits[editID]
 	if !ok {
-		return Edit{}, false
+		return memapi.Edit{}, false
 	}
 	return s.toEdit(e).Edit, true
 }
@@ -531,15 +475,15 @@ func (s *Service) auditEntry(editID string) (Edit, bool) {
 // q.ID, and the edits that followed them onto its copies), oldest first, and the derived memories that need re-summarising
 // because a source was retracted (a scan of what the caller can read; an
 // operator's command, not a hot path).
-func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResult, error) {
+func (s *Surgery) Audit(ctx context.Context, c memapi.Caller, q memapi.AuditQuery) (memapi.AuditResult, error) {
 	if q.Status != "" {
-		if err := oneOf("status", q.Status, []string{StatusPending, StatusApproved, StatusRejected}); err != nil {
-			return AuditResult{}, err
+		if err := memapi.OneOf("status", q.Status, []string{memapi.StatusPending, memapi.StatusApproved, memapi.StatusRejected}); err != nil {
+			return memapi.AuditResult{}, err
 		}
 	}
-	sf, err := s.readScope(c, q.Namespace)
+	sf, err := s.core.ReadScope(c, q.Namespace)
 	if err != nil {
-		return AuditResult{}, err
+		return memapi.AuditResult{}, err
 	}
 	readable := func(ns string) bool {
 		for _, n := range sf.Namespaces {
@@ -549,7 +493,7 @@ func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResul
 		}
 		return false
 	}
-	res := AuditResult{Edits: []Edit{}}
+	res := memapi.AuditResult{Edits: []memapi.Edit{}}
 	var eds []timedEdit
 	s.surg.mu.RLock()
 	var entries []*editEntry
@@ -574,41 +518,49 @@ func (s *Service) Audit(ctx context.Context, c Caller, q AuditQuery) (AuditResul
 	for _, ed := range eds {
 		res.Edits = append(res.Edits, ed.Edit)
 	}
-	if retracts == 0 || q.Status == StatusPending || q.Status == StatusRejected {
+	if retracts == 0 || q.Status == memapi.StatusPending || q.Status == memapi.StatusRejected {
 		return res, nil
 	}
 	sf.IncludeDeleted, sf.IncludeHidden = true, true
-	for _, m := range s.load(metaIDs(s.ix.List(sf, false, 0))) {
+	for _, m := range s.core.List(sf, false, 0) {
 		if len(m.NeedsResummary) == 0 || q.ID != "" && m.ID != q.ID && !slices.Contains(m.NeedsResummary, q.ID) {
 			continue
 		}
-		res.NeedsResummary = append(res.NeedsResummary, Resummary{ID: m.ID, Namespace: m.Namespace, Type: m.Type, Title: m.Title, Retracted: m.NeedsResummary})
+		res.NeedsResummary = append(res.NeedsResummary, memapi.Resummary{ID: m.ID, Namespace: m.Namespace, Type: m.Type, Title: m.Title, Retracted: m.NeedsResummary})
 	}
 	return res, nil
 }
 
 // editTarget maps a change of an edit or decision record to the memory
 // whose effective view it changes.
-func (s *Service) editTarget(c store.Change) (MemoryKey, bool) {
+func (s *Surgery) editTarget(c store.Change) (memory.MemoryKey, bool) {
 	switch {
 	case schema.IsEdit(c.Record):
 		b, _, err := decodeEditRecord(c.Namespace, c.ID, c.Record)
 		if err != nil {
-			return MemoryKey{}, false
+			return memory.MemoryKey{}, false
 		}
-		return MemoryKey{c.Namespace, b.Target}, true
+		return memory.MemoryKey{Namespace: c.Namespace, ID: b.Target}, true
 	case schema.IsDecision(c.Record):
 		b, _, err := decodeDecisionRecord(c.Namespace, c.ID, c.Record)
 		if err != nil {
-			return MemoryKey{}, false
+			return memory.MemoryKey{}, false
 		}
 		s.surg.mu.RLock()
 		e := s.surg.edits[b.Edit]
 		s.surg.mu.RUnlock()
 		if e == nil {
-			return MemoryKey{}, false
+			return memory.MemoryKey{}, false
 		}
-		return MemoryKey{e.ns, e.body.Target}, true
+		return memory.MemoryKey{Namespace: e.ns, ID: e.body.Target}, true
 	}
-	return MemoryKey{}, false
+	return memory.MemoryKey{}, false
+}
+
+// signer checks this node may sign for the caller: only its own principals.
+func (s *Surgery) signer(c memapi.Caller) error {
+	if !s.core.IsLocal(c.Principal) {
+		return fmt.Errorf("%w: %s is not a principal of this node, so this node cannot sign for it", acl.ErrDenied, c.Principal)
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package memory
+package surgery
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -91,7 +92,7 @@ func sealID(signed []byte) string {
 }
 
 // unseal decodes b into v (a *sealedEdit or *sealedDecision) and insists
-// on the canonical encoding. Errors wrap ErrInvalid.
+// on the canonical encoding. Errors wrap memapi.ErrInvalid.
 func unseal(b []byte, v any) error {
 	if len(b) > maxSealedBytes {
 		return invalid("sealed record of %d bytes (max %d)", len(b), maxSealedBytes)
@@ -109,14 +110,14 @@ func unseal(b []byte, v any) error {
 }
 
 // verifySeal checks sig by key over body and returns the record's id.
-// Errors wrap ErrInvalid and acl.ErrBadSignature.
+// Errors wrap memapi.ErrInvalid and acl.ErrBadSignature.
 func verifySeal(domain string, body any, key, sig []byte) (string, error) {
 	signed, err := signedBytes(domain, body)
 	if err != nil {
 		return "", invalid("sealed record: %v", err)
 	}
 	if len(key) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize || !ed25519.Verify(key, signed, sig) {
-		return "", fmt.Errorf("%w: %w: sealed record %s does not verify", ErrInvalid, acl.ErrBadSignature, sealID(signed))
+		return "", fmt.Errorf("%w: %w: sealed record %s does not verify", memapi.ErrInvalid, acl.ErrBadSignature, sealID(signed))
 	}
 	return sealID(signed), nil
 }
@@ -166,14 +167,14 @@ func (b *editBody) check() error {
 	if err := checkAddress("proposer", b.Proposer, true); err != nil {
 		return err
 	}
-	if b.Target == "" || len(b.Target) > MaxKeyBytes || schema.IsReserved(b.Target) {
+	if b.Target == "" || len(b.Target) > memapi.MaxKeyBytes || schema.IsReserved(b.Target) {
 		return invalid("edit target %q", b.Target)
 	}
 	return checkEdit(b.Op, b.Reason, b.patch())
 }
 
-func (b *editBody) patch() EditPatch {
-	return EditPatch{Text: b.Text, Importance: b.Importance, ImportanceDelta: b.Delta, Channel: b.Channel}
+func (b *editBody) patch() memapi.EditPatch {
+	return memapi.EditPatch{Text: b.Text, Importance: b.Importance, ImportanceDelta: b.Delta, Channel: b.Channel}
 }
 
 func (b *decisionBody) check() error {
@@ -193,13 +194,13 @@ func (b *decisionBody) check() error {
 }
 
 // checkEdit validates an op, its reason and its patch. Errors wrap
-// ErrInvalid (ErrTooLarge for over-long text).
-func checkEdit(op, reason string, p EditPatch) error {
+// memapi.ErrInvalid (memapi.ErrTooLarge for over-long text).
+func checkEdit(op, reason string, p memapi.EditPatch) error {
 	if strings.TrimSpace(reason) == "" {
 		return invalid("reason is required: say why the memory is edited")
 	}
-	if len(reason) > MaxReasonBytes {
-		return invalid("reason is %d bytes (max %d)", len(reason), MaxReasonBytes)
+	if len(reason) > memapi.MaxReasonBytes {
+		return invalid("reason is %d bytes (max %d)", len(reason), memapi.MaxReasonBytes)
 	}
 	finite01 := func(name string, v *float64, lo float64) error {
 		if v != nil && (math.IsNaN(*v) || *v < lo || *v > 1) {
@@ -225,9 +226,9 @@ func checkEdit(op, reason string, p EditPatch) error {
 		return nil
 	}
 	switch op {
-	case OpRetract, OpQuarantine:
+	case memapi.OpRetract, memapi.OpQuarantine:
 		return only()
-	case OpAmend:
+	case memapi.OpAmend:
 		if p.Text == nil && p.Importance == nil {
 			return invalid("amend needs patch.text or patch.importance")
 		}
@@ -235,26 +236,26 @@ func checkEdit(op, reason string, p EditPatch) error {
 			if strings.TrimSpace(*p.Text) == "" {
 				return invalid("amend: patch.text is empty")
 			}
-			if len(*p.Text) > MaxContentBytes {
-				return fmt.Errorf("%w: patch.text is %d bytes (max %d)", ErrTooLarge, len(*p.Text), MaxContentBytes)
+			if len(*p.Text) > memapi.MaxContentBytes {
+				return fmt.Errorf("%w: patch.text is %d bytes (max %d)", memapi.ErrTooLarge, len(*p.Text), memapi.MaxContentBytes)
 			}
 		}
 		return only("text", "importance")
-	case OpAttenuate:
+	case memapi.OpAttenuate:
 		if (p.Importance == nil) == (p.ImportanceDelta == nil) {
 			return invalid("attenuate needs exactly one of patch.importance (absolute) or patch.importance_delta")
 		}
 		return only("importance", "importance_delta")
-	case OpBlock:
+	case memapi.OpBlock:
 		if p.Channel == "" {
-			return invalid("block needs patch.channel (one of %s)", strings.Join(channels, ", "))
+			return invalid("block needs patch.channel (one of %s)", strings.Join(memapi.Channels, ", "))
 		}
-		if err := oneOf("patch.channel", p.Channel, channels); err != nil {
+		if err := memapi.OneOf("patch.channel", p.Channel, memapi.Channels); err != nil {
 			return err
 		}
 		return only("channel")
 	case "":
-		return invalid("op is required (one of %s)", strings.Join(EditOps, ", "))
+		return invalid("op is required (one of %s)", strings.Join(memapi.EditOps, ", "))
 	}
-	return invalid("unknown op %q (one of %s)", op, strings.Join(EditOps, ", "))
+	return invalid("unknown op %q (one of %s)", op, strings.Join(memapi.EditOps, ", "))
 }

@@ -1,10 +1,13 @@
-package memory
+package surgery
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/memorytest"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +46,7 @@ import (
 // e2, … in the order made.
 func TestSurgeryScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/surgery", func(t *testing.T, file string) {
-		w := &surgeryWorld{t: t, reps: map[string]*Service{}, clocks: map[string]*fakeClock{}, mems: map[string]string{},
+		w := &surgeryWorld{t: t, reps: map[string]*memory.Service{}, clocks: map[string]*memorytest.Clock{}, mems: map[string]string{},
 			names: map[string]string{}, edits: map[string]string{}, enames: map[string]string{}}
 		datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
 			got, err := w.run(d)
@@ -57,8 +60,8 @@ func TestSurgeryScenarios(t *testing.T) {
 
 type surgeryWorld struct {
 	t       *testing.T
-	reps    map[string]*Service
-	clocks  map[string]*fakeClock
+	reps    map[string]*memory.Service
+	clocks  map[string]*memorytest.Clock
 	mems    map[string]string // name → id
 	names   map[string]string // id → name
 	edits   map[string]string // name → edit id
@@ -70,13 +73,13 @@ const scenarioNS = "team://t"
 
 func (w *surgeryWorld) open(approvals Approvals) {
 	for i, r := range []string{"a", "b"} {
-		s, clk := openAccessWith(w.t, crdt.ReplicaID(i+1), approvals)
+		s, clk := openWith(w.t, crdt.ReplicaID(i+1), approvals)
 		w.reps[r], w.clocks[r] = s, clk
 	}
-	accCreate(w.t, w.reps["a"], "alice", scenarioNS)
-	accGrant(w.t, w.reps["a"], "alice", scenarioNS, "bob", "member")
-	accGrant(w.t, w.reps["a"], "alice", scenarioNS, "carol", "member")
-	accGrant(w.t, w.reps["a"], "alice", scenarioNS, "dave", "read")
+	memorytest.Create(w.t, w.reps["a"], "alice", scenarioNS)
+	memorytest.Grant(w.t, w.reps["a"], "alice", scenarioNS, "bob", "member")
+	memorytest.Grant(w.t, w.reps["a"], "alice", scenarioNS, "carol", "member")
+	memorytest.Grant(w.t, w.reps["a"], "alice", scenarioNS, "dave", "read")
 	w.sync()
 }
 
@@ -118,9 +121,9 @@ func (w *surgeryWorld) run(d *datadriven.TestData) (string, error) {
 	if args["on"] != "" {
 		on = w.reps[args["on"]]
 	}
-	as := accAgent("alice")
+	as := memorytest.Agent("alice")
 	if args["as"] != "" {
-		as = accAgent(args["as"])
+		as = memorytest.Agent(args["as"])
 	}
 	num := func(k string) *float64 {
 		v, ok := args[k]
@@ -139,7 +142,7 @@ func (w *surgeryWorld) run(d *datadriven.TestData) (string, error) {
 		}
 		return nil
 	}
-	filter := Filter{Channel: args["channel"], IncludeQuarantined: args["quarantined"] == "true"}
+	filter := memapi.Filter{Channel: args["channel"], IncludeQuarantined: args["quarantined"] == "true"}
 	switch cmd {
 	case "sync":
 		w.sync()
@@ -149,25 +152,23 @@ func (w *surgeryWorld) run(d *datadriven.TestData) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		w.clocks[pos[0]].advance(d)
+		w.clocks[pos[0]].Advance(d)
 		return "ok", nil
 	case "save":
-		req := SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "content of " + pos[0], Importance: num("importance"), Channel: args["channel"]}
+		req := memapi.SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "content of " + pos[0], Importance: num("importance"), Channel: args["channel"]}
 		if v, ok := args["content"]; ok {
 			req.Content = v
 		}
-		p, err := normaliseSave(&req)
-		if err != nil {
-			return "", err
-		}
+		var o memory.SaveOptions
 		if src := args["prov"]; src != "" {
-			p.provenance = []string{"source:" + w.mems[src]}
+			o.Provenance = []string{"source:" + w.mems[src]}
 			req.Type = "compaction_summary"
 		}
 		ns := namespace.MustParse(scenarioNS)
 		var id string
-		err = on.write(func(tx *store.Tx) error {
-			r, err := on.saveTx(tx, as, ns, req, p)
+		core := Of(on).core
+		err := core.Write(func(tx *store.Tx) error {
+			r, err := core.SaveTx(tx, as, ns, req, o)
 			id = r.ID
 			return err
 		})
@@ -189,8 +190,8 @@ func (w *surgeryWorld) run(d *datadriven.TestData) (string, error) {
 		if len(pos) > 1 {
 			op = pos[1]
 		}
-		res, err := on.ProposeEdit(ctx, as, EditRequest{TargetID: target, Op: op, Reason: reason,
-			Patch: EditPatch{Text: strp("text"), Importance: num("importance"), ImportanceDelta: num("delta"), Channel: args["channel"]}})
+		res, err := Of(on).Propose(ctx, as, memapi.EditRequest{TargetID: target, Op: op, Reason: reason,
+			Patch: memapi.EditPatch{Text: strp("text"), Importance: num("importance"), ImportanceDelta: num("delta"), Channel: args["channel"]}})
 		if err != nil {
 			return "", err
 		}
@@ -199,7 +200,7 @@ func (w *surgeryWorld) run(d *datadriven.TestData) (string, error) {
 		w.edits[name], w.enames[res.EditID] = res.EditID, name
 		return name + " " + res.Status, nil
 	case "approve", "reject":
-		e, err := on.DecideEdit(ctx, as, w.edits[pos[0]], cmd == "approve")
+		e, err := Of(on).Decide(ctx, as, w.edits[pos[0]], cmd == "approve")
 		if err != nil {
 			return "", err
 		}
@@ -211,7 +212,7 @@ func (w *surgeryWorld) run(d *datadriven.TestData) (string, error) {
 		}
 		return w.fmtMem(m), nil
 	case "search":
-		r, err := on.Search(ctx, as, SearchQuery{Query: pos[0], Filter: filter, Limit: 100})
+		r, err := on.Search(ctx, as, memapi.SearchQuery{Query: pos[0], Filter: filter, Limit: 100})
 		if err != nil {
 			return "", err
 		}
@@ -222,7 +223,7 @@ func (w *surgeryWorld) run(d *datadriven.TestData) (string, error) {
 		slices.Sort(out) // equal scores tie by random id: the set is what counts
 		return orNone(out), nil
 	case "context":
-		r, err := on.Context(ctx, as, ContextQuery{Filter: filter})
+		r, err := on.Context(ctx, as, memapi.ContextQuery{Filter: filter})
 		if err != nil {
 			return "", err
 		}
@@ -233,7 +234,7 @@ func (w *surgeryWorld) run(d *datadriven.TestData) (string, error) {
 		slices.Sort(out) // saved at the same instant: order ties by random id
 		return orNone(out), nil
 	case "timeline":
-		tl, err := on.Timeline(ctx, as, TimelineQuery{ID: w.mems[pos[0]], Filter: filter})
+		tl, err := on.Timeline(ctx, as, memapi.TimelineQuery{ID: w.mems[pos[0]], Filter: filter})
 		if err != nil {
 			return "", err
 		}
@@ -243,11 +244,11 @@ func (w *surgeryWorld) run(d *datadriven.TestData) (string, error) {
 		}
 		return strings.Join(out, " "), nil
 	case "audit":
-		q := AuditQuery{Status: args["status"]}
+		q := memapi.AuditQuery{Status: args["status"]}
 		if len(pos) > 0 {
 			q.ID = w.mems[pos[0]]
 		}
-		r, err := on.Audit(ctx, as, q)
+		r, err := Of(on).Audit(ctx, as, q)
 		if err != nil {
 			return "", err
 		}
@@ -285,7 +286,7 @@ func orNone(out []string) string {
 	return strings.Join(out, "\n")
 }
 
-func (w *surgeryWorld) fmtMem(m Memory) string {
+func (w *surgeryWorld) fmtMem(m memapi.Memory) string {
 	s := fmt.Sprintf("%s: %q importance=%g", w.names[m.ID], m.Content, m.Importance)
 	if m.Quarantined {
 		s += " quarantined"
@@ -306,7 +307,7 @@ func (w *surgeryWorld) fmtMem(m Memory) string {
 	return s
 }
 
-func (w *surgeryWorld) fmtEdit(e Edit) string {
+func (w *surgeryWorld) fmtEdit(e memapi.Edit) string {
 	s := fmt.Sprintf("%s %s %s by %s: %s", w.enames[e.EditID], e.Op, w.names[e.TargetID], strings.TrimPrefix(e.Proposer, "agent://"), e.Status)
 	if e.Approver != "" {
 		s += " (" + strings.TrimPrefix(e.Approver, "agent://") + ")"
@@ -314,129 +315,128 @@ func (w *surgeryWorld) fmtEdit(e Edit) string {
 	return s
 }
 
-// openAccessWith is openAccess with an approvals configuration.
-func openAccessWith(t *testing.T, replica crdt.ReplicaID, approvals Approvals) (*Service, *fakeClock) {
+// openWith opens a Service owned by alice on which every agent of
+// memorytest.Principals is local, with the surgery feature and approvals.
+func openWith(t *testing.T, replica crdt.ReplicaID, approvals Approvals) (*memory.Service, *memorytest.Clock) {
 	t.Helper()
-	clk := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	local := func(p namespace.Address) bool {
-		return p.Kind == namespace.KindAgent && p.Path == "" && slices.Contains(accPrincipals, p.Name)
-	}
-	s, err := Open(Config{Agent: accAgent("alice").Principal, Now: clk.now, IsLocal: local, Replica: replica, Approvals: approvals})
+	surg, err := New(approvals)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
-	return s, clk
+	return memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Replica: replica, Features: []memory.Feature{surg}})
 }
 
-// TestContentHashIsSchemas: the effective view (package effective) hashes
-// amended content with schema.ContentHash; saves hash with contentHash.
-// They must be one function.
-func TestContentHashIsSchemas(t *testing.T) {
-	for _, c := range []string{"", "x", "kafka retention is seven days", "ünïcode\n"} {
-		if contentHash(c) != schema.ContentHash(c) {
-			t.Errorf("%q: %s != %s", c, contentHash(c), schema.ContentHash(c))
-		}
+// openTest opens a Service owned by alice, its only local agent, with the
+// surgery feature.
+func openTest(t *testing.T, dir string) (*memory.Service, *memorytest.Clock, memapi.Caller) {
+	t.Helper()
+	surg, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	s, clk := memorytest.Open(t, memory.Config{Dir: dir, Features: []memory.Feature{surg}})
+	return s, clk, memorytest.Agent("alice")
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // TestSurgeryReplicas: an edit made on one replica shows in every query
 // on the other once the namespace's state arrives, and an approval made
 // there takes effect back here.
 func TestSurgeryReplicas(t *testing.T) {
 	ctx := context.Background()
-	w := &surgeryWorld{t: t, reps: map[string]*Service{}, clocks: map[string]*fakeClock{}, mems: map[string]string{},
+	w := &surgeryWorld{t: t, reps: map[string]*memory.Service{}, clocks: map[string]*memorytest.Clock{}, mems: map[string]string{},
 		names: map[string]string{}, edits: map[string]string{}, enames: map[string]string{}}
-	w.open(Approvals{scenarioNS: {OpQuarantine}})
+	w.open(Approvals{scenarioNS: {memapi.OpQuarantine}})
 	a, b := w.reps["a"], w.reps["b"]
-	alice, bob := accAgent("alice"), accAgent("bob")
-	m := mustSave(t, a, alice, SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "kafka retention is seven days", Channel: "public"})
-	other := mustSave(t, a, alice, SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "kafka brokers run on three hosts"})
+	alice, bob := memorytest.Agent("alice"), memorytest.Agent("bob")
+	m := memorytest.Save(t, a, alice, memapi.SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "kafka retention is seven days", Channel: "public"})
+	other := memorytest.Save(t, a, alice, memapi.SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "kafka brokers run on three hosts"})
 	w.sync()
 	text := "kafka retention is thirty days"
-	if _, err := b.ProposeEdit(ctx, bob, EditRequest{TargetID: m.ID, Op: OpAmend, Reason: "wrong number", Patch: EditPatch{Text: &text}}); err != nil {
+	if _, err := Of(b).Propose(ctx, bob, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpAmend, Reason: "wrong number", Patch: memapi.EditPatch{Text: &text}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.ProposeEdit(ctx, bob, EditRequest{TargetID: m.ID, Op: OpBlock, Reason: "internal", Patch: EditPatch{Channel: "public"}}); err != nil {
+	if _, err := Of(b).Propose(ctx, bob, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpBlock, Reason: "internal", Patch: memapi.EditPatch{Channel: "public"}}); err != nil {
 		t.Fatal(err)
 	}
-	q, err := b.ProposeEdit(ctx, bob, EditRequest{TargetID: other.ID, Op: OpQuarantine, Reason: "unverified"})
-	if err != nil || q.Status != StatusPending {
+	q, err := Of(b).Propose(ctx, bob, memapi.EditRequest{TargetID: other.ID, Op: memapi.OpQuarantine, Reason: "unverified"})
+	if err != nil || q.Status != memapi.StatusPending {
 		t.Fatalf("quarantine: %+v %v", q, err)
 	}
 	w.sync()
-	for name, s := range map[string]*Service{"a": a, "b": b} {
+	for name, s := range map[string]*memory.Service{"a": a, "b": b} {
 		got, err := s.Get(ctx, alice, m.ID, false)
 		if err != nil || got.Content != text {
 			t.Fatalf("%s: get %+v %v", name, got, err)
 		}
-		if r, _ := s.Search(ctx, alice, SearchQuery{Query: "seven"}); r.Total != 0 {
+		if r, _ := s.Search(ctx, alice, memapi.SearchQuery{Query: "seven"}); r.Total != 0 {
 			t.Fatalf("%s: the old text is still searchable: %+v", name, r)
 		}
-		if r, _ := s.Search(ctx, alice, SearchQuery{Query: "thirty"}); r.Total != 1 {
+		if r, _ := s.Search(ctx, alice, memapi.SearchQuery{Query: "thirty"}); r.Total != 1 {
 			t.Fatalf("%s: the amended text is not searchable: %+v", name, r)
 		}
-		if r, _ := s.Search(ctx, alice, SearchQuery{Query: "kafka", Filter: Filter{Channel: "public"}}); r.Total != 0 {
+		if r, _ := s.Search(ctx, alice, memapi.SearchQuery{Query: "kafka", Filter: memapi.Filter{Channel: "public"}}); r.Total != 0 {
 			t.Fatalf("%s: blocked memory in a public search: %+v", name, r)
 		}
-		cx, _ := s.Context(ctx, alice, ContextQuery{})
-		if !slices.Contains(memIDs(cx.Memories), other.ID) || strings.Contains(cx.Text, "seven") {
+		cx, _ := s.Context(ctx, alice, memapi.ContextQuery{})
+		if !slices.Contains(memorytest.IDs(cx.Memories), other.ID) || strings.Contains(cx.Text, "seven") {
 			t.Fatalf("%s: context %q", name, cx.Text)
 		}
 		ex, _ := s.Export(ctx, alice, scenarioNS)
-		if slices.ContainsFunc(ex.Memories, func(x Memory) bool { return strings.Contains(x.Content, "seven") }) {
+		if slices.ContainsFunc(ex.Memories, func(x memapi.Memory) bool { return strings.Contains(x.Content, "seven") }) {
 			t.Fatalf("%s: export has the old text", name)
 		}
-		au, _ := s.Audit(ctx, alice, AuditQuery{})
+		au, _ := Of(s).Audit(ctx, alice, memapi.AuditQuery{})
 		if len(au.Edits) != 3 {
 			t.Fatalf("%s: audit %+v", name, au)
 		}
 	}
 	// The pending quarantine is approved on a: it hides the memory on b.
-	if _, err := a.DecideEdit(ctx, alice, q.EditID, true); err != nil {
+	if _, err := Of(a).Decide(ctx, alice, q.EditID, true); err != nil {
 		t.Fatal(err)
 	}
 	w.sync()
-	for name, s := range map[string]*Service{"a": a, "b": b} {
-		cx, _ := s.Context(ctx, alice, ContextQuery{})
-		if slices.Contains(memIDs(cx.Memories), other.ID) {
+	for name, s := range map[string]*memory.Service{"a": a, "b": b} {
+		cx, _ := s.Context(ctx, alice, memapi.ContextQuery{})
+		if slices.Contains(memorytest.IDs(cx.Memories), other.ID) {
 			t.Fatalf("%s: quarantined memory in the context", name)
 		}
-		if r, _ := s.Search(ctx, alice, SearchQuery{Query: "brokers", Filter: Filter{IncludeQuarantined: true}}); r.Total != 1 {
+		if r, _ := s.Search(ctx, alice, memapi.SearchQuery{Query: "brokers", Filter: memapi.Filter{IncludeQuarantined: true}}); r.Total != 1 {
 			t.Fatalf("%s: include_quarantined does not show it: %+v", name, r)
 		}
 	}
 	// A retract on b purges the record on a.
-	if _, err := b.ProposeEdit(ctx, bob, EditRequest{TargetID: m.ID, Op: OpRetract, Reason: "pii"}); err != nil {
+	if _, err := Of(b).Propose(ctx, bob, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpRetract, Reason: "pii"}); err != nil {
 		t.Fatal(err)
 	}
 	w.sync()
-	for name, s := range map[string]*Service{"a": a, "b": b} {
-		if _, err := s.Get(ctx, alice, m.ID, true); !errors.Is(err, ErrNotFound) {
+	for name, s := range map[string]*memory.Service{"a": a, "b": b} {
+		if _, err := s.Get(ctx, alice, m.ID, true); !errors.Is(err, memapi.ErrNotFound) {
 			t.Fatalf("%s: retracted memory readable: %v", name, err)
 		}
 		if rec, _ := s.Store().Record(scenarioNS, m.ID); !rec.Empty() {
 			t.Fatalf("%s: retracted memory's record still stored", name)
 		}
-		if au, _ := s.Audit(ctx, alice, AuditQuery{ID: m.ID}); len(au.Edits) != 3 {
+		if au, _ := Of(s).Audit(ctx, alice, memapi.AuditQuery{ID: m.ID}); len(au.Edits) != 3 {
 			t.Fatalf("%s: audit of the retracted memory %+v", name, au)
 		}
 	}
 	// Reopen-equivalent: a fresh replica that gets the whole state agrees.
-	c, _ := openAccessWith(t, 3, nil)
+	c, _ := openWith(t, 3, nil)
 	st, _ := a.Store().State(scenarioNS)
 	if err := c.ApplyRemote(scenarioNS, st); err != nil {
 		t.Fatal(err)
 	}
-	if snapshot(t, c, alice) != snapshot(t, a, alice) {
+	if memorytest.Snapshot(t, c, alice) != memorytest.Snapshot(t, a, alice) {
 		t.Fatal("a fresh replica's view differs")
 	}
 }
 
 // auditLen is the number of audit entries alice sees on s.
-func auditLen(t *testing.T, s *Service) int {
+func auditLen(t *testing.T, s *memory.Service) int {
 	t.Helper()
-	au, err := s.Audit(context.Background(), accAgent("alice"), AuditQuery{})
+	au, err := Of(s).Audit(context.Background(), memorytest.Agent("alice"), memapi.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,32 +448,36 @@ func auditLen(t *testing.T, s *Service) int {
 func TestAuditCannotShrink(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	clk := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	open := func() *Service {
-		s, err := Open(Config{Dir: dir, Agent: accAgent("alice").Principal, Now: clk.now, Approvals: Approvals{"*": {OpAmend}}})
+	clk := &memorytest.Clock{T: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	open := func() *memory.Service {
+		surg, err := New(Approvals{"*": {memapi.OpAmend}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := memory.Open(memory.Config{Dir: dir, Agent: memorytest.Agent("alice").Principal, Now: clk.Now, Features: []memory.Feature{surg}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
 	s := open()
-	alice := accAgent("alice")
+	alice := memorytest.Agent("alice")
 	var ids []string
 	for i := range 4 {
-		ids = append(ids, mustSave(t, s, alice, SaveRequest{Type: "decision", Content: fmt.Sprintf("memory %d", i)}).ID)
+		ids = append(ids, memorytest.Save(t, s, alice, memapi.SaveRequest{Type: "decision", Content: fmt.Sprintf("memory %d", i)}).ID)
 	}
 	text := "amended"
-	propose := func(id, op string, p EditPatch) EditResult {
+	propose := func(id, op string, p memapi.EditPatch) memapi.EditResult {
 		t.Helper()
-		r, err := s.ProposeEdit(ctx, alice, EditRequest{TargetID: id, Op: op, Reason: "test", Patch: p})
+		r, err := Of(s).Propose(ctx, alice, memapi.EditRequest{TargetID: id, Op: op, Reason: "test", Patch: p})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	propose(ids[0], OpQuarantine, EditPatch{})
-	am := propose(ids[1], OpAmend, EditPatch{Text: &text})
-	propose(ids[2], OpBlock, EditPatch{Channel: "team"})
+	propose(ids[0], memapi.OpQuarantine, memapi.EditPatch{})
+	am := propose(ids[1], memapi.OpAmend, memapi.EditPatch{Text: &text})
+	propose(ids[2], memapi.OpBlock, memapi.EditPatch{Channel: "team"})
 	n := auditLen(t, s)
 	if n != 3 {
 		t.Fatalf("audit %d", n)
@@ -487,22 +491,22 @@ func TestAuditCannotShrink(t *testing.T) {
 		}
 	}
 	var editIDs []string
-	s.surg.mu.RLock()
-	for id := range s.surg.edits {
+	Of(s).surg.mu.RLock()
+	for id := range Of(s).surg.edits {
 		editIDs = append(editIDs, id)
 	}
-	s.surg.mu.RUnlock()
+	Of(s).surg.mu.RUnlock()
 	ns := "agent://alice"
 	for _, id := range editIDs {
 		for _, target := range []string{id, schema.EditPrefix + id} {
 			_ = s.Delete(ctx, alice, target, false)
 			_ = s.Delete(ctx, alice, target, true)
 			_ = s.Retract(ctx, alice, target)
-			_, _ = s.Update(ctx, alice, target, UpdateRequest{Content: &text})
-			_, _ = s.Compact(ctx, alice, CompactRequest{CompactIDs: []string{target}, SummaryTitle: "s", SummaryContent: "s"})
+			_, _ = s.Update(ctx, alice, target, memapi.UpdateRequest{Content: &text})
+			_, _ = s.Compact(ctx, alice, memapi.CompactRequest{CompactIDs: []string{target}, SummaryTitle: "s", SummaryContent: "s"})
 		}
 		grew("memory verbs on " + id)
-		if _, err := s.Save(ctx, alice, SaveRequest{Type: "x", Content: "y", TopicKey: "t"}); err != nil {
+		if _, err := s.Save(ctx, alice, memapi.SaveRequest{Type: "x", Content: "y", TopicKey: "t"}); err != nil {
 			t.Fatal(err)
 		}
 		// A peer's retract of the record, and an overwrite with another edit's bytes.
@@ -526,7 +530,7 @@ func TestAuditCannotShrink(t *testing.T) {
 		grew("ApplyRemote on " + id)
 	}
 	// Soft and hard deletes of the targets, compaction, import over them.
-	if _, err := s.Compact(ctx, alice, CompactRequest{CompactIDs: []string{ids[0]}, SummaryTitle: "sum", SummaryContent: "sum"}); err != nil {
+	if _, err := s.Compact(ctx, alice, memapi.CompactRequest{CompactIDs: []string{ids[0]}, SummaryTitle: "sum", SummaryContent: "sum"}); err != nil {
 		t.Fatal(err)
 	}
 	grew("compact execute")
@@ -541,10 +545,10 @@ func TestAuditCannotShrink(t *testing.T) {
 	}
 	grew("import")
 	// Decisions add; a decided edit cannot be decided again.
-	if _, err := s.DecideEdit(ctx, alice, am.EditID, false); err != nil {
+	if _, err := Of(s).Decide(ctx, alice, am.EditID, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DecideEdit(ctx, alice, am.EditID, true); !errors.Is(err, ErrConflict) {
+	if _, err := Of(s).Decide(ctx, alice, am.EditID, true); !errors.Is(err, memapi.ErrConflict) {
 		t.Fatalf("second decision: %v", err)
 	}
 	grew("decide")
@@ -552,7 +556,7 @@ func TestAuditCannotShrink(t *testing.T) {
 	s = open()
 	defer s.Close()
 	grew("reopen")
-	if e, _ := s.auditEntry(am.EditID); e.Status != StatusRejected {
+	if e, _ := Of(s).auditEntry(am.EditID); e.Status != memapi.StatusRejected {
 		t.Fatalf("after reopen: %+v", e)
 	}
 }
@@ -561,34 +565,34 @@ func TestAuditCannotShrink(t *testing.T) {
 // record nothing; permissions are checked.
 func TestSurgeryValidation(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openAccessWith(t, 0, Approvals{"*": {OpRetract}})
-	alice, bob, dave := accAgent("alice"), accAgent("bob"), accAgent("dave")
-	accCreate(t, s, "alice", scenarioNS)
-	accGrant(t, s, "alice", scenarioNS, "bob", "member")
-	accGrant(t, s, "alice", scenarioNS, "dave", "read")
-	m := mustSave(t, s, alice, SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "x"})
+	s, _ := openWith(t, 0, Approvals{"*": {memapi.OpRetract}})
+	alice, bob, dave := memorytest.Agent("alice"), memorytest.Agent("bob"), memorytest.Agent("dave")
+	memorytest.Create(t, s, "alice", scenarioNS)
+	memorytest.Grant(t, s, "alice", scenarioNS, "bob", "member")
+	memorytest.Grant(t, s, "alice", scenarioNS, "dave", "read")
+	m := memorytest.Save(t, s, alice, memapi.SaveRequest{Namespace: scenarioNS, Type: "decision", Content: "x"})
 	imp, bad := 0.5, 1.5
 	txt := "t"
 	for _, tc := range []struct {
-		c    Caller
-		req  EditRequest
+		c    memapi.Caller
+		req  memapi.EditRequest
 		want error
 		msg  string
 	}{
-		{alice, EditRequest{TargetID: m.ID, Op: OpQuarantine}, ErrInvalid, "reason is required"},
-		{alice, EditRequest{TargetID: m.ID, Op: "erase", Reason: "r"}, ErrInvalid, "unknown op"},
-		{alice, EditRequest{TargetID: m.ID, Reason: "r"}, ErrInvalid, "op is required"},
-		{alice, EditRequest{TargetID: m.ID, Op: OpAmend, Reason: "r"}, ErrInvalid, "amend needs"},
-		{alice, EditRequest{TargetID: m.ID, Op: OpAttenuate, Reason: "r"}, ErrInvalid, "attenuate needs"},
-		{alice, EditRequest{TargetID: m.ID, Op: OpBlock, Reason: "r"}, ErrInvalid, "block needs"},
-		{alice, EditRequest{TargetID: m.ID, Op: OpBlock, Reason: "r", Patch: EditPatch{Channel: "tv"}}, ErrInvalid, "channel"},
-		{alice, EditRequest{TargetID: m.ID, Op: OpAmend, Reason: "r", Patch: EditPatch{Importance: &bad}}, ErrInvalid, "0..1"},
-		{alice, EditRequest{TargetID: m.ID, Op: OpRetract, Reason: "r", Patch: EditPatch{Text: &txt}}, ErrInvalid, "no patch.text"},
-		{alice, EditRequest{TargetID: "01NOSUCHMEMORY000000000000", Op: OpQuarantine, Reason: "r"}, ErrNotFound, "not found"},
-		{accAgent("eve"), EditRequest{TargetID: m.ID, Op: OpQuarantine, Reason: "r"}, ErrNotFound, "not found"},
-		{dave, EditRequest{TargetID: m.ID, Op: OpAttenuate, Reason: "r", Patch: EditPatch{Importance: &imp}}, acl.ErrDenied, "write"},
+		{alice, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpQuarantine}, memapi.ErrInvalid, "reason is required"},
+		{alice, memapi.EditRequest{TargetID: m.ID, Op: "erase", Reason: "r"}, memapi.ErrInvalid, "unknown op"},
+		{alice, memapi.EditRequest{TargetID: m.ID, Reason: "r"}, memapi.ErrInvalid, "op is required"},
+		{alice, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpAmend, Reason: "r"}, memapi.ErrInvalid, "amend needs"},
+		{alice, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpAttenuate, Reason: "r"}, memapi.ErrInvalid, "attenuate needs"},
+		{alice, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpBlock, Reason: "r"}, memapi.ErrInvalid, "block needs"},
+		{alice, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpBlock, Reason: "r", Patch: memapi.EditPatch{Channel: "tv"}}, memapi.ErrInvalid, "channel"},
+		{alice, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpAmend, Reason: "r", Patch: memapi.EditPatch{Importance: &bad}}, memapi.ErrInvalid, "0..1"},
+		{alice, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpRetract, Reason: "r", Patch: memapi.EditPatch{Text: &txt}}, memapi.ErrInvalid, "no patch.text"},
+		{alice, memapi.EditRequest{TargetID: "01NOSUCHMEMORY000000000000", Op: memapi.OpQuarantine, Reason: "r"}, memapi.ErrNotFound, "not found"},
+		{memorytest.Agent("eve"), memapi.EditRequest{TargetID: m.ID, Op: memapi.OpQuarantine, Reason: "r"}, memapi.ErrNotFound, "not found"},
+		{dave, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpAttenuate, Reason: "r", Patch: memapi.EditPatch{Importance: &imp}}, acl.ErrDenied, "write"},
 	} {
-		_, err := s.ProposeEdit(ctx, tc.c, tc.req)
+		_, err := Of(s).Propose(ctx, tc.c, tc.req)
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%+v: %v, want %v containing %q", tc.req, err, tc.want, tc.msg)
 		}
@@ -596,29 +600,29 @@ func TestSurgeryValidation(t *testing.T) {
 	if n := auditLen(t, s); n != 0 {
 		t.Fatalf("refused edits were recorded: %d", n)
 	}
-	r, err := s.ProposeEdit(ctx, bob, EditRequest{TargetID: m.ID, Op: OpRetract, Reason: "pii"})
-	if err != nil || r.Status != StatusPending {
+	r, err := Of(s).Propose(ctx, bob, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpRetract, Reason: "pii"})
+	if err != nil || r.Status != memapi.StatusPending {
 		t.Fatalf("pending retract: %+v %v", r, err)
 	}
 	if _, err := s.Get(ctx, alice, m.ID, false); err != nil {
 		t.Fatalf("a pending retract took effect: %v", err)
 	}
-	if _, err := s.DecideEdit(ctx, bob, r.EditID, true); !errors.Is(err, acl.ErrDenied) {
+	if _, err := Of(s).Decide(ctx, bob, r.EditID, true); !errors.Is(err, acl.ErrDenied) {
 		t.Fatalf("bob (no admin) approves: %v", err)
 	}
-	if _, err := s.DecideEdit(ctx, alice, "0123456789abcdef0123456789abcdef", true); !errors.Is(err, ErrNotFound) {
+	if _, err := Of(s).Decide(ctx, alice, "0123456789abcdef0123456789abcdef", true); !errors.Is(err, memapi.ErrNotFound) {
 		t.Fatalf("unknown edit: %v", err)
 	}
-	if e, err := s.DecideEdit(ctx, alice, r.EditID, true); err != nil || e.Status != StatusApproved || e.Approver != "agent://alice" || e.DecidedAt == nil {
+	if e, err := Of(s).Decide(ctx, alice, r.EditID, true); err != nil || e.Status != memapi.StatusApproved || e.Approver != "agent://alice" || e.DecidedAt == nil {
 		t.Fatalf("alice approves: %+v %v", e, err)
 	}
-	if _, err := s.Get(ctx, bob, m.ID, true); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(ctx, bob, m.ID, true); !errors.Is(err, memapi.ErrNotFound) {
 		t.Fatalf("approved retract: %v", err)
 	}
-	if _, err := s.Audit(ctx, alice, AuditQuery{Status: "maybe"}); !errors.Is(err, ErrInvalid) {
+	if _, err := Of(s).Audit(ctx, alice, memapi.AuditQuery{Status: "maybe"}); !errors.Is(err, memapi.ErrInvalid) {
 		t.Fatalf("bad status: %v", err)
 	}
-	if _, err := s.Save(ctx, alice, SaveRequest{Type: "x", Content: "y"}); err != nil {
+	if _, err := s.Save(ctx, alice, memapi.SaveRequest{Type: "x", Content: "y"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := (Approvals{"*": {"erase"}}).Validate(); err == nil {
@@ -632,28 +636,28 @@ func TestSurgeryValidation(t *testing.T) {
 func TestSubjectFiltersEveryRead(t *testing.T) {
 	ctx := context.Background()
 	s, _, c := openTest(t, "")
-	m := mustSave(t, s, c, SaveRequest{Type: "preference", Content: "likes tea", Scope: "user", SubjectType: "user", SubjectID: "u1", Project: "p"})
-	mustSave(t, s, c, SaveRequest{Type: "preference", Content: "likes coffee", Scope: "user", SubjectType: "user", SubjectID: "u2", Project: "p"})
-	for _, req := range []UpdateRequest{{SubjectID: ptr("u2")}, {SubjectType: ptr("team")}} {
-		if _, err := s.Update(ctx, c, m.ID, req); !errors.Is(err, ErrConflict) {
+	m := memorytest.Save(t, s, c, memapi.SaveRequest{Type: "preference", Content: "likes tea", Scope: "user", SubjectType: "user", SubjectID: "u1", Project: "p"})
+	memorytest.Save(t, s, c, memapi.SaveRequest{Type: "preference", Content: "likes coffee", Scope: "user", SubjectType: "user", SubjectID: "u2", Project: "p"})
+	for _, req := range []memapi.UpdateRequest{{SubjectID: ptr("u2")}, {SubjectType: ptr("team")}} {
+		if _, err := s.Update(ctx, c, m.ID, req); !errors.Is(err, memapi.ErrConflict) {
 			t.Fatalf("subject changed: %v", err)
 		}
 	}
-	f := Filter{SubjectType: "user", SubjectID: "u1", Scope: "user", Project: "p"}
-	if r, _ := s.Search(ctx, c, SearchQuery{Query: "likes", Filter: f}); r.Total != 1 || r.Results[0].Memory.ID != m.ID {
+	f := memapi.Filter{SubjectType: "user", SubjectID: "u1", Scope: "user", Project: "p"}
+	if r, _ := s.Search(ctx, c, memapi.SearchQuery{Query: "likes", Filter: f}); r.Total != 1 || r.Results[0].Memory.ID != m.ID {
 		t.Fatalf("search by subject: %+v", r)
 	}
-	if cx, _ := s.Context(ctx, c, ContextQuery{Filter: f}); len(cx.Memories) != 1 || cx.Memories[0].ID != m.ID {
+	if cx, _ := s.Context(ctx, c, memapi.ContextQuery{Filter: f}); len(cx.Memories) != 1 || cx.Memories[0].ID != m.ID {
 		t.Fatalf("context by subject: %+v", cx.Memories)
 	}
-	if tl, _ := s.Timeline(ctx, c, TimelineQuery{ID: m.ID, Filter: f}); len(tl.Before)+len(tl.After) != 0 {
+	if tl, _ := s.Timeline(ctx, c, memapi.TimelineQuery{ID: m.ID, Filter: f}); len(tl.Before)+len(tl.After) != 0 {
 		t.Fatalf("timeline by subject: %+v", tl)
 	}
-	if tl, _ := s.Timeline(ctx, c, TimelineQuery{ID: m.ID}); len(tl.Before)+len(tl.After) != 1 {
+	if tl, _ := s.Timeline(ctx, c, memapi.TimelineQuery{ID: m.ID}); len(tl.Before)+len(tl.After) != 1 {
 		t.Fatalf("timeline without a filter: %+v", tl)
 	}
 	text := "likes green tea"
-	if _, err := s.ProposeEdit(ctx, c, EditRequest{TargetID: m.ID, Op: OpAmend, Reason: "precision", Patch: EditPatch{Text: &text}}); err != nil {
+	if _, err := Of(s).Propose(ctx, c, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpAmend, Reason: "precision", Patch: memapi.EditPatch{Text: &text}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.Get(ctx, c, m.ID, false); got.Content != text || got.SubjectID != "u1" || got.SubjectType != "user" || got.Scope != "user" {
@@ -665,15 +669,15 @@ func TestSubjectFiltersEveryRead(t *testing.T) {
 // text, never the original.
 func TestShareCopiesTheView(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openAccessWith(t, 0, nil)
-	alice := accAgent("alice")
-	accCreate(t, s, "alice", scenarioNS)
-	m := mustSave(t, s, alice, SaveRequest{Type: "decision", Content: "the password is hunter2"})
+	s, _ := openWith(t, 0, nil)
+	alice := memorytest.Agent("alice")
+	memorytest.Create(t, s, "alice", scenarioNS)
+	m := memorytest.Save(t, s, alice, memapi.SaveRequest{Type: "decision", Content: "the password is hunter2"})
 	text := "the password is in the vault"
-	if _, err := s.ProposeEdit(ctx, alice, EditRequest{TargetID: m.ID, Op: OpAmend, Reason: "secret", Patch: EditPatch{Text: &text}}); err != nil {
+	if _, err := Of(s).Propose(ctx, alice, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpAmend, Reason: "secret", Patch: memapi.EditPatch{Text: &text}}); err != nil {
 		t.Fatal(err)
 	}
-	sh, err := s.Share(ctx, alice, ShareRequest{ID: m.ID, Namespace: scenarioNS})
+	sh, err := s.Share(ctx, alice, memapi.ShareRequest{ID: m.ID, Namespace: scenarioNS})
 	if err != nil || sh.Memory.Content != text || strings.Contains(sh.Memory.Title, "hunter2") {
 		t.Fatalf("share: %+v %v", sh, err)
 	}
@@ -687,33 +691,33 @@ func TestShareCopiesTheView(t *testing.T) {
 // log, and where retracts need approval it is refused, changing nothing.
 func TestHardDeleteIsAuditedAndGated(t *testing.T) {
 	ctx := context.Background()
-	alice := accAgent("alice")
-	s, _ := openAccessWith(t, 1, Approvals{"agent://alice/gated": {OpRetract}})
-	free, err := s.Save(ctx, alice, SaveRequest{Content: "retract me"})
+	alice := memorytest.Agent("alice")
+	s, _ := openWith(t, 1, Approvals{"agent://alice/gated": {memapi.OpRetract}})
+	free, err := s.Save(ctx, alice, memapi.SaveRequest{Content: "retract me"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Delete(ctx, alice, free.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, alice, free.ID, true); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(ctx, alice, free.ID, true); !errors.Is(err, memapi.ErrNotFound) {
 		t.Fatalf("hard delete did not retract: %v", err)
 	}
-	a, err := s.Audit(ctx, alice, AuditQuery{ID: free.ID})
-	if err != nil || len(a.Edits) != 1 || a.Edits[0].Op != OpRetract || a.Edits[0].Status != StatusApproved {
+	a, err := Of(s).Audit(ctx, alice, memapi.AuditQuery{ID: free.ID})
+	if err != nil || len(a.Edits) != 1 || a.Edits[0].Op != memapi.OpRetract || a.Edits[0].Status != memapi.StatusApproved {
 		t.Fatalf("hard delete left no audit entry: %+v %v", a, err)
 	}
-	gated, err := s.Save(ctx, alice, SaveRequest{Namespace: "gated", Content: "needs approval"})
+	gated, err := s.Save(ctx, alice, memapi.SaveRequest{Namespace: "gated", Content: "needs approval"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, alice, gated.ID, true); !errors.Is(err, ErrConflict) {
+	if err := s.Delete(ctx, alice, gated.ID, true); !errors.Is(err, memapi.ErrConflict) {
 		t.Fatalf("a hard delete skipped the approval rule: %v", err)
 	}
 	if _, err := s.Get(ctx, alice, gated.ID, false); err != nil {
 		t.Fatalf("a refused hard delete changed the memory: %v", err)
 	}
-	if a, _ := s.Audit(ctx, alice, AuditQuery{ID: gated.ID}); len(a.Edits) != 0 {
+	if a, _ := Of(s).Audit(ctx, alice, memapi.AuditQuery{ID: gated.ID}); len(a.Edits) != 0 {
 		t.Fatalf("a refused hard delete recorded an edit: %+v", a.Edits)
 	}
 }

@@ -1,4 +1,4 @@
-package memory
+package surgery
 
 import (
 	"bytes"
@@ -10,8 +10,11 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
@@ -38,7 +41,7 @@ import (
 // as a capsule's audience. The following edit is an ordinary signed edit
 // record in the copy's namespace (surgery.go): the original's op and
 // patch, reason "follows edit ID (OP of TARGET in NS by PROPOSER): the
-// original reason" (Edit.Follows names the original edit, and an audit
+// original reason" (memapi.Edit.Follows names the original edit, and an audit
 // of the original lists it), proposed by the first principal of this
 // node that may write the copy's namespace among the original's proposer
 // and approver, the copy namespace's inbox writer, the copy's author and
@@ -72,21 +75,23 @@ import (
 //
 // Derived memories — those with a "source:<id>" provenance that are not
 // copies, such as summaries — keep their text: when a source is
-// retracted they are flagged in the view (Memory.NeedsResummary, computed,
+// retracted they are flagged in the view (memapi.Memory.NeedsResummary, computed,
 // not stored, so it needs no extra record and cannot be forgotten), and
 // Audit lists them.
 
 // followsCopies reports whether an approved edit with op applies to copies.
-func followsCopies(op string) bool { return op == OpRetract || op == OpBlock || op == OpQuarantine }
+func followsCopies(op string) bool {
+	return op == memapi.OpRetract || op == memapi.OpBlock || op == memapi.OpQuarantine
+}
 
 const followPrefix = "follows edit "
 
 // followReason is the reason of the edit that follows e onto a copy,
-// within MaxReasonBytes.
-func followReason(e Edit) string {
+// within memapi.MaxReasonBytes.
+func followReason(e memapi.Edit) string {
 	r := fmt.Sprintf("%s%s (%s of %s in %s by %s): %s", followPrefix, e.EditID, e.Op, e.TargetID, e.Namespace, e.Proposer, e.Reason)
-	if len(r) > MaxReasonBytes {
-		r = r[:MaxReasonBytes]
+	if len(r) > memapi.MaxReasonBytes {
+		r = r[:memapi.MaxReasonBytes]
 		for !utf8.ValidString(r) {
 			r = r[:len(r)-1] // cut inside a rune
 		}
@@ -122,7 +127,7 @@ type copyState struct {
 
 // indexCopy remembers a memory record that names its source (called by
 // index for every memory record).
-func (s *Service) indexCopy(ns, id string, rec *crdt.Record) {
+func (s *Surgery) indexCopy(ns, id string, rec *crdt.Record) {
 	ref := copyRef{ns: ns, id: id, src: schema.Str(rec, schema.FieldLineage), srcNS: schema.Str(rec, schema.FieldCopiedFrom)}
 	if ref.src == "" || ref.srcNS == "" || ref.src == id {
 		return
@@ -147,7 +152,7 @@ func (s *Service) indexCopy(ns, id string, rec *crdt.Record) {
 }
 
 // forgetCopy drops a retracted record from the copy index.
-func (s *Service) forgetCopy(ns, id string) {
+func (s *Surgery) forgetCopy(ns, id string) {
 	st := &s.cps
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -161,7 +166,7 @@ func (s *Service) forgetCopy(ns, id string) {
 }
 
 // copiesOf lists the copies of the memory src stored in srcNS, in id order.
-func (s *Service) copiesOf(src, srcNS string) []copyRef {
+func (s *Surgery) copiesOf(src, srcNS string) []copyRef {
 	st := &s.cps
 	st.mu.RLock()
 	defer st.mu.RUnlock()
@@ -180,7 +185,7 @@ func (s *Service) copiesOf(src, srcNS string) []copyRef {
 // edits in the change onto the copies this node holds, and the approved
 // edits of their sources onto the copies in the change (see the comment
 // at the top). Failures are logged: the change itself has been applied.
-func (s *Service) followCopies(changes []store.Change) {
+func (s *Surgery) followCopies(changes []store.Change) {
 	s.cps.mu.RLock()
 	none := len(s.cps.byID) == 0
 	s.cps.mu.RUnlock()
@@ -189,7 +194,7 @@ func (s *Service) followCopies(changes []store.Change) {
 	}
 	var jobs []followJob
 	edited := func(eid string) {
-		if e, ok := s.auditEntry(eid); ok && e.Status == StatusApproved && followsCopies(e.Op) {
+		if e, ok := s.auditEntry(eid); ok && e.Status == memapi.StatusApproved && followsCopies(e.Op) {
 			for _, cp := range s.copiesOf(e.TargetID, e.Namespace) {
 				jobs = append(jobs, followJob{e, cp})
 			}
@@ -220,14 +225,14 @@ func (s *Service) followCopies(changes []store.Change) {
 
 // followJob is an approved edit to follow onto a copy of its target.
 type followJob struct {
-	e  Edit
+	e  memapi.Edit
 	cp copyRef
 }
 
 // sourceEdits appends the approved edits of cp's source that follow copies.
-func (s *Service) sourceEdits(jobs []followJob, cp copyRef) []followJob {
+func (s *Surgery) sourceEdits(jobs []followJob, cp copyRef) []followJob {
 	for _, e := range s.editsOf(cp.srcNS, cp.src) {
-		if e.Status == StatusApproved && followsCopies(e.Op) {
+		if e.Status == memapi.StatusApproved && followsCopies(e.Op) {
 			jobs = append(jobs, followJob{e.Edit, cp})
 		}
 	}
@@ -235,7 +240,7 @@ func (s *Service) sourceEdits(jobs []followJob, cp copyRef) []followJob {
 }
 
 // followAll runs followCopies' check for every copy (at Open).
-func (s *Service) followAll() {
+func (s *Surgery) followAll() {
 	s.cps.mu.RLock()
 	copies := slices.Collect(maps.Values(s.cps.byID))
 	s.cps.mu.RUnlock()
@@ -251,17 +256,17 @@ func (s *Service) followAll() {
 
 // follow writes the edit that follows e onto the copy cp, unless this node
 // is not the one to, or the copy already follows it.
-func (s *Service) follow(e Edit, cp copyRef) {
-	rec, err := s.st.Record(cp.ns, cp.id)
+func (s *Surgery) follow(e memapi.Edit, cp copyRef) {
+	rec, err := s.core.Record(cp.ns, cp.id)
 	if err != nil || rec.Empty() {
 		return // retracted meanwhile
 	}
 	author, _ := namespace.Parse(schema.Str(rec, schema.FieldAuthor))
-	if !s.signedHere(e) && (author.IsZero() || !s.isLocal(author)) {
+	if !s.signedHere(e) && (author.IsZero() || !s.core.IsLocal(author)) {
 		return // the deciding or the copying node follows it
 	}
 	for _, ce := range s.editsOf(cp.ns, cp.id) {
-		if ce.Follows == e.EditID || ce.Status == StatusApproved && ce.Op == e.Op && ce.Patch.Channel == e.Patch.Channel {
+		if ce.Follows == e.EditID || ce.Status == memapi.StatusApproved && ce.Op == e.Op && ce.Patch.Channel == e.Patch.Channel {
 			return
 		}
 	}
@@ -271,21 +276,21 @@ func (s *Service) follow(e Edit, cp copyRef) {
 	}
 	p, ok := s.followSigner(e, ns, author)
 	if !ok {
-		s.log.Warn("copy not followed: no principal of this node may write its namespace",
+		s.core.Logger().Warn("copy not followed: no principal of this node may write its namespace",
 			"copy", cp.id, "namespace", cp.ns, "edit", e.EditID, "op", e.Op)
 		return
 	}
-	_, ts := s.now()
+	_, ts := s.core.Now()
 	b := editBody{Version: sealVersion, Namespace: cp.ns, Target: cp.id, Op: e.Op, Reason: followReason(e),
-		Proposer: p.String(), Key: s.acl.id.Public, Channel: e.Patch.Channel, TS: uint64(ts),
+		Proposer: p.String(), Key: s.core.Service().Identity().Public, Channel: e.Patch.Channel, TS: uint64(ts),
 		NeedsApproval: s.surg.approvals.requires(ns, e.Op)}
-	enc, eid, err := seal(s.acl.id, editDomain, &b, func(sig []byte) any { return &sealedEdit{Body: b, Sig: sig} })
+	enc, eid, err := seal(s.core.Service().Identity(), editDomain, &b, func(sig []byte) any { return &sealedEdit{Body: b, Sig: sig} })
 	if err == nil {
-		err = s.write(func(tx *store.Tx) error {
+		err = s.core.Write(func(tx *store.Tx) error {
 			if err := putSealed(tx, cp.ns, schema.EditPrefix+eid, schema.KindEdit, schema.FieldEdit, enc, ts); err != nil {
 				return err
 			}
-			if b.Op != OpRetract || b.NeedsApproval {
+			if b.Op != memapi.OpRetract || b.NeedsApproval {
 				return nil
 			}
 			if gone, err := tx.Retracted(cp.ns, cp.id); err != nil || gone {
@@ -295,59 +300,43 @@ func (s *Service) follow(e Edit, cp copyRef) {
 		})
 	}
 	if err != nil {
-		s.log.Warn("copy not followed", "copy", cp.id, "namespace", cp.ns, "edit", e.EditID, "err", err)
+		s.core.Logger().Warn("copy not followed", "copy", cp.id, "namespace", cp.ns, "edit", e.EditID, "err", err)
 	}
 }
 
 // signedHere reports whether this node signed e or the decision that
 // approved it.
-func (s *Service) signedHere(e Edit) bool {
-	if p, err := namespace.Parse(e.Approver); err == nil && s.isLocal(p) {
+func (s *Surgery) signedHere(e memapi.Edit) bool {
+	if p, err := namespace.Parse(e.Approver); err == nil && s.core.IsLocal(p) {
 		return true
 	}
 	s.surg.mu.RLock()
 	defer s.surg.mu.RUnlock()
 	en := s.surg.edits[e.EditID]
-	return en != nil && bytes.Equal(en.body.Key, s.acl.id.Public)
+	return en != nil && bytes.Equal(en.body.Key, s.core.Service().Identity().Public)
 }
 
 // followSigner picks who proposes a following edit (see the comment at
 // the top): a principal of this node that may write ns.
-func (s *Service) followSigner(e Edit, ns, author namespace.Address) (namespace.Address, bool) {
+func (s *Surgery) followSigner(e memapi.Edit, ns, author namespace.Address) (namespace.Address, bool) {
 	var cands []namespace.Address
 	for _, v := range []string{e.Proposer, e.Approver} {
 		if p, err := namespace.Parse(v); err == nil {
 			cands = append(cands, p)
 		}
 	}
-	_, writer, _ := InboxParties(ns)
-	for _, p := range append(cands, writer, author, s.cfg.Agent) {
-		if !p.IsZero() && s.isLocal(p) && s.auth.CheckWrite(p, ns) == nil {
+	_, writer, _ := memory.InboxParties(ns)
+	for _, p := range append(cands, writer, author, s.core.Service().Owner()) {
+		if !p.IsZero() && s.core.IsLocal(p) && s.core.Check(p, ns, acl.Write) == nil {
 			return p, true
 		}
 	}
 	return namespace.Address{}, false
 }
 
-// markCopyTx records on the copy id in ns, just saved, the namespace of
-// its source.
-func (s *Service) markCopyTx(tx *store.Tx, ns namespace.Address, m *Memory, srcNS string) error {
-	_, ts := s.now()
-	e, err := tx.Edit(ns.String(), m.ID)
-	if err != nil {
-		return err
-	}
-	if err := e.Set(ts, schema.FieldCopiedFrom, []byte(srcNS)); err != nil {
-		return err
-	}
-	tx.Commit(ns.String(), m.ID, e)
-	m.CopiedFrom = srcNS
-	return nil
-}
-
 // withFollowers adds to the edits of one memory the edits that follow
 // them onto its copies, for Audit. Call with surg.mu held.
-func (s *Service) withFollowers(es []*editEntry) []*editEntry {
+func (s *Surgery) withFollowers(es []*editEntry) []*editEntry {
 	if len(es) == 0 {
 		return es
 	}
@@ -366,7 +355,7 @@ func (s *Service) withFollowers(es []*editEntry) []*editEntry {
 
 // retractedSources lists the ids m was derived from (lineage, "source:"
 // provenance) that an approved edit retracted.
-func (s *Service) retractedSources(m Memory) []string {
+func (s *Surgery) retractedSources(m memapi.Memory) []string {
 	if m.Lineage == "" && len(m.Provenance) == 0 {
 		return nil
 	}
@@ -378,7 +367,7 @@ func (s *Service) retractedSources(m Memory) []string {
 	var out []string
 	try := func(id string) {
 		for _, e := range s.surg.byTarget[id] {
-			if e.body.Op == OpRetract && s.toEdit(e).Status == StatusApproved && !slices.Contains(out, id) {
+			if e.body.Op == memapi.OpRetract && s.toEdit(e).Status == memapi.StatusApproved && !slices.Contains(out, id) {
 				out = append(out, id)
 				return
 			}
