@@ -1,0 +1,131 @@
+package dedup
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/mnemohq/mnemo/node/memapi"
+	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/schema"
+	"github.com/mnemohq/mnemo/node/store"
+)
+
+// Merge merges req.IDs within req.Namespace (see the package doc) and
+// returns the survivor as the caller now reads it. The caller needs write
+// on the namespace and read on every id: an id it cannot read, or a
+// retracted one, is memapi.ErrNotFound; a missing write is acl.ErrDenied;
+// fewer than two ids, or none in the namespace, is memapi.ErrInvalid.
+func (d *Dedup) Merge(ctx context.Context, c memapi.Caller, req memapi.MergeRequest) (memapi.MergeResult, error) {
+	if strings.TrimSpace(req.Namespace) == "" {
+		return memapi.MergeResult{}, invalid("namespace (the shared namespace to merge in) is required")
+	}
+	ns, err := d.core.ResolveWrite(c, req.Namespace)
+	if err != nil {
+		return memapi.MergeResult{}, err
+	}
+	var ids []string
+	for _, id := range req.IDs {
+		if id = strings.TrimSpace(id); id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) < 2 || len(ids) > maxMergeIDs {
+		return memapi.MergeResult{}, invalid("ids must name 2..%d distinct memories, got %d", maxMergeIDs, len(ids))
+	}
+	mems := make([]memory.Memory, len(ids))
+	survivor := -1
+	for i, id := range ids {
+		mns, rec, err := d.core.Locate(c, id, false)
+		if err != nil {
+			return memapi.MergeResult{}, err
+		}
+		m, fl := d.core.View(mns.String(), id, rec)
+		if fl.Retracted {
+			return memapi.MergeResult{}, fmt.Errorf("%w: memory %q", memapi.ErrNotFound, id)
+		}
+		mems[i] = m
+		if survivor < 0 && mns == ns {
+			survivor = i
+		}
+	}
+	if survivor < 0 {
+		return memapi.MergeResult{}, invalid("none of the ids is in %s: share or promote one there first", ns)
+	}
+	surv := mems[survivor]
+	res := memapi.MergeResult{Merged: []string{}, Contributors: []string{}, ConfidenceBefore: surv.Confidence}
+	prov := slices.Clone(surv.Provenance)
+	for i, m := range mems {
+		prov = append(prov, m.Provenance...)
+		if m.Author != "" {
+			prov = append(prov, "author:"+m.Author)
+		}
+		if i == survivor {
+			continue
+		}
+		prov = append(prov, "source:"+m.ID)
+		if m.Namespace == ns.String() {
+			res.Merged = append(res.Merged, m.ID)
+		} else {
+			res.Contributors = append(res.Contributors, m.ID)
+		}
+		for j := range i {
+			if independent(mems[j], m) {
+				res.Independent = true
+			}
+		}
+	}
+	slices.Sort(prov)
+	prov = slices.Compact(prov)
+	res.ConfidenceAfter = surv.Confidence
+	if res.Independent {
+		res.ConfidenceAfter = min(1, math.Round((surv.Confidence+ConsensusBoost)*1e9)/1e9)
+	}
+	err = d.core.Write(func(tx *store.Tx) error {
+		now, ts := d.core.Now()
+		e, err := tx.Edit(ns.String(), surv.ID)
+		if err != nil {
+			return err
+		}
+		for _, p := range prov {
+			if !slices.Contains(surv.Provenance, p) {
+				if err := e.Add(schema.SetProvenance, p); err != nil {
+					return err
+				}
+			}
+		}
+		if res.ConfidenceAfter != res.ConfidenceBefore {
+			if err := e.Set(ts, schema.FieldConfidence, schema.EncodeNum(res.ConfidenceAfter)); err != nil {
+				return err
+			}
+		}
+		if err := schema.Touch(e, ts, now); err != nil {
+			return err
+		}
+		tx.Commit(ns.String(), surv.ID, e)
+		for _, id := range res.Merged {
+			e, err := tx.Edit(ns.String(), id)
+			if err != nil {
+				return err
+			}
+			if err := e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(now)); err != nil {
+				return err
+			}
+			if err := schema.Touch(e, ts, now); err != nil {
+				return err
+			}
+			if err := e.Set(ts, schema.FieldLineage, []byte(surv.ID)); err != nil {
+				return err
+			}
+			tx.Commit(ns.String(), id, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return memapi.MergeResult{}, err
+	}
+	res.Memory, err = d.core.Service().Get(ctx, c, surv.ID, false)
+	return res, err
+}
