@@ -7,6 +7,7 @@ import (
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/dedup"
 )
 
 // access is the node's identity, settings, local principals and tokens.
@@ -21,6 +22,7 @@ type access struct {
 	newKey   bool
 	settings Settings
 	resolver *namespace.Resolver
+	dedup    *dedup.Dedup // built from settings.Duplicates; attached by features
 	locals   *principals
 	// onNewPrincipal runs when a principal joins locals (set by replication).
 	onNewPrincipal func()
@@ -31,7 +33,7 @@ type access struct {
 }
 
 func prepareAccess(dir string, owner namespace.Address) (*access, error) {
-	settings, resolver, err := loadSettings(dir, owner)
+	settings, resolver, dd, err := loadSettings(dir, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +41,7 @@ func prepareAccess(dir string, owner namespace.Address) (*access, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &access{id: id, newKey: !existed, settings: settings, resolver: resolver,
+	return &access{id: id, newKey: !existed, settings: settings, resolver: resolver, dedup: dd,
 		locals: newPrincipals(owner, settings.PrincipalRules)}, nil
 }
 
@@ -49,7 +51,6 @@ func (ac *access) memoryConfig(mc memory.Config) memory.Config {
 	mc.Replica = ac.id.ReplicaID()
 	mc.IsLocal = ac.locals.Has
 	mc.AutoPromote = ac.settings.AutoPromote
-	mc.Dedup = ac.settings.Duplicates
 	return mc
 }
 

@@ -51,6 +51,7 @@ func TestAccessSettingsAndSessions(t *testing.T) {
 		`{"principal_rules":[{"mode":"glob","match":"x","principal":"bob"}]}`,
 		`{"principal_rule":[]}`,
 		`{"auto_promote":{"enabled":true,"namespace":"agent://x"}}`,
+		`{"duplicates":{"embeddings":{"enabled":true,"base_url":"ftp://x","model":"m"}}}`,
 		`not json`,
 	} {
 		os.WriteFile(filepath.Join(dir, SettingsFile), []byte(bad), 0o600)

@@ -63,7 +63,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	feats, err := features(ac.settings)
+	feats, err := features(ac)
 	if err != nil {
 		return nil, fmt.Errorf("node: %s: %w", SettingsFile, err)
 	}
@@ -264,11 +264,12 @@ func (n *Node) Close() error {
 // features are the feature packages every node attaches to its memory
 // service (memory.Config.Features), in the order the core consults them:
 // surgery first (its view and audit records are what copies, capsules and
-// projections see), then capsules.
-func features(st Settings) ([]memory.Feature, error) {
-	surg, err := surgery.New(st.Approvals)
+// projections see), then capsules and duplicate detection. The settings
+// file's were checked when it was read (loadSettings), and dedup built.
+func features(ac *access) ([]memory.Feature, error) {
+	surg, err := surgery.New(ac.settings.Approvals)
 	if err != nil {
 		return nil, err
 	}
-	return []memory.Feature{surg, capsule.New()}, nil
+	return []memory.Feature{surg, capsule.New(), ac.dedup}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/dedup"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
@@ -43,42 +44,47 @@ type Settings struct {
 	AutoPromote    memory.AutoPromote `json:"auto_promote,omitzero"`
 	// Duplicates configures duplicate detection: {"threshold": 0.8, "embeddings":
 	// {"enabled": true, "base_url": "http://127.0.0.1:11434/v1", "model": "…",
-	// "api_key_env": "VAR", "threshold": 0.9}}; off (MinHash only) by default.
-	Duplicates memory.DedupConfig `json:"duplicates,omitzero"`
-	Approvals  surgery.Approvals  `json:"approvals,omitempty"`
+	// "api_key_env": "VAR", "threshold": 0.9}}; off (MinHash only) by default
+	// (dedup.Config).
+	Duplicates dedup.Config      `json:"duplicates,omitzero"`
+	Approvals  surgery.Approvals `json:"approvals,omitempty"`
 }
 
-// loadSettings reads dir's settings file and builds the principal resolver.
-func loadSettings(dir string, owner namespace.Address) (Settings, *namespace.Resolver, error) {
+// loadSettings reads dir's settings file and builds the principal resolver
+// and the dedup feature (which checks its settings and builds its
+// embeddings client once, here).
+func loadSettings(dir string, owner namespace.Address) (Settings, *namespace.Resolver, *dedup.Dedup, error) {
 	var st Settings
 	path := filepath.Join(dir, SettingsFile)
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return st, nil, fmt.Errorf("node: read %s: %w", path, err)
+		return st, nil, nil, fmt.Errorf("node: read %s: %w", path, err)
 	default:
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&st); err != nil {
-			return st, nil, fmt.Errorf("node: %s: %w", path, err)
+			return st, nil, nil, fmt.Errorf("node: %s: %w", path, err)
 		}
 		if dec.More() {
-			return st, nil, fmt.Errorf("node: %s: trailing data after the JSON object", path)
+			return st, nil, nil, fmt.Errorf("node: %s: trailing data after the JSON object", path)
 		}
 	}
 	if err := st.AutoPromote.Validate(); err != nil {
-		return st, nil, fmt.Errorf("node: %s: %w", path, err)
+		return st, nil, nil, fmt.Errorf("node: %s: %w", path, err)
 	}
-	if err := st.Duplicates.Validate(); err != nil {
-		return st, nil, fmt.Errorf("node: %s: %w", path, err)
+	dd, err := dedup.New(st.Duplicates)
+	if err != nil {
+		return st, nil, nil, fmt.Errorf("node: %s: %w", path, err)
 	}
+	st.Duplicates = dd.Config() // as in effect: defaults filled
 	if err := st.Approvals.Validate(); err != nil {
-		return st, nil, fmt.Errorf("node: %s: %w", path, err)
+		return st, nil, nil, fmt.Errorf("node: %s: %w", path, err)
 	}
 	r, err := namespace.NewResolver(st.PrincipalRules, owner)
 	if err != nil {
-		return st, nil, fmt.Errorf("node: %s: principal_rules: %w", path, err)
+		return st, nil, nil, fmt.Errorf("node: %s: principal_rules: %w", path, err)
 	}
-	return st, r, nil
+	return st, r, dd, nil
 }

@@ -3,13 +3,12 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory/bundle"
 )
 
-// capsuleRoutes are the capsule, context bundle and duplicates routes.
+// capsuleRoutes are the capsule and context bundle routes.
 func (a *api) capsuleRoutes() []struct {
 	method, path string
 	h            handlerFunc
@@ -20,8 +19,6 @@ func (a *api) capsuleRoutes() []struct {
 	}
 	routes := []route{
 		{"POST", "/v1/context/bundle", a.contextBundle},
-		{"GET", "/v1/duplicates", a.duplicates},
-		{"POST", "/v1/duplicates/merge", a.mergeDuplicates},
 	}
 	if a.capsules != nil { // a node without the capsule feature has no capsule routes (404)
 		routes = append(routes, []route{
@@ -102,36 +99,4 @@ func (a *api) contextBundle(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, res)
 	return nil
-}
-
-func (a *api) duplicates(w http.ResponseWriter, r *http.Request) error {
-	p, err := newParams(r, "namespace", "threshold", "limit")
-	if err != nil {
-		return err
-	}
-	q := memapi.DuplicateQuery{Namespace: p.str("namespace"), Limit: p.count("limit")}
-	if s := p.str("threshold"); s != "" {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || v <= 0 || v > 1 {
-			return badRequest("query parameter \"threshold\": want a number in (0, 1], got %q", s)
-		}
-		q.Threshold = v
-	}
-	if p.err != nil {
-		return p.err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.FindDuplicates(r.Context(), c, q)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
-}
-
-func (a *api) mergeDuplicates(w http.ResponseWriter, r *http.Request) error {
-	return bodyCall(a, a.svc.MergeDuplicates, http.StatusOK)(w, r)
 }

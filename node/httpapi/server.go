@@ -17,6 +17,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
+	"github.com/mnemohq/mnemo/node/memory/dedup"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
@@ -87,6 +88,7 @@ type api struct {
 	svc       *memory.Service
 	capsules  *capsule.Capsules // nil: the node has no capsule feature
 	surgery   *surgery.Surgery  // nil: the node has no surgery feature
+	dedup     *dedup.Dedup      // nil: the node has no dedup feature
 	tokenHash [sha256.Size]byte
 	log       *slog.Logger
 	maxBody   int64
@@ -114,6 +116,7 @@ func New(cfg Config) (http.Handler, error) {
 		svc:       cfg.Service,
 		capsules:  capsule.Of(cfg.Service),
 		surgery:   surgery.Of(cfg.Service),
+		dedup:     dedup.Of(cfg.Service),
 		tokenHash: sha256.Sum256([]byte(cfg.Token)),
 		log:       cfg.Logger,
 		maxBody:   cfg.MaxBodyBytes,
@@ -151,6 +154,7 @@ func New(cfg Config) (http.Handler, error) {
 	routes = append(routes, a.accessRoutes()...)
 	routes = append(routes, a.projectionRoutes()...)
 	routes = append(routes, a.capsuleRoutes()...) // capsule_handlers.go
+	routes = append(routes, a.dedupRoutes()...)   // dedup_handlers.go
 	routes = append(routes, a.surgeryRoutes()...)
 	allowed := map[string][]string{}
 	routes = append(routes, a.clusterRoutes()...)

@@ -20,6 +20,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
+	"github.com/mnemohq/mnemo/node/memory/dedup"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
@@ -56,7 +57,11 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 		now = now.Add(time.Second)
 		return now
 	}
-	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{newSurgery(t), capsule.New()}})
+	dd, err := dedup.New(dedup.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{newSurgery(t), capsule.New(), dd}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/bundle"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
+	"github.com/mnemohq/mnemo/node/memory/dedup"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
@@ -20,6 +21,7 @@ type Backend struct {
 	svc  *memory.Service
 	caps *capsule.Capsules // nil: the node has no capsule feature
 	surg *surgery.Surgery  // nil: the node has no surgery feature
+	dd   *dedup.Dedup      // nil: the node has no dedup feature
 	c    memapi.Caller
 }
 
@@ -32,7 +34,7 @@ var (
 
 // New serves the tools from svc, every call made as caller c.
 func New(svc *memory.Service, c memapi.Caller) Backend {
-	return Backend{svc: svc, caps: capsule.Of(svc), surg: surgery.Of(svc), c: c}
+	return Backend{svc: svc, caps: capsule.Of(svc), surg: surgery.Of(svc), dd: dedup.Of(svc), c: c}
 }
 
 // errNoSurgery answers the surgery tools on a node without the feature.
@@ -55,6 +57,17 @@ func (b Backend) capsules() (*capsule.Capsules, error) {
 		return nil, errNoCapsules
 	}
 	return b.caps, nil
+}
+
+// errNoDedup answers the duplicates tools on a node without the feature.
+var errNoDedup = fmt.Errorf("%w: this node has no duplicate-detection feature", memapi.ErrNotFound)
+
+// dedup is the dedup feature, or errNoDedup.
+func (b Backend) dedup() (*dedup.Dedup, error) {
+	if b.dd == nil {
+		return nil, errNoDedup
+	}
+	return b.dd, nil
 }
 
 func (b Backend) Save(ctx context.Context, req memapi.SaveRequest) (memapi.SaveResult, error) {
@@ -186,9 +199,17 @@ func (b Backend) BuildContext(ctx context.Context, req memapi.BundleRequest) (me
 }
 
 func (b Backend) Duplicates(ctx context.Context, q memapi.DuplicateQuery) (memapi.DuplicatesResult, error) {
-	return b.svc.FindDuplicates(ctx, b.c, q)
+	dd, err := b.dedup()
+	if err != nil {
+		return memapi.DuplicatesResult{}, err
+	}
+	return dd.Find(ctx, b.c, q)
 }
 
 func (b Backend) MergeDuplicates(ctx context.Context, req memapi.MergeRequest) (memapi.MergeResult, error) {
-	return b.svc.MergeDuplicates(ctx, b.c, req)
+	dd, err := b.dedup()
+	if err != nil {
+		return memapi.MergeResult{}, err
+	}
+	return dd.Merge(ctx, b.c, req)
 }
