@@ -1,10 +1,10 @@
 // Package memory is the node's memory service: every operation an agent or
 // operator performs (save, get, update, delete, search, timeline, context,
 // compaction, sessions, progress, export and import; namespaces, grants,
-// share, promote, retract; projections; duplicates) and the one place
-// where permissions are enforced. The HTTP API, the MCP tools, the CLI
-// (through the API) and replication all call a Service, or a feature
-// package attached to it (surgery, capsule, bundle); none of them checks
+// share, promote, retract; projections) and the one place where
+// permissions are enforced. The HTTP API, the MCP tools, the CLI (through
+// the API) and replication all call a Service, or a feature package
+// attached to it (surgery, capsule, dedup, bundle); none of them checks
 // access on its own.
 //
 // # Storage

@@ -57,8 +57,6 @@ type Config struct {
 	KeyOf func(namespace.Address) (ed25519.PublicKey, bool)
 	// AutoPromote mirrors eligible saves into a shared namespace; default off.
 	AutoPromote AutoPromote
-	// Dedup configures duplicate detection (dedup.go); default MinHash only.
-	Dedup DedupConfig
 	// Features are the feature packages to attach (Feature.Attach), after
 	// the ones built into this package; the node wires the standard set.
 	// Default none.
@@ -86,8 +84,7 @@ type Service struct {
 	opening loadState // kinds.go: memories held back during Open's scan
 
 	acl  aclState
-	dd   dedupState // dedup.go
-	proj projState  // projections.go
+	proj projState // projections.go
 
 	// authorOK, when set, decides the author check of ApplyRemote
 	// (SetAuthorCheck, replication.go).
@@ -109,9 +106,6 @@ func Open(cfg Config) (*Service, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if err := cfg.AutoPromote.Validate(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Dedup.Validate(); err != nil {
 		return nil, err
 	}
 	id, err := resolveIdentity(cfg)
