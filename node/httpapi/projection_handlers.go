@@ -6,7 +6,8 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 )
 
-// projectionRoutes are the projection routes:
+// projectionRoutes are the projection routes, served when the node has the
+// projection-view feature (node/memory/projview; without it they are 404):
 //
 //	POST   /v1/projections       {"source","target","filter":{…},"level":"L2","live":true} → 201 with the projection
 //	GET    /v1/projections       those the caller created or receives → {"projections":[…]}
@@ -15,6 +16,9 @@ func (a *api) projectionRoutes() []struct {
 	method, path string
 	h            handlerFunc
 } {
+	if a.projViews == nil {
+		return nil
+	}
 	return []struct {
 		method, path string
 		h            handlerFunc
@@ -31,7 +35,7 @@ type ProjectionsAnswer struct {
 }
 
 func (a *api) createProjection(w http.ResponseWriter, r *http.Request) error {
-	return bodyCall(a, a.svc.CreateProjection, http.StatusCreated)(w, r)
+	return bodyCall(a, a.projViews.Create, http.StatusCreated)(w, r)
 }
 
 func (a *api) listProjections(w http.ResponseWriter, r *http.Request) error {
@@ -42,7 +46,7 @@ func (a *api) listProjections(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ps, err := a.svc.Projections(r.Context(), c)
+	ps, err := a.projViews.List(r.Context(), c)
 	if err != nil {
 		return err
 	}
@@ -62,7 +66,7 @@ func (a *api) deleteProjection(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.svc.DeleteProjection(r.Context(), c, id); err != nil {
+	if err := a.projViews.Delete(r.Context(), c, id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

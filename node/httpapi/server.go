@@ -18,6 +18,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
 	"github.com/mnemohq/mnemo/node/memory/dedup"
+	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
@@ -86,9 +87,10 @@ func (c *Config) validate() error {
 // writing one, so the status mapping lives in writeError alone.
 type api struct {
 	svc       *memory.Service
-	capsules  *capsule.Capsules // nil: the node has no capsule feature
-	surgery   *surgery.Surgery  // nil: the node has no surgery feature
-	dedup     *dedup.Dedup      // nil: the node has no dedup feature
+	capsules  *capsule.Capsules     // nil: the node has no capsule feature
+	surgery   *surgery.Surgery      // nil: the node has no surgery feature
+	dedup     *dedup.Dedup          // nil: the node has no dedup feature
+	projViews *projview.Projections // nil: the node has no projection-view feature
 	tokenHash [sha256.Size]byte
 	log       *slog.Logger
 	maxBody   int64
@@ -117,6 +119,7 @@ func New(cfg Config) (http.Handler, error) {
 		capsules:  capsule.Of(cfg.Service),
 		surgery:   surgery.Of(cfg.Service),
 		dedup:     dedup.Of(cfg.Service),
+		projViews: projview.Of(cfg.Service),
 		tokenHash: sha256.Sum256([]byte(cfg.Token)),
 		log:       cfg.Logger,
 		maxBody:   cfg.MaxBodyBytes,

@@ -21,6 +21,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
 	"github.com/mnemohq/mnemo/node/memory/dedup"
+	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
@@ -61,7 +62,7 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{newSurgery(t), capsule.New(), dd}})
+	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{newSurgery(t), capsule.New(), dd, projview.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,3 +184,8 @@ func DerivedID(t time.Time, parts ...string) string { return derivedID(t, parts.
 
 // ViewFlags is what the effective view decides beyond a memory's fields.
 type ViewFlags = viewFlags
+
+// Count is how many memories the index holds that match f (no permission
+// check, no effective view: f says what to count), e.g. the size of a
+// feature's own namespace.
+func (c *Core) Count(f search.Filter) int { return c.s.ix.Count(f) }

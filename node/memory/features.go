@@ -11,10 +11,10 @@ import (
 // registerFeatures plugs the features into the core, in the order the
 // core consults them: grants first (what a change means depends on who
 // may do what), then sessions, surgery (approvals count by the grants),
-// copies (follow approved edits) and projections (deliver the effective
-// views). Feature packages (Config.Features) come after these.
+// and copies (follow approved edits). Feature packages (Config.Features)
+// come after these.
 func (s *Service) registerFeatures() {
-	for _, f := range []any{accessKind{s}, sessionKind{s}, projectionKind{s}} {
+	for _, f := range []any{accessKind{s}, sessionKind{s}} {
 		s.feat.register(f)
 	}
 }
@@ -48,17 +48,8 @@ func (k sessionKind) Forget(ns, id string) {
 	k.s.sessMu.Unlock()
 }
 
-// projectionKind: projection specs and their live views (projections.go).
-type projectionKind struct{ s *Service }
-
-func (k projectionKind) Owns(rec *crdt.Record) bool            { return schema.IsProjSpec(rec) }
-func (k projectionKind) Admit(ns, id string, rec *crdt.Record) { k.s.admitProjection(ns, id, rec) }
-func (k projectionKind) Changed(changes []store.Change)        { k.s.projectChanges(changes) }
-func (k projectionKind) Opened()                               { k.s.resyncProjections() }
-
 var (
-	_ Kind           = accessKind{}
-	_ RemoteChecker  = accessKind{}
-	_ Forgetter      = sessionKind{}
-	_ ChangeObserver = projectionKind{}
+	_ Kind          = accessKind{}
+	_ RemoteChecker = accessKind{}
+	_ Forgetter     = sessionKind{}
 )

@@ -12,7 +12,6 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/memorytest"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 	"github.com/mnemohq/mnemo/node/schema"
-	"github.com/mnemohq/mnemo/projection"
 )
 
 // Tests of the core with feature packages attached: they live outside
@@ -87,34 +86,6 @@ func FuzzApplyRemote(f *testing.F) {
 		_, _ = s.Search(ctx, memorytest.Agent("bob"), memapi.SearchQuery{Query: "present", Filter: memapi.Filter{Namespace: "team://t"}})
 		_, _ = s.Context(ctx, memorytest.Agent("bob"), memapi.ContextQuery{Filter: memapi.Filter{Namespace: "team://t"}})
 	})
-}
-
-// TestProjectionQuarantineAndRetractOfRemoved covers the two cases where
-// the node's decision (projection.DecideView) differs from the remembered
-// form (projection.Decide): a quarantined memory leaves the view, and a
-// retract reaches a view record an earlier remove soft-deleted.
-func TestProjectionQuarantineAndRetractOfRemoved(t *testing.T) {
-	s, _ := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Features: []memory.Feature{newSurgery(t, nil)}})
-	ctx := context.Background()
-	alice, bob := memorytest.Agent("alice"), memorytest.Agent("bob")
-	m := memorytest.Save(t, s, alice, memapi.SaveRequest{Type: "decision", Title: "Keys", Content: "keys rotate weekly", Tags: []string{"auth"}})
-	info := memory.MustProject(t, s, alice, memapi.ProjectionRequest{Source: "agent://alice", Target: "agent://bob",
-		Filter: projection.Filter{Tags: []string{"auth"}}, Level: projection.L3})
-	if got := memory.ProjSearch(t, s, bob, "", "keys"); got[m.ID].ID == "" {
-		t.Fatalf("bob does not see the memory: %v", got)
-	}
-	if _, err := surgery.Of(s).Propose(ctx, alice, memapi.EditRequest{TargetID: m.ID, Op: memapi.OpQuarantine, Reason: "unverified"}); err != nil {
-		t.Fatal(err)
-	}
-	if rec, gone := memory.ViewRec(t, s, info, m.Memory); gone || rec.Empty() || schema.Time(rec, schema.FieldDeletedAt).IsZero() {
-		t.Fatalf("quarantined memory's view record: gone=%v deleted_at=%v", gone, schema.Time(rec, schema.FieldDeletedAt))
-	}
-	if err := s.Delete(ctx, alice, m.ID, true); err != nil {
-		t.Fatal(err)
-	}
-	if rec, gone := memory.ViewRec(t, s, info, m.Memory); !gone || !rec.Empty() {
-		t.Fatalf("retract of a removed view record: gone=%v", gone)
-	}
 }
 
 // BenchmarkSearch100kEdits is BenchmarkSearch100k with 100k approved edits

@@ -3,8 +3,6 @@ package memory
 import (
 	"testing"
 	"time"
-
-	"github.com/mnemohq/mnemo/crdt"
 )
 
 // Hooks for this directory's external tests (package memory_test,
@@ -40,14 +38,3 @@ func OpenBenchWith(tb testing.TB, dir string, noSync bool, feats ...Feature) *Se
 // Percentile and Micros report latencies as the benchmarks here do.
 func Percentile(d []time.Duration, p float64) time.Duration { return percentile(d, p) }
 func Micros(d time.Duration) float64                        { return us(d) }
-
-// ProjSearch, MustProject and ViewRec are the projection tests' helpers.
-func ProjSearch(t *testing.T, s *Service, c Caller, ns, q string) map[string]Memory {
-	return projSearch(t, s, c, ns, q)
-}
-func MustProject(t *testing.T, s *Service, c Caller, req ProjectionRequest) ProjectionInfo {
-	return mustProject(t, s, c, req)
-}
-func ViewRec(t *testing.T, s *Service, info ProjectionInfo, src Memory) (*crdt.Record, bool) {
-	return viewRec(t, s, info, src)
-}

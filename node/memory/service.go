@@ -83,8 +83,7 @@ type Service struct {
 	feat    features  // kinds.go: what the features registered
 	opening loadState // kinds.go: memories held back during Open's scan
 
-	acl  aclState
-	proj projState // projections.go
+	acl aclState
 
 	// authorOK, when set, decides the author check of ApplyRemote
 	// (SetAuthorCheck, replication.go).
