@@ -3,8 +3,8 @@
 // answered by {"data": [{"index": i, "embedding": [floats]}, ...]}. Local
 // servers (Ollama, llama.cpp, vLLM) and hosted services speak it.
 //
-// The node uses it for duplicate detection (node/memory's Embedder, built
-// once at Open from DedupConfig.Embeddings); nothing else in mnemo depends
+// The node uses it for duplicate detection (node/memory/dedup's Embedder,
+// built once by dedup.New from Config.Embeddings); nothing else in mnemo depends
 // on an embeddings service, and detection works without one (MinHash).
 //
 // Decisions: answers may list the vectors in any order (index says which

@@ -8,11 +8,9 @@ import (
 	"github.com/mnemohq/mnemo/node/store"
 )
 
-// registerFeatures plugs the features into the core, in the order the
-// core consults them: grants first (what a change means depends on who
-// may do what), then sessions, surgery (approvals count by the grants),
-// and copies (follow approved edits). Feature packages (Config.Features)
-// come after these.
+// registerFeatures plugs the core's own record kinds in: grants first
+// (what a change means depends on who may do what), then sessions. The
+// feature packages (Config.Features) come after these, in their order.
 func (s *Service) registerFeatures() {
 	for _, f := range []any{accessKind{s}, sessionKind{s}} {
 		s.feat.register(f)

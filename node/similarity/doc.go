@@ -1,5 +1,5 @@
 // Package similarity estimates how alike two texts are, for duplicate
-// detection (node/memory's FindDuplicates). It is pure: no I/O, no clock,
+// detection (node/memory/dedup's Find). It is pure: no I/O, no clock,
 // no shared state; the same inputs give the same answers on every node and
 // in every release, so a stored expectation keeps its meaning.
 //

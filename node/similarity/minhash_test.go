@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// duplicateThreshold is node/memory's DefaultDuplicateThreshold, the
+// duplicateThreshold is node/memory/dedup's DefaultThreshold, the
 // estimate at which testdata/duplicates.json labels a pair a duplicate.
 const duplicateThreshold = 0.8
 

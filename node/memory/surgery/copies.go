@@ -33,7 +33,7 @@ import (
 // themselves. A copy made after the edit follows it too (sharing a
 // quarantined memory yields a quarantined copy). Projection views are not
 // copies in this sense: projection maintenance already keeps each view
-// record to its source's effective view (projections.go).
+// record to its source's effective view (node/memory/projview).
 //
 // How. The edit follows as an edit of its own, so the copy's namespace
 // carries it and every node holding that namespace hides (or purges) the
