@@ -9,26 +9,20 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/acl"
-	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/store"
 )
 
 // BenchmarkPropagation times a save on one node until the memory is
 // durable and searchable on a live peer, over real QUIC on loopback.
 // go test -run='^$' -bench=Propagation -benchtime=500x ./node/cluster/
 func BenchmarkPropagation(b *testing.B) {
-	arrived := make(chan string, 1024)
-	nodes := startBenchNodes(b, func(i int, cfg *Config) {
+	arrived := arrivals{ids: make(chan string, 1024)}
+	nodes := startBenchNodes(b, func(i int) []memory.Feature {
 		if i == 1 {
-			cfg.OnApplied = func(ns string, d *crdt.Map) {
-				for _, id := range d.IDs() {
-					select {
-					case arrived <- id:
-					default:
-					}
-				}
-			}
+			return []memory.Feature{arrived}
 		}
+		return nil
 	})
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
@@ -48,7 +42,7 @@ func BenchmarkPropagation(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for id := range arrived {
+		for id := range arrived.ids {
 			if id == r.ID {
 				break
 			}
@@ -61,7 +55,23 @@ func BenchmarkPropagation(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
 
-func startBenchNodes(b *testing.B, tweak func(i int, cfg *Config)) []*testNode {
+// arrivals is a memory feature that reports the ids of the records each
+// change indexed on the node it is attached to: on the receiving node of
+// the benchmark, only peers' deltas change anything.
+type arrivals struct{ ids chan string }
+
+func (a arrivals) Attach(c *memory.Core) { c.Register(a) }
+
+func (a arrivals) Changed(changes []store.Change) {
+	for _, ch := range changes {
+		select {
+		case a.ids <- ch.ID:
+		default:
+		}
+	}
+}
+
+func startBenchNodes(b *testing.B, features func(i int) []memory.Feature) []*testNode {
 	b.Helper()
 	key := make([]byte, 32)
 	var nodes []*testNode
@@ -72,13 +82,13 @@ func startBenchNodes(b *testing.B, tweak func(i int, cfg *Config)) []*testNode {
 			b.Fatal(err)
 		}
 		agent := fmt.Sprintf("agent://b%d", i)
-		svc, err := memory.Open(memory.Config{Dir: b.TempDir(), Agent: mustAgent(agent), Replica: id.ReplicaID(), Authorizer: sharedOK{}, Identity: id})
+		svc, err := memory.Open(memory.Config{Dir: b.TempDir(), Agent: mustAgent(agent), Replica: id.ReplicaID(), Authorizer: sharedOK{}, Identity: id,
+			Features: features(i)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		cfg := Config{Service: svc, Identity: id, ClusterKey: key, Join: join, Tick: 50 * time.Millisecond,
 			GossipProbeInterval: 100 * time.Millisecond, GossipPushPull: 500 * time.Millisecond}
-		tweak(i, &cfg)
 		cl, err := Start(cfg)
 		if err != nil {
 			b.Fatal(err)

@@ -30,9 +30,6 @@ type Config struct {
 	SendQueue  int                        // frames waiting per peer; default 256
 	Logger     *slog.Logger               // default: discard
 	Clock      Clock                      // default: the wall clock
-	// OnApplied, when set, is called on the loop after a peer's delta is
-	// durable and indexed (benchmarks time propagation with it).
-	OnApplied func(ns string, d *crdt.Map)
 
 	// StartTransport opens the node's frame transport. Default: QUIC
 	// (sync/quicnet) on QUICAddr, with mutual TLS on Identity.
@@ -51,7 +48,8 @@ type Config struct {
 	QUICAddr   string   // QUIC listen address; default 127.0.0.1:0
 	Join       []string // gossip addresses of members to join
 	ClusterKey []byte   // 16, 24 or 32 bytes; encrypts gossip (required by the default membership)
-	// Gossip timing overrides (tests); zero keeps the gossip package defaults.
+	// Gossip timing overrides (faster failure detection on a LAN, tests); zero
+	// keeps the gossip package defaults.
 	GossipProbeInterval, GossipPushPull time.Duration
 }
 
@@ -431,9 +429,6 @@ func (c *Cluster) act() {
 				continue
 			}
 			c.applied.Add(1)
-			if c.cfg.OnApplied != nil {
-				c.cfg.OnApplied(a.Namespace, a.Delta)
-			}
 		}
 		c.eng.Advance(refused)
 		for _, rj := range r.Rejected {
