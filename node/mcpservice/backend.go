@@ -37,37 +37,14 @@ func New(svc *memory.Service, c memapi.Caller) Backend {
 	return Backend{svc: svc, caps: capsule.Of(svc), surg: surgery.Of(svc), dd: dedup.Of(svc), c: c}
 }
 
-// errNoSurgery answers the surgery tools on a node without the feature.
-var errNoSurgery = fmt.Errorf("%w: this node has no surgery feature", memapi.ErrNotFound)
-
-// surgery is the surgery feature, or errNoSurgery.
-func (b Backend) surgery() (*surgery.Surgery, error) {
-	if b.surg == nil {
-		return nil, errNoSurgery
+// attached returns the feature f, or an error (memapi.ErrNotFound) saying
+// the node does not have the feature called name.
+func attached[F comparable](f F, name string) (F, error) {
+	var none F
+	if f == none {
+		return none, fmt.Errorf("%w: this node has no %s feature", memapi.ErrNotFound, name)
 	}
-	return b.surg, nil
-}
-
-// errNoCapsules answers the capsule tools on a node without the feature.
-var errNoCapsules = fmt.Errorf("%w: this node has no capsule feature", memapi.ErrNotFound)
-
-// capsules is the capsule feature, or errNoCapsules.
-func (b Backend) capsules() (*capsule.Capsules, error) {
-	if b.caps == nil {
-		return nil, errNoCapsules
-	}
-	return b.caps, nil
-}
-
-// errNoDedup answers the duplicates tools on a node without the feature.
-var errNoDedup = fmt.Errorf("%w: this node has no duplicate-detection feature", memapi.ErrNotFound)
-
-// dedup is the dedup feature, or errNoDedup.
-func (b Backend) dedup() (*dedup.Dedup, error) {
-	if b.dd == nil {
-		return nil, errNoDedup
-	}
-	return b.dd, nil
+	return f, nil
 }
 
 func (b Backend) Save(ctx context.Context, req memapi.SaveRequest) (memapi.SaveResult, error) {
@@ -135,7 +112,7 @@ func (b Backend) Promote(ctx context.Context, req memapi.PromoteRequest) (memapi
 }
 
 func (b Backend) ProposeEdit(ctx context.Context, req memapi.EditRequest) (memapi.EditResult, error) {
-	surg, err := b.surgery()
+	surg, err := attached(b.surg, "surgery")
 	if err != nil {
 		return memapi.EditResult{}, err
 	}
@@ -143,7 +120,7 @@ func (b Backend) ProposeEdit(ctx context.Context, req memapi.EditRequest) (memap
 }
 
 func (b Backend) DecideEdit(ctx context.Context, editID string, approve bool) (memapi.Edit, error) {
-	surg, err := b.surgery()
+	surg, err := attached(b.surg, "surgery")
 	if err != nil {
 		return memapi.Edit{}, err
 	}
@@ -151,7 +128,7 @@ func (b Backend) DecideEdit(ctx context.Context, editID string, approve bool) (m
 }
 
 func (b Backend) Audit(ctx context.Context, q memapi.AuditQuery) (memapi.AuditResult, error) {
-	surg, err := b.surgery()
+	surg, err := attached(b.surg, "surgery")
 	if err != nil {
 		return memapi.AuditResult{}, err
 	}
@@ -159,7 +136,7 @@ func (b Backend) Audit(ctx context.Context, q memapi.AuditQuery) (memapi.AuditRe
 }
 
 func (b Backend) CreateCapsule(ctx context.Context, req memapi.CapsuleRequest) (memapi.CapsuleCreated, error) {
-	caps, err := b.capsules()
+	caps, err := attached(b.caps, "capsule")
 	if err != nil {
 		return memapi.CapsuleCreated{}, err
 	}
@@ -167,7 +144,7 @@ func (b Backend) CreateCapsule(ctx context.Context, req memapi.CapsuleRequest) (
 }
 
 func (b Backend) Capsules(ctx context.Context, q memapi.CapsuleQuery) (memapi.CapsuleList, error) {
-	caps, err := b.capsules()
+	caps, err := attached(b.caps, "capsule")
 	if err != nil {
 		return memapi.CapsuleList{}, err
 	}
@@ -175,7 +152,7 @@ func (b Backend) Capsules(ctx context.Context, q memapi.CapsuleQuery) (memapi.Ca
 }
 
 func (b Backend) Capsule(ctx context.Context, id string) (memapi.Capsule, error) {
-	caps, err := b.capsules()
+	caps, err := attached(b.caps, "capsule")
 	if err != nil {
 		return memapi.Capsule{}, err
 	}
@@ -183,7 +160,7 @@ func (b Backend) Capsule(ctx context.Context, id string) (memapi.Capsule, error)
 }
 
 func (b Backend) RevokeCapsule(ctx context.Context, id string) (memapi.Capsule, error) {
-	caps, err := b.capsules()
+	caps, err := attached(b.caps, "capsule")
 	if err != nil {
 		return memapi.Capsule{}, err
 	}
@@ -199,7 +176,7 @@ func (b Backend) BuildContext(ctx context.Context, req memapi.BundleRequest) (me
 }
 
 func (b Backend) Duplicates(ctx context.Context, q memapi.DuplicateQuery) (memapi.DuplicatesResult, error) {
-	dd, err := b.dedup()
+	dd, err := attached(b.dd, "duplicate-detection")
 	if err != nil {
 		return memapi.DuplicatesResult{}, err
 	}
@@ -207,7 +184,7 @@ func (b Backend) Duplicates(ctx context.Context, q memapi.DuplicateQuery) (memap
 }
 
 func (b Backend) MergeDuplicates(ctx context.Context, req memapi.MergeRequest) (memapi.MergeResult, error) {
-	dd, err := b.dedup()
+	dd, err := attached(b.dd, "duplicate-detection")
 	if err != nil {
 		return memapi.MergeResult{}, err
 	}

@@ -26,6 +26,18 @@ type Feature interface {
 // package finds its own among them (e.g. capsule.Of).
 func (s *Service) Features() []Feature { return s.cfg.Features }
 
+// FeatureOf returns the first feature of type F attached to s (a feature
+// package's Of), or F's zero value.
+func FeatureOf[F Feature](s *Service) F {
+	for _, f := range s.cfg.Features {
+		if t, ok := f.(F); ok {
+			return t
+		}
+	}
+	var none F
+	return none
+}
+
 // Core is the privileged handle a Feature gets at Attach: it writes and
 // reads without the permission checks the Service's methods make, so only
 // features hold one, and every feature method that serves a caller asks

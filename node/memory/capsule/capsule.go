@@ -72,14 +72,7 @@ type Capsules struct {
 func New() *Capsules { return &Capsules{} }
 
 // Of returns the capsule feature attached to svc, or nil.
-func Of(svc *memory.Service) *Capsules {
-	for _, f := range svc.Features() {
-		if c, ok := f.(*Capsules); ok {
-			return c
-		}
-	}
-	return nil
-}
+func Of(svc *memory.Service) *Capsules { return memory.FeatureOf[*Capsules](svc) }
 
 // Attach plugs the feature into the core (memory.Feature): it owns the
 // capsule meta records, sees every memory (items are the memories of a

@@ -139,14 +139,7 @@ func New(cfg Config) (*Dedup, error) {
 }
 
 // Of returns the dedup feature attached to svc, or nil.
-func Of(svc *memory.Service) *Dedup {
-	for _, f := range svc.Features() {
-		if d, ok := f.(*Dedup); ok {
-			return d
-		}
-	}
-	return nil
-}
+func Of(svc *memory.Service) *Dedup { return memory.FeatureOf[*Dedup](svc) }
 
 // Attach keeps the core (memory.Feature). Dedup registers no hook: it
 // owns no record kind and derives nothing from the store.

@@ -44,14 +44,7 @@ type entry struct {
 func New() *Projections { return &Projections{} }
 
 // Of returns the projection-view feature attached to svc, or nil.
-func Of(svc *memory.Service) *Projections {
-	for _, f := range svc.Features() {
-		if p, ok := f.(*Projections); ok {
-			return p
-		}
-	}
-	return nil
-}
+func Of(svc *memory.Service) *Projections { return memory.FeatureOf[*Projections](svc) }
 
 // Attach plugs the feature into the core (memory.Feature): it owns the
 // projection spec records, keeps the live views it maintains up to date

@@ -35,14 +35,7 @@ func New(a Approvals) (*Surgery, error) {
 }
 
 // Of returns the surgery feature attached to svc, or nil.
-func Of(svc *memory.Service) *Surgery {
-	for _, f := range svc.Features() {
-		if s, ok := f.(*Surgery); ok {
-			return s
-		}
-	}
-	return nil
-}
+func Of(svc *memory.Service) *Surgery { return memory.FeatureOf[*Surgery](svc) }
 
 // Attach plugs the feature into the core (memory.Feature): it owns the
 // edit and decision records, refuses peers' deltas that would change
