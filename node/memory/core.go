@@ -166,6 +166,12 @@ type SaveOptions struct {
 	Lineage    string   // the id of the memory this copies
 	Provenance []string // contributing authors and sources
 	NoUpsert   bool     // never update the memory with the same topic key
+
+	// What a restore keeps of the memory it reads (transfer's import).
+	Author    string     // the memory's author; "" is the caller
+	CreatedAt time.Time  // zero: now
+	UpdatedAt time.Time  // zero: CreatedAt
+	DeletedAt *time.Time // nil: live; else saved soft-deleted at that time
 }
 
 // SaveTx validates req and saves it into ns inside tx, as the caller (no
@@ -176,6 +182,7 @@ func (c *Core) SaveTx(tx *store.Tx, caller Caller, ns namespace.Address, req Sav
 		return SaveResult{}, err
 	}
 	p.id, p.lineage, p.provenance, p.noUpsert = o.ID, o.Lineage, o.Provenance, o.NoUpsert
+	p.author, p.createdAt, p.updatedAt, p.deletedAt = o.Author, o.CreatedAt, o.UpdatedAt, o.DeletedAt
 	return c.s.saveTx(tx, caller, ns, req, p)
 }
 
@@ -201,3 +208,43 @@ type ViewFlags = viewFlags
 // check, no effective view: f says what to count), e.g. the size of a
 // feature's own namespace.
 func (c *Core) Count(f search.Filter) int { return c.s.ix.Count(f) }
+
+// CheckSave validates req and fills its defaults as a save does (errors
+// wrap ErrInvalid or ErrTooLarge), writing nothing: a feature that saves
+// in several transactions checks every request before the first.
+func CheckSave(req *SaveRequest) error {
+	_, err := normaliseSave(req)
+	return err
+}
+
+// CheckMemoryID accepts an id as the node makes them (NewID, DerivedID):
+// 26 characters of the id alphabet, so never another record kind's prefix
+// nor a path (errors wrap ErrInvalid).
+func CheckMemoryID(id string) error { return checkMemoryID(id) }
+
+// CheckSessionID accepts a session id as StartSession does (errors wrap
+// ErrInvalid).
+func CheckSessionID(id string) error { return checkSessionID(id) }
+
+// MaxSkew is how far ahead of the wall clock a peer's time may be
+// (Config.MaxSkew): the bound on times a feature takes from outside.
+func (c *Core) MaxSkew() time.Duration { return c.s.clock.MaxSkew() }
+
+// IndexedIn is the namespace of the memory the index holds as id, or
+// false. Ids are global (Get finds a memory by id alone), so a feature
+// writing a given id checks it is not another namespace's.
+func (c *Core) IndexedIn(id string) (string, bool) {
+	m, ok := c.s.ix.Meta(id)
+	return m.Namespace, ok
+}
+
+// ReadableSessions lists the sessions in the namespaces of f (a ReadScope),
+// newest first.
+func (c *Core) ReadableSessions(f search.Filter) []Session { return c.s.readableSessions(f) }
+
+// CreateSessionTx writes a new session record inside tx, as the caller (no
+// permission check). A zero started is now; ended and summary, when set,
+// restore a session that is over.
+func (c *Core) CreateSessionTx(tx *store.Tx, caller Caller, ns namespace.Address, req SessionStart, started time.Time, ended *time.Time, summary string) (Session, error) {
+	return c.s.createSessionTx(tx, caller, ns, req, started, ended, summary)
+}
