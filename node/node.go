@@ -20,6 +20,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/capsule"
 	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
+	"github.com/mnemohq/mnemo/node/memory/transfer"
 )
 
 // Node is a running sidecar: a memory Service, its HTTP API on a bound
@@ -265,12 +266,14 @@ func (n *Node) Close() error {
 // features are the feature packages every node attaches to its memory
 // service (memory.Config.Features), in the order the core consults them:
 // surgery first (its view and audit records are what copies, capsules and
-// projections see), then capsules, projection views and duplicate detection. The settings
-// file's were checked when it was read (loadSettings), and dedup built.
+// projections see), then capsules, projection views, duplicate detection,
+// and export and import (which registers no hook, so its place is free).
+// The settings file's were checked when it was read (loadSettings), and
+// dedup built.
 func features(ac *access) ([]memory.Feature, error) {
 	surg, err := surgery.New(ac.settings.Approvals)
 	if err != nil {
 		return nil, err
 	}
-	return []memory.Feature{surg, capsule.New(), projview.New(), ac.dedup}, nil
+	return []memory.Feature{surg, capsule.New(), projview.New(), ac.dedup, transfer.New()}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mnemohq/mnemo/node/httpapi"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/transfer"
 )
 
 const token = "client-test-token-0123456789"
@@ -24,8 +25,9 @@ func newClient(t *testing.T) *client.Client {
 	var mu sync.Mutex
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	svc, err := memory.Open(memory.Config{
-		Dir:   t.TempDir(),
-		Agent: namespace.MustParse("agent://alice"),
+		Dir:      t.TempDir(),
+		Agent:    namespace.MustParse("agent://alice"),
+		Features: []memory.Feature{transfer.New()},
 		Now: func() time.Time {
 			mu.Lock()
 			defer mu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/transfer"
 )
 
 // FuzzRequest sends arbitrary query strings and bodies to every route. Bad
@@ -46,7 +47,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add(uint8(11), "", `{"id":"s1"}`)
 	f.Add(uint8(15), "", `{"project":"p","content":"c"}`)
 
-	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://alice")})
+	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://alice"), Features: []memory.Feature{transfer.New()}})
 	if err != nil {
 		f.Fatal(err)
 	}

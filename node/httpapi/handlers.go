@@ -211,62 +211,6 @@ func (a *api) stats(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *api) export(w http.ResponseWriter, r *http.Request) error {
-	p, err := newParams(r, "namespace")
-	if err != nil {
-		return err
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	ex, err := a.svc.Export(r.Context(), c, p.str("namespace"))
-	if err != nil {
-		return err
-	}
-	if ex.Memories == nil {
-		ex.Memories = []memapi.Memory{}
-	}
-	if ex.Sessions == nil {
-		ex.Sessions = []memapi.Session{}
-	}
-	writeJSON(w, http.StatusOK, ex)
-	return nil
-}
-
-func (a *api) importData(w http.ResponseWriter, r *http.Request) error {
-	p, err := newParams(r, "namespace", "preserve_provenance")
-	if err != nil {
-		return err
-	}
-	opts := memapi.ImportOptions{Namespace: p.str("namespace"), PreserveProvenance: p.boolean("preserve_provenance")}
-	if p.err != nil {
-		return p.err
-	}
-	if opts.PreserveProvenance {
-		if err := a.requireOwner(r, "import with the file's authors and provenance (preserve_provenance=true)"); err != nil {
-			return err
-		}
-	}
-	data, err := readAll(w, r, a.maxImport)
-	if err != nil {
-		return err
-	}
-	if len(strings.TrimSpace(string(data))) == 0 {
-		return badRequest("request body is empty; expected a mnemo or engram export")
-	}
-	c, err := a.callerFor(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.svc.ImportWith(r.Context(), c, data, opts)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
-}
-
 func (a *api) startSession(w http.ResponseWriter, r *http.Request) error {
 	return bodyCall(a, a.svc.StartSession, http.StatusCreated)(w, r)
 }

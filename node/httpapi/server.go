@@ -20,6 +20,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/dedup"
 	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
+	"github.com/mnemohq/mnemo/node/memory/transfer"
 )
 
 // Default body limits.
@@ -91,6 +92,7 @@ type api struct {
 	surgery   *surgery.Surgery      // nil: the node has no surgery feature
 	dedup     *dedup.Dedup          // nil: the node has no dedup feature
 	projViews *projview.Projections // nil: the node has no projection-view feature
+	transfer  *transfer.Transfer    // nil: the node has no export and import feature
 	tokenHash [sha256.Size]byte
 	log       *slog.Logger
 	maxBody   int64
@@ -120,6 +122,7 @@ func New(cfg Config) (http.Handler, error) {
 		surgery:   surgery.Of(cfg.Service),
 		dedup:     dedup.Of(cfg.Service),
 		projViews: projview.Of(cfg.Service),
+		transfer:  transfer.Of(cfg.Service),
 		tokenHash: sha256.Sum256([]byte(cfg.Token)),
 		log:       cfg.Logger,
 		maxBody:   cfg.MaxBodyBytes,
@@ -146,8 +149,6 @@ func New(cfg Config) (http.Handler, error) {
 		{"GET", "/v1/context", a.context},
 		{"POST", "/v1/compact", a.compact},
 		{"GET", "/v1/stats", a.stats},
-		{"GET", "/v1/export", a.export},
-		{"POST", "/v1/import", a.importData},
 		{"POST", "/v1/sessions", a.startSession},
 		{"POST", "/v1/sessions/{id}/end", a.endSession},
 		{"POST", "/v1/sessions/{id}/summary", a.sessionSummary},
@@ -156,8 +157,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	routes = append(routes, a.accessRoutes()...)
 	routes = append(routes, a.projectionRoutes()...)
-	routes = append(routes, a.capsuleRoutes()...) // capsule_handlers.go
-	routes = append(routes, a.dedupRoutes()...)   // dedup_handlers.go
+	routes = append(routes, a.capsuleRoutes()...)  // capsule_handlers.go
+	routes = append(routes, a.dedupRoutes()...)    // dedup_handlers.go
+	routes = append(routes, a.transferRoutes()...) // transfer_handlers.go
 	routes = append(routes, a.surgeryRoutes()...)
 	allowed := map[string][]string{}
 	routes = append(routes, a.clusterRoutes()...)

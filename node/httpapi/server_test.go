@@ -23,6 +23,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/dedup"
 	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
+	"github.com/mnemohq/mnemo/node/memory/transfer"
 )
 
 const testToken = "test-token-0123456789abcdef"
@@ -62,7 +63,7 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{newSurgery(t), capsule.New(), dd, projview.New()}})
+	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{newSurgery(t), capsule.New(), dd, projview.New(), transfer.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

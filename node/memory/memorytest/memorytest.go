@@ -15,6 +15,7 @@ import (
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/transfer"
 )
 
 // Start is the clock's first reading.
@@ -113,7 +114,8 @@ func SameSet(a, b []string) bool {
 }
 
 // Snapshot is everything c can observe in bulk: its stats and a full
-// export. Two equal snapshots mean nothing visible changed in between.
+// export, so s needs the transfer feature attached. Two equal snapshots
+// mean nothing visible changed in between.
 func Snapshot(t testing.TB, s *memory.Service, c memapi.Caller) string {
 	t.Helper()
 	ctx := context.Background()
@@ -121,7 +123,11 @@ func Snapshot(t testing.TB, s *memory.Service, c memapi.Caller) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := s.Export(ctx, c, "")
+	tr := transfer.Of(s)
+	if tr == nil {
+		t.Fatal("memorytest.Snapshot: the service has no transfer feature (attach transfer.New())")
+	}
+	ex, err := tr.Export(ctx, c, "")
 	if err != nil {
 		t.Fatal(err)
 	}

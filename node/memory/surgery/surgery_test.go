@@ -8,6 +8,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/memorytest"
+	"github.com/mnemohq/mnemo/node/memory/transfer"
 	"slices"
 	"strconv"
 	"strings"
@@ -316,14 +317,15 @@ func (w *surgeryWorld) fmtEdit(e memapi.Edit) string {
 }
 
 // openWith opens a Service owned by alice on which every agent of
-// memorytest.Principals is local, with the surgery feature and approvals.
+// memorytest.Principals is local, with the surgery feature and approvals
+// (and transfer, whose export the scenarios and memorytest.Snapshot read).
 func openWith(t *testing.T, replica crdt.ReplicaID, approvals Approvals) (*memory.Service, *memorytest.Clock) {
 	t.Helper()
 	surg, err := New(approvals)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Replica: replica, Features: []memory.Feature{surg}})
+	return memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Replica: replica, Features: []memory.Feature{surg, transfer.New()}})
 }
 
 // openTest opens a Service owned by alice, its only local agent, with the
@@ -383,7 +385,7 @@ func TestSurgeryReplicas(t *testing.T) {
 		if !slices.Contains(memorytest.IDs(cx.Memories), other.ID) || strings.Contains(cx.Text, "seven") {
 			t.Fatalf("%s: context %q", name, cx.Text)
 		}
-		ex, _ := s.Export(ctx, alice, scenarioNS)
+		ex, _ := transfer.Of(s).Export(ctx, alice, scenarioNS)
 		if slices.ContainsFunc(ex.Memories, func(x memapi.Memory) bool { return strings.Contains(x.Content, "seven") }) {
 			t.Fatalf("%s: export has the old text", name)
 		}
@@ -454,7 +456,7 @@ func TestAuditCannotShrink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := memory.Open(memory.Config{Dir: dir, Agent: memorytest.Agent("alice").Principal, Now: clk.Now, Features: []memory.Feature{surg}})
+		s, err := memory.Open(memory.Config{Dir: dir, Agent: memorytest.Agent("alice").Principal, Now: clk.Now, Features: []memory.Feature{surg, transfer.New()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -538,9 +540,9 @@ func TestAuditCannotShrink(t *testing.T) {
 		t.Fatal(err)
 	}
 	grew("hard delete of a target")
-	ex, _ := s.Export(ctx, alice, "")
+	ex, _ := transfer.Of(s).Export(ctx, alice, "")
 	b, _ := json.Marshal(ex)
-	if _, err := s.Import(ctx, alice, "", b); err != nil {
+	if _, err := transfer.Of(s).Import(ctx, alice, "", b); err != nil {
 		t.Fatal(err)
 	}
 	grew("import")
