@@ -142,9 +142,9 @@ func TestAccessTable(t *testing.T) {
 			_, err := s.Stats(ctx, c, ns)
 			return err
 		}},
-		{"export", read, func(c Caller, ns string) error {
+		{"dump", read, func(c Caller, ns string) error { // what transfer's Export reads
 			id := fresh(ns)
-			ex, err := s.Export(ctx, c, ns)
+			ex, err := dump(s, c, ns)
 			if err != nil {
 				return err
 			}
@@ -246,13 +246,13 @@ func TestAccessTable(t *testing.T) {
 				t.Errorf("%s's default search shows %s from %s", tc.who, h.Memory.ID, h.Memory.Namespace)
 			}
 		}
-		ex, err := s.Export(ctx, c, "")
+		ex, err := dump(s, c, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range ex.Memories {
 			if root := namespace.MustParse(m.Namespace).Root().String(); !slices.Contains(tc.sees, root) {
-				t.Errorf("%s's export holds %s from %s", tc.who, m.ID, m.Namespace)
+				t.Errorf("%s's dump holds %s from %s", tc.who, m.ID, m.Namespace)
 			}
 		}
 		infos, err := s.Namespaces(ctx, c)
@@ -591,7 +591,6 @@ func TestAccessSharing(t *testing.T) {
 }
 
 func TestAccessAutoPromote(t *testing.T) {
-	ctx := context.Background()
 	clk := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	s, err := Open(Config{Agent: accAgent("alice").Principal, Now: clk.now,
 		AutoPromote: AutoPromote{Enabled: true, Namespace: "team://shared"}})
@@ -604,7 +603,7 @@ func TestAccessAutoPromote(t *testing.T) {
 	early := mustSave(t, s, alice, SaveRequest{Type: "decision", Content: "early decision", Confidence: ptr(0.95)})
 	accCreate(t, s, "alice", "team://shared")
 	shared := func() []Memory {
-		ex, err := s.Export(ctx, alice, "team://shared")
+		ex, err := dump(s, alice, "team://shared")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,10 +1,10 @@
 // Package memory is the node's memory service: every operation an agent or
 // operator performs (save, get, update, delete, search, timeline, context,
-// compaction, sessions, progress, export and import; namespaces, grants,
-// share, promote) and the one place where permissions are enforced. The
-// HTTP API, the MCP tools, the CLI (through the API) and replication all
-// call a Service, or a feature package attached to it (surgery, capsule,
-// projview, dedup, bundle); none of them checks access on its own.
+// compaction, sessions, progress; namespaces, grants, share, promote) and
+// the one place where permissions are enforced. The HTTP API, the MCP
+// tools, the CLI (through the API) and replication all call a Service, or
+// a feature package attached to it (surgery, capsule, projview, dedup,
+// transfer, bundle); none of them checks access on its own.
 //
 // # Storage
 //
@@ -38,12 +38,13 @@
 // handle (write, view, locate, check) through which it registers and
 // works; the node lists the packages it attaches (node/node.go, features),
 // and the HTTP API and the MCP tools reach one with X.Of(svc). Surgery
-// (with the copies its edits follow), capsule, projview (projection views)
-// and dedup (duplicates) are such packages; the context bundle (bundle)
-// reads through interfaces only. Only acl records and sessions, which the
-// Authorizer and the core's own reads need, are registered from inside
-// this package (registerFeatures, features.go). A record whose kind no
-// attached feature owns is ignored: neither a feature's nor a memory.
+// (with the copies its edits follow), capsule, projview (projection views),
+// dedup (duplicates) and transfer (export and import) are such packages;
+// the context bundle (bundle) reads through interfaces only. Only acl
+// records and sessions, which the Authorizer and the core's own reads
+// need, are registered from inside this package (registerFeatures,
+// features.go). A record whose kind no attached feature owns is ignored:
+// neither a feature's nor a memory.
 //
 // Adding a record kind:
 //

@@ -186,8 +186,8 @@ func TestHardDeleteIsFinal(t *testing.T) {
 		if st, _ := s.Stats(ctx, c, ""); st.Memories != live || st.Deleted != 0 {
 			t.Errorf("stats count retracted memories: %+v", st)
 		}
-		if ex, _ := s.Export(ctx, c, ""); len(ex.Memories) != live {
-			t.Errorf("export holds retracted memories: %v", memIDs(ex.Memories))
+		if ex, _ := dump(s, c, ""); len(ex.Memories) != live {
+			t.Errorf("a full dump holds retracted memories: %v", memIDs(ex.Memories))
 		}
 	}
 	check(s, 0)

@@ -43,7 +43,7 @@ func TestSessionsLifecycle(t *testing.T) {
 		sum.SessionID != "s2" || sum.Namespace != "agent://alice/subagent/w" {
 		t.Fatalf("session summary: %+v %v", sum, err)
 	}
-	ex, _ := s.Export(ctx, c, "subagent/w")
+	ex, _ := dump(s, c, "subagent/w")
 	if len(ex.Sessions) != 1 || ex.Sessions[0].Summary != "wrapped up" || ex.Sessions[0].EndedAt == nil {
 		t.Fatalf("session summary did not close the session: %+v", ex.Sessions)
 	}

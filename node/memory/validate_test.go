@@ -168,13 +168,6 @@ func TestRejectedRequests(t *testing.T) {
 		{"execute 201 ids", compact(CompactRequest{CompactIDs: append(many(MaxCompactLimit, "01X", 26), f.bare)}), ErrInvalid},
 
 		{"stats bad namespace", func() error { _, err := s.Stats(ctx, c, "a b"); return err }, ErrInvalid},
-		{"export bad namespace", func() error { _, err := s.Export(ctx, c, "a b"); return err }, ErrInvalid},
-		{"import bad namespace", func() error {
-			_, err := s.Import(ctx, c, "a b", []byte(`{"format":"mnemo-export","memories":[]}`))
-			return err
-		}, ErrInvalid},
-		{"import neither format", func() error { _, err := s.Import(ctx, c, "", []byte(`{"memories":[]}`)); return err }, ErrInvalid},
-		{"import not JSON", func() error { _, err := s.Import(ctx, c, "", []byte(`memories`)); return err }, ErrInvalid},
 		{"start session without id", func() error { _, err := s.StartSession(ctx, c, SessionStart{}); return err }, ErrInvalid},
 		{"end unknown session", func() error { _, err := s.EndSession(ctx, c, SessionEnd{ID: "nope"}); return err }, ErrNotFound},
 		{"progress without project", func() error {
