@@ -4,9 +4,10 @@ import "github.com/mnemohq/mnemo/node/memapi"
 
 // The API's types, limits and sentinels live in node/memapi, which has no
 // storage behind it, so the HTTP client, the MCP tools and the CLI speak
-// the API without linking Badger. They are re-exported here under their old
-// names: the Service's signatures read as before, and the sentinels are the
-// same values (errors.Is works across both packages).
+// the API without linking Badger. Those the core and its callers use are
+// re-exported here under their old names (the feature packages use
+// memapi's directly); the sentinels are the same values (errors.Is works
+// across both packages).
 
 // Errors returned by Service methods; see memapi.ErrInvalid.
 var (
@@ -51,9 +52,7 @@ type (
 
 // Export and import.
 type (
-	Export        = memapi.Export
-	ImportOptions = memapi.ImportOptions
-	ImportResult  = memapi.ImportResult
+	Export = memapi.Export
 )
 
 // Namespaces, grants, share and promote.
@@ -74,31 +73,14 @@ type (
 type (
 	EditPatch   = memapi.EditPatch
 	EditRequest = memapi.EditRequest
-	EditResult  = memapi.EditResult
 	Edit        = memapi.Edit
 	AuditQuery  = memapi.AuditQuery
-	Resummary   = memapi.Resummary
-	AuditResult = memapi.AuditResult
 )
 
-// Capsules, context bundles, duplicates and projections.
+// Capsules and context bundles (still named by callers of the Service).
 type (
-	CapsuleRequest    = memapi.CapsuleRequest
-	CapsuleCreated    = memapi.CapsuleCreated
-	Capsule           = memapi.Capsule
-	CapsuleQuery      = memapi.CapsuleQuery
-	CapsuleList       = memapi.CapsuleList
-	BundleRequest     = memapi.BundleRequest
-	BundleBudget      = memapi.BundleBudget
-	BundleResult      = memapi.BundleResult
-	DuplicateQuery    = memapi.DuplicateQuery
-	DuplicateSide     = memapi.DuplicateSide
-	DuplicatePair     = memapi.DuplicatePair
-	DuplicatesResult  = memapi.DuplicatesResult
-	MergeRequest      = memapi.MergeRequest
-	MergeResult       = memapi.MergeResult
-	ProjectionRequest = memapi.ProjectionRequest
-	ProjectionInfo    = memapi.ProjectionInfo
+	CapsuleRequest = memapi.CapsuleRequest
+	BundleRequest  = memapi.BundleRequest
 )
 
 // Limits on what a caller may write (memapi.MaxContentBytes).
@@ -127,41 +109,19 @@ const (
 	MaxCompactLimit     = memapi.MaxCompactLimit
 )
 
-// Capsule limits and statuses.
-const (
-	DefaultCapsuleTTLDays = memapi.DefaultCapsuleTTLDays
-	MaxCapsuleTTLDays     = memapi.MaxCapsuleTTLDays
-	MaxCapsuleItems       = memapi.MaxCapsuleItems
-	MaxCapsuleAudience    = memapi.MaxCapsuleAudience
-	MaxCapsuleRisks       = memapi.MaxCapsuleRisks
-	CapsuleActive         = memapi.CapsuleActive
-	CapsuleExpired        = memapi.CapsuleExpired
-	CapsuleRevoked        = memapi.CapsuleRevoked
-)
-
-// Bounds of a duplicates query.
-const (
-	DefaultDuplicateLimit = memapi.DefaultDuplicateLimit
-	MaxDuplicateLimit     = memapi.MaxDuplicateLimit
-)
-
 // Promotion modes.
 const (
 	PromoteCopy = memapi.PromoteCopy
 	PromoteMove = memapi.PromoteMove
 )
 
-// Edit operations, statuses and the bound of a reason.
+// Edit operations and statuses.
 const (
-	OpRetract      = memapi.OpRetract
 	OpBlock        = memapi.OpBlock
 	OpQuarantine   = memapi.OpQuarantine
 	OpAmend        = memapi.OpAmend
 	OpAttenuate    = memapi.OpAttenuate
-	StatusPending  = memapi.StatusPending
 	StatusApproved = memapi.StatusApproved
-	StatusRejected = memapi.StatusRejected
-	MaxReasonBytes = memapi.MaxReasonBytes
 )
 
 // EditOps lists the edit operations in precedence order.

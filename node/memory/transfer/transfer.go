@@ -31,14 +31,7 @@ type Transfer struct {
 func New() *Transfer { return &Transfer{} }
 
 // Of returns the transfer feature attached to svc, or nil.
-func Of(svc *memory.Service) *Transfer {
-	for _, f := range svc.Features() {
-		if t, ok := f.(*Transfer); ok {
-			return t
-		}
-	}
-	return nil
-}
+func Of(svc *memory.Service) *Transfer { return memory.FeatureOf[*Transfer](svc) }
 
 // Attach keeps the core (memory.Feature). Transfer registers no hook.
 func (t *Transfer) Attach(c *memory.Core) { t.core = c }
