@@ -32,8 +32,9 @@
 // effective view, the Authorizer, local writes and ApplyRemote, and knows no
 // feature: features plug in through the Kind interface and optional ones
 // the core finds by type assertion — Forgetter, RemoteChecker,
-// MemoryObserver, ChangeObserver, SentObserver, Viewer, ReadGate, Loader,
-// Opener (each documented in kinds.go). A feature package (node/memory/X)
+// MemoryObserver, ChangeObserver, SentObserver, Viewer, Affecter,
+// ReadGate, PolicyObserver, Retracter, Loader, Opener (each documented in
+// kinds.go). A feature package (node/memory/X)
 // implements Feature: Open calls its Attach with the Core, a privileged
 // handle (write, view, locate, check) through which it registers and
 // works; the node lists the packages it attaches (node/node.go, features),
@@ -55,7 +56,7 @@
 //     Core, Register itself), Owns and Admit, plus the optional interfaces
 //     it needs (CheckRemote to refuse peers' deltas, Forget for retracts,
 //     View or Visible to change what reads see, Changed or Opened for
-//     derived state), its API methods, and Of.
+//     derived state), its API methods, and Of (memory.FeatureOf).
 //  3. Attach it in node's features(); serve its API from node/httpapi and
 //     node/mcpservice through X.Of.
 //
