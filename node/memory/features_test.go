@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/memorytest"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 	"github.com/mnemohq/mnemo/node/schema"
+	"github.com/mnemohq/mnemo/node/store"
 )
 
 // Tests of the core with feature packages attached: they live outside
@@ -177,5 +179,43 @@ func TestUnownedKindsAreNotMemories(t *testing.T) {
 	bare, _ := memorytest.Open(t, memory.Config{Dir: dir, IsLocal: memorytest.AllLocal})
 	if got := bare.Indexed(); got != with {
 		t.Fatalf("without the capsule feature the index holds %d records, with it %d: a meta record was indexed as a memory", got, with)
+	}
+}
+
+// TestCrashRestartOverMemKV: a node over the simulator's in-memory store,
+// crashed, reopens through its real reopen path (contexts reloaded, index
+// rebuilt, edits admitted before their targets are indexed): every
+// acknowledged save and the approved edit hold, and the crashed service
+// refuses further writes instead of acknowledging what it cannot keep.
+func TestCrashRestartOverMemKV(t *testing.T) {
+	ctx := context.Background()
+	alice := memorytest.Agent("alice")
+	kv := store.NewMemKV()
+	s, clk := memorytest.Open(t, memory.Config{KV: kv, Features: []memory.Feature{newSurgery(t, nil)}})
+	var ids []string
+	for i := range 5 {
+		clk.Advance(time.Minute)
+		ids = append(ids, memorytest.Save(t, s, alice, memapi.SaveRequest{Type: "fact", Content: fmt.Sprintf("kafka fact %d", i)}).ID)
+	}
+	if _, err := surgery.Of(s).Propose(ctx, alice, memapi.EditRequest{TargetID: ids[0], Op: memapi.OpQuarantine, Reason: "unverified"}); err != nil {
+		t.Fatal(err)
+	}
+	restarted := kv.Crash()
+	if _, err := s.Save(ctx, alice, memapi.SaveRequest{Type: "fact", Content: "after the crash"}); err == nil {
+		t.Fatal("a crashed service acknowledged a save")
+	}
+	s2, _ := memorytest.Open(t, memory.Config{KV: restarted, Features: []memory.Feature{newSurgery(t, nil)}})
+	res, err := s2.Search(ctx, alice, memapi.SearchQuery{Query: "kafka", Limit: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := memorytest.HitIDs(res); !memorytest.SameSet(got, ids[1:]) {
+		t.Fatalf("after restart search finds %v, want %v (the quarantined one hidden)", got, ids[1:])
+	}
+	if m, err := s2.Get(ctx, alice, ids[0], false); err != nil || !m.Quarantined {
+		t.Fatalf("the quarantine did not survive the crash: %+v %v", m, err)
+	}
+	if au, _ := surgery.Of(s2).Audit(ctx, alice, memapi.AuditQuery{}); len(au.Edits) != 1 {
+		t.Fatalf("audit after restart: %+v", au.Edits)
 	}
 }

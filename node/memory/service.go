@@ -44,6 +44,9 @@ type Config struct {
 	Authorizer Authorizer        // default: the acl Policy built from the signed records in the store
 	MaxSkew    time.Duration     // clock skew tolerated on incoming deltas; default crdt.DefaultMaxSkew
 	NoSync     bool              // benchmarks only: skip fsync per write
+	// KV, when set, is the storage instead of Badger in Dir (the
+	// simulator's store.MemKV, which can crash); Dir is then unused.
+	KV store.KV
 
 	// Identity signs the acl records this node writes and binds its local
 	// principals. Default (tests only): a key derived from Agent.
@@ -117,7 +120,7 @@ func Open(cfg Config) (*Service, error) {
 	// Every transaction's delta is sealed with the node key (crdt.Seal), so
 	// peers can tell which replica wrote each dot, however it reaches them.
 	signer := id.Signer()
-	st, err := store.Open(cfg.Dir, store.Options{Logger: cfg.Logger, NoSync: cfg.NoSync, Signer: signer})
+	st, err := store.Open(cfg.Dir, store.Options{Logger: cfg.Logger, NoSync: cfg.NoSync, Signer: signer, KV: cfg.KV})
 	if err != nil {
 		return nil, err
 	}

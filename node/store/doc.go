@@ -2,6 +2,14 @@
 // namespace its causal context, its record entries (one key each, encoded
 // with crdt.EncodeRecord) and its retracted ids.
 //
+// All of the store's logic runs over a narrow ordered key-value seam (KV,
+// kv.go): Badger implements it on a node (badger.go), MemKV in memory for
+// the simulator and for tests (memkv.go). MemKV can crash — PowerCut
+// loses an Update that has not committed, Restart returns what a restarted
+// process finds — so a node reopened over it runs its real reopen path.
+// TestBackendsAgree runs one seeded history through both and compares every
+// read.
+//
 // Every change, local or from a peer, is a crdt delta applied by Apply in one
 // Badger transaction that is synced to disk before Apply returns, so an
 // acknowledged write survives kill -9. Apply joins the delta record by record

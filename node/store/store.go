@@ -14,9 +14,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
-
 	"github.com/mnemohq/mnemo/crdt"
 )
 
@@ -39,6 +36,10 @@ type Options struct {
 	// stored, so the dots this node writes can be verified wherever they
 	// are relayed. Zero: deltas are stored unsealed (tools and tests).
 	Signer crdt.Signer
+	// KV, when set, is the storage to use instead of Badger (the simulator's
+	// MemKV); dir, NoSync and the Badger sizes are then ignored, and Close
+	// closes it.
+	KV KV
 }
 
 // Change is one record entry touched by an Apply.
@@ -50,7 +51,7 @@ type Change struct {
 
 // Store is the persistent replicated state of one node.
 type Store struct {
-	db     *badger.DB
+	kv     KV
 	dir    string // absolute; "" in memory
 	lock   *os.File
 	lim    crdt.Limits
@@ -61,61 +62,37 @@ type Store struct {
 	closed bool
 }
 
-// Open opens (creating if needed) the store in dir; dir "" keeps it in memory.
+// Open opens (creating if needed) the store in dir; dir "" keeps it in
+// memory. With opt.KV it opens over that storage instead.
 func Open(dir string, opt Options) (*Store, error) {
 	s := &Store{lim: opt.Limits, signer: opt.Signer, ctxs: make(map[string]*crdt.Context)}
 	if s.lim == (crdt.Limits{}) {
 		s.lim = crdt.DefaultLimits()
 	}
-	bo := badger.DefaultOptions(dir)
-	if dir == "" {
-		bo = badger.DefaultOptions("").WithInMemory(true)
+	if opt.KV != nil {
+		s.kv = opt.KV
 	} else {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("store: create %s: %w", dir, err)
+		if dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("store: create %s: %w", dir, err)
+			}
+			lock, err := acquireLock(dir)
+			if err != nil {
+				return nil, err
+			}
+			s.lock = lock
+			if s.dir, err = filepath.Abs(dir); err != nil {
+				s.releaseLock()
+				return nil, fmt.Errorf("store: %w", err)
+			}
 		}
-		lock, err := acquireLock(dir)
+		kv, err := openBadger(dir, opt)
 		if err != nil {
+			s.releaseLock()
 			return nil, err
 		}
-		s.lock = lock
-		if s.dir, err = filepath.Abs(dir); err != nil {
-			s.releaseLock()
-			return nil, fmt.Errorf("store: %w", err)
-		}
-		bo = bo.WithSyncWrites(!opt.NoSync)
+		s.kv = kv
 	}
-	mem := opt.MemTableSize
-	if mem <= 0 {
-		mem = 8 << 20
-	}
-	cache := opt.BlockCacheSize
-	if cache <= 0 {
-		cache = 8 << 20
-	}
-	// Values over 64 KiB go to the value log on disk; smaller ones (every
-	// memory short of a maximal one) stay in the LSM tree, whose blocks are
-	// compressed (zstd level 1): 100k memories take ~50 MB on disk instead
-	// of ~69 MB with the value log over 1 KiB and snappy. In memory there
-	// is no value log, so every value stays in the LSM tree (Badger caps the
-	// threshold at 15% of the memtable).
-	threshold := min(int64(64<<10), mem*15/100)
-	if dir == "" {
-		threshold = min(mem*15/100, 1<<20)
-	}
-	bo = bo.WithMemTableSize(mem).WithNumMemtables(2).
-		WithNumLevelZeroTables(2).WithNumLevelZeroTablesStall(4).
-		WithBlockCacheSize(cache).WithIndexCacheSize(4 << 20).
-		WithValueLogFileSize(64 << 20).WithValueThreshold(threshold).
-		WithCompression(options.ZSTD).WithZSTDCompressionLevel(1).
-		WithNumCompactors(2).WithMetricsEnabled(false).
-		WithLogger(badgerLogger{opt.Logger})
-	db, err := badger.Open(bo)
-	if err != nil {
-		s.releaseLock()
-		return nil, fmt.Errorf("store: open badger in %q: %w", dir, err)
-	}
-	s.db = db
 	if err := s.loadContexts(); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -162,8 +139,8 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	var err error
-	if s.db != nil {
-		err = s.db.Close()
+	if s.kv != nil {
+		err = s.kv.Close()
 	}
 	s.releaseLock()
 	return err
@@ -180,22 +157,16 @@ func splitNSID(k []byte) (ns, id string) {
 }
 
 func (s *Store) loadContexts() error {
-	return s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("n/"), PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			ns := string(it.Item().Key()[2:])
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
+	return s.kv.View(func(r Reader) error {
+		return r.Iterate([]byte("n/"), func(k, v []byte) error {
+			ns := string(k[2:])
 			c, err := crdt.DecodeContext(v, s.lim)
 			if err != nil {
 				return fmt.Errorf("store: context of %s: %w", ns, err)
 			}
 			s.ctxs[ns] = c
-		}
-		return nil
+			return nil
+		})
 	})
 }
 
@@ -224,28 +195,23 @@ func (s *Store) Context(ns string) *crdt.Context {
 // Record returns the stored entry for id (nil if none).
 func (s *Store) Record(ns, id string) (*crdt.Record, error) {
 	var rec *crdt.Record
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.kv.View(func(r Reader) error {
 		var err error
-		rec, err = s.readRecord(txn, ns, id)
+		rec, err = s.readRecord(r, ns, id)
 		return err
 	})
 	return rec, err
 }
 
-func (s *Store) readRecord(txn *badger.Txn, ns, id string) (*crdt.Record, error) {
-	item, err := txn.Get(recKey(ns, id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
+func (s *Store) readRecord(r Reader, ns, id string) (*crdt.Record, error) {
+	v, err := r.Get(recKey(ns, id))
+	if errors.Is(err, ErrKeyNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var rec *crdt.Record
-	err = item.Value(func(v []byte) error {
-		var derr error
-		rec, derr = crdt.DecodeRecord(v, s.lim)
-		return derr
-	})
+	rec, err := crdt.DecodeRecord(v, s.lim)
 	if err != nil {
 		return nil, fmt.Errorf("store: record %s in %s: %w", id, ns, err)
 	}
@@ -255,9 +221,9 @@ func (s *Store) readRecord(txn *badger.Txn, ns, id string) (*crdt.Record, error)
 // Retracted reports whether id was retracted in ns.
 func (s *Store) Retracted(ns, id string) (bool, error) {
 	var gone bool
-	err := s.db.View(func(txn *badger.Txn) error {
-		_, err := txn.Get(retKey(ns, id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
+	err := s.kv.View(func(r Reader) error {
+		_, err := r.Get(retKey(ns, id))
+		if errors.Is(err, ErrKeyNotFound) {
 			return nil
 		}
 		gone = err == nil
@@ -273,25 +239,15 @@ func (s *Store) Scan(ns string, fn func(ns, id string, rec *crdt.Record) error) 
 	if ns != "" {
 		prefix = recPrefix(ns)
 	}
-	return s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			rns, id := splitNSID(it.Item().Key())
-			var rec *crdt.Record
-			err := it.Item().Value(func(v []byte) error {
-				var derr error
-				rec, derr = crdt.DecodeRecord(v, s.lim)
-				return derr
-			})
+	return s.kv.View(func(r Reader) error {
+		return r.Iterate(prefix, func(k, v []byte) error {
+			rns, id := splitNSID(k)
+			rec, err := crdt.DecodeRecord(v, s.lim)
 			if err != nil {
 				return fmt.Errorf("store: record %s in %s: %w", id, rns, err)
 			}
-			if err := fn(rns, id, rec); err != nil {
-				return err
-			}
-		}
-		return nil
+			return fn(rns, id, rec)
+		})
 	})
 }
 
@@ -304,17 +260,7 @@ func (s *Store) State(ns string) (*crdt.Map, error) {
 	}); err != nil {
 		return nil, err
 	}
-	var retracted []string
-	err := s.db.View(func(txn *badger.Txn) error {
-		prefix := []byte("x/" + ns + "\x00")
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			_, id := splitNSID(it.Item().Key())
-			retracted = append(retracted, id)
-		}
-		return nil
-	})
+	retracted, err := s.RetractedIDs(ns)
 	if err != nil {
 		return nil, err
 	}
@@ -324,14 +270,12 @@ func (s *Store) State(ns string) (*crdt.Map, error) {
 // RetractedIDs lists the retracted ids of ns, sorted.
 func (s *Store) RetractedIDs(ns string) ([]string, error) {
 	var out []string
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("x/" + ns + "\x00")})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			_, id := splitNSID(it.Item().Key())
+	err := s.kv.View(func(r Reader) error {
+		return r.Iterate([]byte("x/"+ns+"\x00"), func(k, _ []byte) error {
+			_, id := splitNSID(k)
 			out = append(out, id)
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }
@@ -388,62 +332,59 @@ func (s *Store) applyLocked(deltas map[string]*crdt.Map) ([]Change, error) {
 	}
 	var changes []Change
 	newCtx := make(map[string]*crdt.Context, len(deltas))
-	txn := s.db.NewTransaction(true)
-	defer txn.Discard()
 	nss := make([]string, 0, len(deltas))
 	for ns := range deltas {
 		nss = append(nss, ns)
 	}
 	slices.Sort(nss)
-	for _, ns := range nss {
-		d := deltas[ns]
-		cur := s.Context(ns)
-		for _, id := range d.RetractedIDs() {
-			if err := txn.Delete(recKey(ns, id)); err != nil {
-				return nil, err
+	err := s.kv.Update(func(w Writer) error {
+		for _, ns := range nss {
+			d := deltas[ns]
+			cur := s.Context(ns)
+			for _, id := range d.RetractedIDs() {
+				if err := w.Delete(recKey(ns, id)); err != nil {
+					return err
+				}
+				if err := w.Set(retKey(ns, id), nil); err != nil {
+					return err
+				}
+				changes = append(changes, Change{Namespace: ns, ID: id})
 			}
-			if err := txn.Set(retKey(ns, id), nil); err != nil {
-				return nil, err
-			}
-			changes = append(changes, Change{Namespace: ns, ID: id})
-		}
-		var err error
-		d.Records(func(id string, drec *crdt.Record) bool {
-			if d.Retracted(id) {
+			var err error
+			d.Records(func(id string, drec *crdt.Record) bool {
+				if d.Retracted(id) {
+					return true
+				}
+				if _, gerr := w.Get(retKey(ns, id)); gerr == nil {
+					return true // retracted here: final
+				} else if !errors.Is(gerr, ErrKeyNotFound) {
+					err = gerr
+					return false
+				}
+				var local *crdt.Record
+				if local, err = s.readRecord(w, ns, id); err != nil {
+					return false
+				}
+				merged := crdt.JoinRecord(local, cur, drec, d.Context())
+				if err = w.Set(recKey(ns, id), crdt.EncodeRecord(merged)); err != nil {
+					return false
+				}
+				changes = append(changes, Change{Namespace: ns, ID: id, Record: merged})
 				return true
+			})
+			if err != nil {
+				return err
 			}
-			var gone bool
-			if _, gerr := txn.Get(retKey(ns, id)); gerr == nil {
-				gone = true
-			} else if !errors.Is(gerr, badger.ErrKeyNotFound) {
-				err = gerr
-				return false
+			cur.Join(d.Context())
+			if err := w.Set(ctxKey(ns), cur.Encode()); err != nil {
+				return err
 			}
-			if gone {
-				return true
-			}
-			var local *crdt.Record
-			if local, err = s.readRecord(txn, ns, id); err != nil {
-				return false
-			}
-			merged := crdt.JoinRecord(local, cur, drec, d.Context())
-			if err = txn.Set(recKey(ns, id), crdt.EncodeRecord(merged)); err != nil {
-				return false
-			}
-			changes = append(changes, Change{Namespace: ns, ID: id, Record: merged})
-			return true
-		})
-		if err != nil {
-			return nil, err
+			newCtx[ns] = cur
 		}
-		cur.Join(d.Context())
-		if err := txn.Set(ctxKey(ns), cur.Encode()); err != nil {
-			return nil, err
-		}
-		newCtx[ns] = cur
-	}
-	if err := txn.Commit(); err != nil {
-		if errors.Is(err, badger.ErrTxnTooBig) {
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrTxnTooBig) {
 			return nil, fmt.Errorf("store: delta too large for one transaction: %w", err)
 		}
 		return nil, fmt.Errorf("store: commit: %w", err)
@@ -459,15 +400,12 @@ func (s *Store) applyLocked(deltas map[string]*crdt.Map) ([]Change, error) {
 // Meta reads a metadata value (nil if absent).
 func (s *Store) Meta(name string) ([]byte, error) {
 	var v []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(metaKey(name))
-		if errors.Is(err, badger.ErrKeyNotFound) {
+	err := s.kv.View(func(r Reader) error {
+		var err error
+		v, err = r.Get(metaKey(name))
+		if errors.Is(err, ErrKeyNotFound) {
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		v, err = item.ValueCopy(nil)
 		return err
 	})
 	return v, err
@@ -475,17 +413,5 @@ func (s *Store) Meta(name string) ([]byte, error) {
 
 // SetMeta writes a metadata value, synced.
 func (s *Store) SetMeta(name string, v []byte) error {
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(metaKey(name), bytes.Clone(v)) })
+	return s.kv.Update(func(w Writer) error { return w.Set(metaKey(name), bytes.Clone(v)) })
 }
-
-type badgerLogger struct{ l *slog.Logger }
-
-func (b badgerLogger) log(level slog.Level, f string, a ...any) {
-	if b.l != nil {
-		b.l.Log(nil, level, strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
-	}
-}
-func (b badgerLogger) Errorf(f string, a ...any)   { b.log(slog.LevelError, f, a...) }
-func (b badgerLogger) Warningf(f string, a ...any) { b.log(slog.LevelWarn, f, a...) }
-func (b badgerLogger) Infof(f string, a ...any)    { b.log(slog.LevelDebug, f, a...) }
-func (b badgerLogger) Debugf(f string, a ...any)   { b.log(slog.LevelDebug-4, f, a...) }

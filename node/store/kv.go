@@ -1,0 +1,44 @@
+package store
+
+import "errors"
+
+// KV is the ordered key-value storage under a Store: Badger on a node
+// (badger.go), MemKV in the simulator and in tests that crash a node. The
+// Store holds all the replication logic; a KV only keeps bytes. Methods
+// are safe for concurrent use; a Store serialises its writers itself.
+type KV interface {
+	// View runs fn over one consistent snapshot. fn may call View again
+	// (a nested snapshot) but must not call Update.
+	View(fn func(r Reader) error) error
+	// Update runs fn in a read-write transaction whose Get sees its own writes
+	// and is committed atomically when fn returns nil — durably, before
+	// Update returns, unless the KV was opened without syncing. It returns
+	// ErrTxnTooBig when the transaction exceeds what the KV commits at once.
+	Update(fn func(w Writer) error) error
+	// Close releases the KV; later calls fail.
+	Close() error
+}
+
+// Reader reads a snapshot.
+type Reader interface {
+	// Get returns the value of key (the caller may keep it), or
+	// ErrKeyNotFound.
+	Get(key []byte) ([]byte, error)
+	// Iterate calls fn for every key with prefix, in key order; key and
+	// value are valid only during the call.
+	Iterate(prefix []byte, fn func(key, value []byte) error) error
+}
+
+// Writer is a Reader that also writes.
+type Writer interface {
+	Reader
+	Set(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// Errors of a KV.
+var (
+	ErrKeyNotFound = errors.New("store: key not found")
+	ErrTxnTooBig   = errors.New("store: transaction too big")
+	ErrClosed      = errors.New("store: closed")
+)
