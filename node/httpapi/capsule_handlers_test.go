@@ -74,7 +74,25 @@ func TestBundleAndDuplicatesRoutes(t *testing.T) {
 // feature attached answers the capsule routes 404 and still builds context
 // bundles (without capsules).
 func TestNoCapsuleFeatureNoRoutes(t *testing.T) {
-	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://alice")})
+	do := serveWith(t)
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/v1/capsules", `{}`}, {"GET", "/v1/capsules", ""}, {"GET", "/v1/capsules/x", ""}, {"DELETE", "/v1/capsules/x", ""},
+	} {
+		if code, _ := do(r.method, r.path, r.body); code != http.StatusNotFound {
+			t.Errorf("%s %s: status %d, want 404", r.method, r.path, code)
+		}
+	}
+	if code, body := do("POST", "/v1/context/bundle", `{"max_tokens":500}`); code != http.StatusOK {
+		t.Fatalf("bundle without capsules: status %d: %s", code, body)
+	}
+}
+
+// serveWith serves the API over a fresh in-memory service owned by alice
+// with only features attached; the returned func makes one authorised
+// JSON request and returns its status and body.
+func serveWith(t *testing.T, features ...memory.Feature) func(method, path, body string) (int, string) {
+	t.Helper()
+	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://alice"), Features: features})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,23 +101,12 @@ func TestNoCapsuleFeatureNoRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []struct{ method, path, body string }{
-		{"POST", "/v1/capsules", `{}`}, {"GET", "/v1/capsules", ""}, {"GET", "/v1/capsules/x", ""}, {"DELETE", "/v1/capsules/x", ""},
-	} {
+	return func(method, path, body string) (int, string) {
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/json")
 		h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusNotFound {
-			t.Errorf("%s %s: status %d, want 404", r.method, r.path, rec.Code)
-		}
-	}
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest("POST", "/v1/context/bundle", strings.NewReader(`{"max_tokens":500}`))
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Content-Type", "application/json")
-	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
-		t.Fatalf("bundle without capsules: status %d: %s", rec.Code, rec.Body)
+		return rec.Code, rec.Body.String()
 	}
 }

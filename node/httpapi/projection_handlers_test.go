@@ -2,13 +2,9 @@ package httpapi
 
 import (
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 
-	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
-	"github.com/mnemohq/mnemo/node/memory"
 )
 
 func TestProjectionRoutes(t *testing.T) {
@@ -45,25 +41,13 @@ func TestProjectionRoutes(t *testing.T) {
 // TestNoProjectionFeatureNoRoutes: a node whose memory service has no
 // projection-view feature attached answers the projection routes 404.
 func TestNoProjectionFeatureNoRoutes(t *testing.T) {
-	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://alice")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close() })
-	h, err := New(Config{Service: svc, Token: testToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+	do := serveWith(t)
 	for _, r := range []struct{ method, path, body string }{
 		{"POST", "/v1/projections", `{"source":"agent://alice","target":"agent://bob","level":"L2"}`},
 		{"GET", "/v1/projections", ""}, {"DELETE", "/v1/projections/x", ""},
 	} {
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusNotFound {
-			t.Errorf("%s %s: status %d, want 404", r.method, r.path, rec.Code)
+		if code, _ := do(r.method, r.path, r.body); code != http.StatusNotFound {
+			t.Errorf("%s %s: status %d, want 404", r.method, r.path, code)
 		}
 	}
 }
