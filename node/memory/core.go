@@ -22,10 +22,6 @@ type Feature interface {
 	Attach(c *Core)
 }
 
-// Features returns the features attached at Open, in order; a feature
-// package finds its own among them (e.g. capsule.Of).
-func (s *Service) Features() []Feature { return s.cfg.Features }
-
 // FeatureOf returns the first feature of type F attached to s (a feature
 // package's Of), or F's zero value.
 func FeatureOf[F Feature](s *Service) F {
