@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mnemohq/mnemo/node/cluster"
+	"github.com/mnemohq/mnemo/node/cluster/realnet"
 	"github.com/mnemohq/mnemo/sync/gossip"
 	"github.com/mnemohq/mnemo/sync/replica"
 )
@@ -38,16 +39,16 @@ func (n *Node) startReplication() error {
 	if err != nil {
 		return fmt.Errorf("node: cluster key: %w", err)
 	}
+	id := n.Identity()
+	netLog := n.log.With("component", "cluster")
 	cl, err := cluster.Start(cluster.Config{
-		Service:    n.svc,
-		Identity:   n.Identity(),
-		Agents:     n.Principals,
-		GossipAddr: n.cfg.GossipAddr,
-		QUICAddr:   n.cfg.QUICAddr,
-		Join:       n.cfg.Join,
-		ClusterKey: key,
-		Logger:     n.log,
-		Engine:     replica.Config{QueueMaxDeltas: n.cfg.QueueMaxDeltas, AntiEntropyInterval: n.cfg.AntiEntropy},
+		Service:         n.svc,
+		Identity:        id,
+		Agents:          n.Principals,
+		Logger:          n.log,
+		Engine:          replica.Config{QueueMaxDeltas: n.cfg.QueueMaxDeltas, AntiEntropyInterval: n.cfg.AntiEntropy},
+		StartTransport:  realnet.Transport(n.cfg.QUICAddr, id, netLog),
+		StartMembership: realnet.Membership(realnet.Gossip{BindAddr: n.cfg.GossipAddr, Join: n.cfg.Join, ClusterKey: key}, netLog),
 	})
 	if err != nil {
 		return err

@@ -31,26 +31,16 @@ type Config struct {
 	Logger     *slog.Logger               // default: discard
 	Clock      Clock                      // default: the wall clock
 
-	// StartTransport opens the node's frame transport. Default: QUIC
-	// (sync/quicnet) on QUICAddr, with mutual TLS on Identity.
+	// StartTransport opens the node's frame transport; required.
+	// node/cluster/realnet.Transport is QUIC (sync/quicnet).
 	StartTransport func(in Inbound) (Transport, error)
 	// StartMembership starts the node's membership advertising self, and
 	// calls onChange with a fresh Members snapshot after every change:
 	// never concurrently, possibly one call for a burst, the last call the
 	// latest state, none after Membership.Close returns. onChange does not
-	// block. Default: memberlist gossip (sync/gossip) on GossipAddr,
-	// joining Join, encrypted with ClusterKey.
+	// block. Required. node/cluster/realnet.Membership is memberlist
+	// gossip (sync/gossip).
 	StartMembership func(self Advert, onChange func([]Sighting)) (Membership, error)
-
-	// Fields of the default transport and membership, unused when
-	// StartTransport and StartMembership are set.
-	GossipAddr string   // memberlist bind address; default 127.0.0.1:0
-	QUICAddr   string   // QUIC listen address; default 127.0.0.1:0
-	Join       []string // gossip addresses of members to join
-	ClusterKey []byte   // 16, 24 or 32 bytes; encrypts gossip (required by the default membership)
-	// Gossip timing overrides (faster failure detection on a LAN, tests); zero
-	// keeps the gossip package defaults.
-	GossipProbeInterval, GossipPushPull time.Duration
 }
 
 // Member is one cluster member as `GET /v1/members` shows it.
@@ -154,6 +144,9 @@ func Start(cfg Config) (*Cluster, error) {
 	if cfg.Service == nil || cfg.Identity.Private == nil {
 		return nil, errors.New("cluster: a service and an identity are required")
 	}
+	if cfg.StartTransport == nil || cfg.StartMembership == nil {
+		return nil, errors.New("cluster: a transport and a membership are required (node/cluster/realnet has the real ones)")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -169,18 +162,11 @@ func Start(cfg Config) (*Cluster, error) {
 	if cfg.SendQueue <= 0 {
 		cfg.SendQueue = 256
 	}
-	if cfg.GossipAddr == "" {
-		cfg.GossipAddr = "127.0.0.1:0"
-	}
-	if cfg.QUICAddr == "" {
-		cfg.QUICAddr = "127.0.0.1:0"
-	}
 	if cfg.Agents == nil {
 		owner := cfg.Service.Owner()
 		cfg.Agents = func() []namespace.Address { return []namespace.Address{owner} }
 	}
 	log := cfg.Logger.With("component", "cluster")
-	cfg.withRealNetwork(log)
 	c := &Cluster{
 		cfg: cfg, svc: cfg.Service, log: log, codec: wire.NewCodec(0),
 		self:     replica.PeerID(cfg.Identity.NodeID()),

@@ -40,17 +40,23 @@ type testNode struct {
 	me  memory.Caller
 }
 
-func startNodes(t *testing.T, n int, auth memory.Authorizer) []*testNode {
+// network gives node i of a test cluster its transport and membership
+// (Config.StartTransport and StartMembership); started are the clusters
+// started before it, which a gossip membership joins. The in-memory one
+// is memNet.network; the real one is in realnet_test.go.
+type network func(i int, id acl.Identity, cfg *Config, started []*Cluster)
+
+func startNodes(t *testing.T, n int, auth memory.Authorizer, net network) []*testNode {
 	t.Helper()
-	return startNodesWith(t, n, auth, nil)
+	return startNodesWith(t, n, auth, net, nil)
 }
 
-func startNodesWith(t *testing.T, n int, auth memory.Authorizer, tweak func(i int, id acl.Identity, cfg *Config)) []*testNode {
+// startNodesWith starts n nodes on net, tweak adjusting each config after
+// net has set its transport and membership.
+func startNodesWith(t *testing.T, n int, auth memory.Authorizer, net network, tweak func(i int, id acl.Identity, cfg *Config)) []*testNode {
 	t.Helper()
-	key := make([]byte, 32)
-	rand.Read(key)
 	var nodes []*testNode
-	var join []string
+	var started []*Cluster
 	for i := range n {
 		id, err := acl.GenerateIdentity(rand.Reader)
 		if err != nil {
@@ -61,8 +67,8 @@ func startNodesWith(t *testing.T, n int, auth memory.Authorizer, tweak func(i in
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := Config{Service: svc, Identity: id, ClusterKey: key, Join: join, Tick: 50 * time.Millisecond, Logger: testLogger(t, i),
-			GossipProbeInterval: 100 * time.Millisecond, GossipPushPull: 500 * time.Millisecond}
+		cfg := Config{Service: svc, Identity: id, Tick: 50 * time.Millisecond, Logger: testLogger(t, i)}
+		net(i, id, &cfg, started)
 		if tweak != nil {
 			tweak(i, id, &cfg)
 		}
@@ -70,7 +76,7 @@ func startNodesWith(t *testing.T, n int, auth memory.Authorizer, tweak func(i in
 		if err != nil {
 			t.Fatal(err)
 		}
-		join = []string{cl.GossipAddr()}
+		started = append(started, cl)
 		nd := &testNode{svc: svc, cl: cl, me: memory.Caller{Principal: agent}}
 		nodes = append(nodes, nd)
 		t.Cleanup(func() { cl.Close(); svc.Close() })
@@ -92,8 +98,20 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
-func TestTeamMemoryReplicates(t *testing.T) {
-	nodes := startNodes(t, 3, sharedOK{})
+// The tests below take the network they run on: over the in-memory one
+// here, over QUIC and gossip in realnet_test.go.
+
+func TestTeamMemoryReplicates(t *testing.T) { testTeamMemoryReplicates(t, newMemNet().network) }
+func TestPartitionHealConverges(t *testing.T) {
+	testPartitionHealConverges(t, newMemNet().network)
+}
+func TestGrantedTeamReplicatesOnlyToMembers(t *testing.T) {
+	testGrantedTeamReplicatesOnlyToMembers(t, newMemNet().network)
+}
+func TestHandoverMovesAnAgent(t *testing.T) { testHandoverMovesAnAgent(t, newMemNet().network) }
+
+func testTeamMemoryReplicates(t *testing.T, net network) {
+	nodes := startNodes(t, 3, sharedOK{}, net)
 	ctx := context.Background()
 	eventually(t, 10*time.Second, "membership", func() bool {
 		return len(nodes[0].cl.Members()) == 3 && len(nodes[2].cl.Members()) == 3
@@ -192,11 +210,11 @@ func (t cutTransport) Send(ctx context.Context, addr string, key ed25519.PublicK
 	return t.Transport.Send(ctx, addr, key, frame)
 }
 
-func TestPartitionHealConverges(t *testing.T) {
+func testPartitionHealConverges(t *testing.T, net network) {
 	part := &partition{group: map[string]int{}}
-	nodes := startNodesWith(t, 4, sharedOK{}, func(i int, id acl.Identity, cfg *Config) {
+	nodes := startNodesWith(t, 4, sharedOK{}, net, func(i int, id acl.Identity, cfg *Config) {
 		part.group[string(id.NodeID())] = i / 2
-		cfg.withRealNetwork(cfg.Logger) // QUIC and gossip, with the QUIC frames cut
+		// the membership sees everyone; the frames are cut
 		cfg.StartTransport = part.transport(string(id.NodeID()), cfg.StartTransport)
 		cfg.Engine.AntiEntropyInterval = 300 * time.Millisecond
 		cfg.Engine.AckTimeout = time.Second
@@ -245,8 +263,8 @@ func TestPartitionHealConverges(t *testing.T) {
 // With the real acl policy: a team created on one node and granted to a
 // second replicates to it (the grant travels inside the namespace), the
 // grantee's writes come back, and a node without a grant receives nothing.
-func TestGrantedTeamReplicatesOnlyToMembers(t *testing.T) {
-	nodes := startNodes(t, 3, nil)
+func testGrantedTeamReplicatesOnlyToMembers(t *testing.T, net network) {
+	nodes := startNodes(t, 3, nil, net)
 	ctx := context.Background()
 	eventually(t, 10*time.Second, "membership", func() bool {
 		for _, nd := range nodes {
@@ -317,12 +335,10 @@ func testLogger(t *testing.T, i int) *slog.Logger {
 	return slog.New(slog.NewTextHandler(logWriter{t, i}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-func mustAgent(s string) namespace.Address { return namespace.MustParse(s) }
-
 // A hand-over signed by the host moves an agent on every node; a node
 // cannot hand over an agent it does not host.
-func TestHandoverMovesAnAgent(t *testing.T) {
-	nodes := startNodes(t, 2, sharedOK{})
+func testHandoverMovesAnAgent(t *testing.T, net network) {
+	nodes := startNodes(t, 2, sharedOK{}, net)
 	eventually(t, 10*time.Second, "membership and bindings", func() bool {
 		return agentsOn(nodes[0].cl, nodes[1].cl.cfg.Identity.NodeID()) == "agent://n1" &&
 			agentsOn(nodes[1].cl, nodes[0].cl.cfg.Identity.NodeID()) == "agent://n0"
@@ -350,4 +366,27 @@ func agentsOn(c *Cluster, id acl.NodeID) string {
 		}
 	}
 	return "(not a member)"
+}
+
+// Start has no default network: the real one is node/cluster/realnet's.
+func TestStartNeedsTransportAndMembership(t *testing.T) {
+	id, err := acl.GenerateIdentity(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := memory.Open(memory.Config{Agent: namespace.MustParse("agent://n0"), Identity: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	net := newMemNet()
+	for _, cfg := range []Config{
+		{Service: svc, Identity: id, StartMembership: net.membership},
+		{Service: svc, Identity: id, StartTransport: net.transport(id.Public)},
+	} {
+		if cl, err := Start(cfg); err == nil {
+			cl.Close()
+			t.Fatal("Start ran without a transport or a membership")
+		}
+	}
 }

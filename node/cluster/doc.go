@@ -6,15 +6,15 @@
 // loop uses and a contract for blocking and concurrency: a Transport sends
 // a frame to a member and hands arriving ones to Inbound.Deliver; a
 // Membership lists the members and reports their changes; a Clock gives
-// the time and the loop's ticker. Config.StartTransport,
-// Config.StartMembership and Config.Clock supply them; left nil they are
-// the real ones, QUIC (sync/quicnet) on QUICAddr, memberlist gossip
-// (sync/gossip) on GossipAddr with ClusterKey, and the wall clock,
-// adapted in realnet.go, the one file that knows them. The node passes
-// only the address and key fields. Tests run whole clusters in one
-// process over an in-memory network and a stepped clock
-// (inmemory_test.go), and cut a partition with a transport wrapper, never
-// a hook in Config.
+// the time and the loop's ticker. Config.StartTransport and
+// Config.StartMembership supply the first two and are required; the real
+// ones, QUIC (sync/quicnet) and memberlist gossip (sync/gossip), are in
+// node/cluster/realnet, which the node wires, so that this package links
+// neither. Config.Clock left nil is the wall clock. Tests run whole
+// clusters in one process over an in-memory network and a stepped clock
+// (memnet_test.go, inmemory_test.go), and cut a partition with a transport
+// wrapper, never a hook in Config; the same tests run over the real
+// network in realnet_test.go.
 //
 // The loop owns the engine. Its inputs are local deltas (from the memory
 // service, after they are durable), inbound frames, membership changes, a

@@ -19,11 +19,10 @@ func TestInMemoryClusterReplicatesAndHeals(t *testing.T) {
 	net, clock := newMemNet(), newStepClock()
 	part := &partition{group: map[string]int{}}
 	const tick = 50 * time.Millisecond
-	nodes := startNodesWith(t, 3, sharedOK{}, func(i int, id acl.Identity, cfg *Config) {
+	nodes := startNodesWith(t, 3, sharedOK{}, net.network, func(i int, id acl.Identity, cfg *Config) {
 		part.group[string(id.NodeID())] = min(i, 1) // n0 | n1 n2
 		cfg.Clock, cfg.Tick = clock, tick
-		cfg.StartTransport = part.transport(string(id.NodeID()), net.transport(id.Public))
-		cfg.StartMembership = net.membership
+		cfg.StartTransport = part.transport(string(id.NodeID()), cfg.StartTransport)
 		cfg.Engine.AckTimeout = time.Second
 		cfg.Engine.AntiEntropyInterval = time.Second
 	})

@@ -37,6 +37,11 @@ var (
 	errMemNotAllowed  = errors.New("memnet: the peer does not know our key")
 )
 
+// network is a test network (startNodesWith) over n.
+func (n *memNet) network(_ int, id acl.Identity, cfg *Config, _ []*Cluster) {
+	cfg.StartTransport, cfg.StartMembership = n.transport(id.Public), n.membership
+}
+
 // transport returns a Config.StartTransport for the node whose key is key.
 func (n *memNet) transport(key ed25519.PublicKey) func(Inbound) (Transport, error) {
 	return func(in Inbound) (Transport, error) {

@@ -9,9 +9,10 @@ import (
 )
 
 // The loop's three seams: how frames travel, who the members are, and what
-// time it is. Each holds only what the loop uses. The defaults (realnet.go)
-// are QUIC, memberlist gossip and the wall clock; tests and a simulator
-// supply in-memory ones through Config.
+// time it is. Each holds only what the loop uses. The real transport and
+// membership, QUIC and memberlist gossip, are in node/cluster/realnet; the
+// clock defaults to the wall clock; tests supply in-memory ones through
+// Config.
 
 // Transport carries frames between members.
 type Transport interface {

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -9,9 +9,41 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/cluster"
+	"github.com/mnemohq/mnemo/node/cluster/realnet"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/store"
 )
+
+// The cluster tests over the real network, QUIC and memberlist gossip on
+// loopback: the same tests as over the in-memory network (cluster_test.go),
+// here because realnet imports node/cluster.
+
+// realNetwork is a cluster.Network of QUIC and gossip with a new cluster
+// key; each node joins the one started before it.
+func realNetwork(t testing.TB) cluster.Network {
+	key := make([]byte, 32)
+	rand.Read(key)
+	return func(_ int, id acl.Identity, cfg *cluster.Config, started []*cluster.Cluster) {
+		var join []string
+		if len(started) > 0 {
+			join = []string{started[len(started)-1].GossipAddr()}
+		}
+		cfg.StartTransport = realnet.Transport("", id, cfg.Logger)
+		cfg.StartMembership = realnet.Membership(realnet.Gossip{Join: join, ClusterKey: key,
+			ProbeInterval: 100 * time.Millisecond, PushPullInterval: 500 * time.Millisecond}, cfg.Logger)
+	}
+}
+
+func TestTeamMemoryReplicates(t *testing.T) { cluster.RunTeamMemoryReplicates(t, realNetwork(t)) }
+func TestPartitionHealConverges(t *testing.T) {
+	cluster.RunPartitionHealConverges(t, realNetwork(t))
+}
+func TestGrantedTeamReplicatesOnlyToMembers(t *testing.T) {
+	cluster.RunGrantedTeamReplicatesOnlyToMembers(t, realNetwork(t))
+}
+func TestHandoverMovesAnAgent(t *testing.T) { cluster.RunHandoverMovesAnAgent(t, realNetwork(t)) }
 
 // BenchmarkPropagation times a save on one node until the memory is
 // durable and searchable on a live peer, over real QUIC on loopback.
@@ -71,30 +103,36 @@ func (a arrivals) Changed(changes []store.Change) {
 	}
 }
 
-func startBenchNodes(b *testing.B, features func(i int) []memory.Feature) []*testNode {
+type benchNode struct {
+	svc *memory.Service
+	cl  *cluster.Cluster
+	me  memory.Caller
+}
+
+func startBenchNodes(b *testing.B, features func(i int) []memory.Feature) []*benchNode {
 	b.Helper()
-	key := make([]byte, 32)
-	var nodes []*testNode
-	var join []string
+	net := realNetwork(b)
+	var nodes []*benchNode
+	var started []*cluster.Cluster
 	for i := range 2 {
 		id, err := acl.GenerateIdentity(rand.Reader)
 		if err != nil {
 			b.Fatal(err)
 		}
-		agent := fmt.Sprintf("agent://b%d", i)
-		svc, err := memory.Open(memory.Config{Dir: b.TempDir(), Agent: mustAgent(agent), Replica: id.ReplicaID(), Authorizer: sharedOK{}, Identity: id,
+		agent := namespace.MustParse(fmt.Sprintf("agent://b%d", i))
+		svc, err := memory.Open(memory.Config{Dir: b.TempDir(), Agent: agent, Replica: id.ReplicaID(), Authorizer: cluster.SharedOK{}, Identity: id,
 			Features: features(i)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg := Config{Service: svc, Identity: id, ClusterKey: key, Join: join, Tick: 50 * time.Millisecond,
-			GossipProbeInterval: 100 * time.Millisecond, GossipPushPull: 500 * time.Millisecond}
-		cl, err := Start(cfg)
+		cfg := cluster.Config{Service: svc, Identity: id, Tick: 50 * time.Millisecond}
+		net(i, id, &cfg, started)
+		cl, err := cluster.Start(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
-		join = []string{cl.GossipAddr()}
-		nodes = append(nodes, &testNode{svc: svc, cl: cl, me: memory.Caller{Principal: mustAgent(agent)}})
+		started = append(started, cl)
+		nodes = append(nodes, &benchNode{svc: svc, cl: cl, me: memory.Caller{Principal: agent}})
 		b.Cleanup(func() { cl.Close(); svc.Close() })
 	}
 	return nodes
