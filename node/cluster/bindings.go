@@ -42,50 +42,50 @@ const MaxBindingsPerFrame = 4096
 const bindingsMeta = "cluster/bindings"
 
 // loadBindings fills the directory from the store.
-func (c *Cluster) loadBindings() {
-	c.dir = acl.NewDirectory()
-	c.reindexBindings()
-	raw, err := c.svc.Store().Meta(bindingsMeta)
+func (l *loop) loadBindings() {
+	l.dir = acl.NewDirectory()
+	l.reindexBindings()
+	raw, err := l.svc.Store().Meta(bindingsMeta)
 	if err != nil || raw == nil {
 		return
 	}
 	var encs [][]byte
 	if err := msgpack.Unmarshal(raw, &encs); err != nil {
-		c.log.Warn("stored bindings unreadable; relearning them from peers", "err", err)
+		l.log.Warn("stored bindings unreadable; relearning them from peers", "err", err)
 		return
 	}
 	for _, e := range encs {
 		if b, err := acl.DecodeBinding(e); err == nil {
-			_, _ = c.dir.Admit(b)
+			_, _ = l.dir.Admit(b)
 		}
 	}
-	c.reindexBindings()
+	l.reindexBindings()
 }
 
 // saveBindings stores the directory. Call with knownMu held.
-func (c *Cluster) saveBindings() {
+func (l *loop) saveBindings() {
 	var encs [][]byte
-	for _, b := range c.dir.Bindings() {
+	for _, b := range l.dir.Bindings() {
 		encs = append(encs, b.Encode())
 	}
 	raw, _ := msgpack.Marshal(encs)
-	if err := c.svc.Store().SetMeta(bindingsMeta, raw); err != nil {
-		c.log.Warn("could not store bindings", "err", err)
+	if err := l.svc.Store().SetMeta(bindingsMeta, raw); err != nil {
+		l.log.Warn("could not store bindings", "err", err)
 	}
 }
 
 // reindexBindings rebuilds byReplica and everByReplica. Call with knownMu
 // held.
-func (c *Cluster) reindexBindings() {
-	c.byReplica = map[crdt.ReplicaID][]namespace.Address{}
-	c.everByReplica = map[crdt.ReplicaID][]namespace.Address{}
-	for _, b := range c.dir.Bindings() {
+func (l *loop) reindexBindings() {
+	l.byReplica = map[crdt.ReplicaID][]namespace.Address{}
+	l.everByReplica = map[crdt.ReplicaID][]namespace.Address{}
+	for _, b := range l.dir.Bindings() {
 		r := acl.ReplicaIDOf(b.Key)
-		if !slices.Contains(c.everByReplica[r], b.Principal) {
-			c.everByReplica[r] = append(c.everByReplica[r], b.Principal)
+		if !slices.Contains(l.everByReplica[r], b.Principal) {
+			l.everByReplica[r] = append(l.everByReplica[r], b.Principal)
 		}
-		if cur, _ := c.dir.KeyOf(b.Principal); cur.Equal(b.Key) && !slices.Contains(c.byReplica[r], b.Principal) {
-			c.byReplica[r] = append(c.byReplica[r], b.Principal)
+		if cur, _ := l.dir.KeyOf(b.Principal); cur.Equal(b.Key) && !slices.Contains(l.byReplica[r], b.Principal) {
+			l.byReplica[r] = append(l.byReplica[r], b.Principal)
 		}
 	}
 }
@@ -94,208 +94,207 @@ func (c *Cluster) reindexBindings() {
 // and reports whether it added any. A local principal another node already
 // hosts is not claimed: the conflict is logged and counted, and that
 // principal's records signed here will not count elsewhere.
-func (c *Cluster) claimAgents() bool {
-	c.knownMu.Lock()
-	defer c.knownMu.Unlock()
+func (l *loop) claimAgents() bool {
+	l.knownMu.Lock()
+	defer l.knownMu.Unlock()
 	added := false
-	for _, p := range c.cfg.Agents() {
-		if k, ok := c.dir.KeyOf(p); ok {
-			if !k.Equal(c.cfg.Identity.Public) {
-				c.conflicts.Add(1)
-				c.log.Warn("a local principal is hosted by another node; not claimed", "principal", p, "host", acl.NodeIDOf(k))
+	for _, p := range l.cfg.Agents() {
+		if k, ok := l.dir.KeyOf(p); ok {
+			if !k.Equal(l.cfg.Identity.Public) {
+				l.conflicts.Add(1)
+				l.log.Warn("a local principal is hosted by another node; not claimed", "principal", p, "host", acl.NodeIDOf(k))
 			}
 			continue
 		}
-		b, err := acl.NewBinding(c.cfg.Identity, p, crdt.Timestamp(c.cfg.Clock.Now().UnixNano()))
+		b, err := acl.NewBinding(l.cfg.Identity, p, crdt.Timestamp(l.cfg.Clock.Now().UnixNano()))
 		if err != nil {
-			c.log.Warn("could not claim principal", "principal", p, "err", err)
+			l.log.Warn("could not claim principal", "principal", p, "err", err)
 			continue
 		}
-		if changed, err := c.dir.Admit(b); err == nil && changed {
+		if changed, err := l.dir.Admit(b); err == nil && changed {
 			added = true
 		}
 	}
 	if added {
-		c.reindexBindings()
-		c.saveBindings()
+		l.reindexBindings()
+		l.saveBindings()
 	}
 	return added
 }
 
-// HostedElsewhere reports whether p is bound to another node's key: this
-// node may not act for it (no token, no claim).
-func (c *Cluster) HostedElsewhere(p namespace.Address) (acl.NodeID, bool) {
-	c.knownMu.RLock()
-	defer c.knownMu.RUnlock()
-	k, ok := c.dir.KeyOf(p)
-	if !ok || k.Equal(c.cfg.Identity.Public) {
+// hostedElsewhere reports whether p is bound to another node's key. Any
+// goroutine.
+func (l *loop) hostedElsewhere(p namespace.Address) (acl.NodeID, bool) {
+	l.knownMu.RLock()
+	defer l.knownMu.RUnlock()
+	k, ok := l.dir.KeyOf(p)
+	if !ok || k.Equal(l.cfg.Identity.Public) {
 		return "", false
 	}
 	return acl.NodeIDOf(k), true
 }
 
 // bindingsFrame encodes every known binding; reply asks the peer for its own.
-func (c *Cluster) bindingsFrame(reply bool) []byte {
-	c.knownMu.RLock()
+func (l *loop) bindingsFrame(reply bool) []byte {
+	l.knownMu.RLock()
 	m := &wire.Message{Kind: wire.KindBindings, Reply: reply}
-	for _, b := range c.dir.Bindings() {
+	for _, b := range l.dir.Bindings() {
 		m.Bindings = append(m.Bindings, b.Encode())
 	}
-	c.knownMu.RUnlock()
-	frame, err := c.codec.Encode(m)
+	l.knownMu.RUnlock()
+	frame, err := l.codec.Encode(m)
 	if err != nil {
-		c.log.Error("encode bindings", "err", err)
+		l.log.Error("encode bindings", "err", err)
 		return nil
 	}
 	return frame
 }
 
-// sendBindings sends every binding to every peer. Loop goroutine only.
-func (c *Cluster) sendBindings() {
-	c.lastBindings = c.cfg.Clock.Now()
-	c.sendBindingsTo(func(replica.PeerID) bool { return true }, false)
+// sendBindings sends every binding to every peer.
+func (l *loop) sendBindings() {
+	l.lastBindings = l.cfg.Clock.Now()
+	l.sendBindingsTo(l.senderIDs(func(replica.PeerID) bool { return true }), false)
 }
 
 // askBindings sends the bindings, asking for theirs, to every peer not yet
-// heard from. Loop goroutine only.
-func (c *Cluster) askBindings() {
-	c.sendBindingsTo(func(id replica.PeerID) bool { _, ok := c.peers[id]; return ok && !c.heard[id] }, true)
+// heard from.
+func (l *loop) askBindings() {
+	l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool { _, ok := l.peers[id]; return ok && !l.heard[id] }), true)
 }
 
-func (c *Cluster) sendBindingsTo(to func(replica.PeerID) bool, reply bool) {
-	var frame []byte
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, s := range c.senders {
-		if !to(id) {
+// senderIDs lists, sorted, the peers with an outlet that want picks.
+func (l *loop) senderIDs(want func(replica.PeerID) bool) []replica.PeerID {
+	var ids []replica.PeerID
+	for id := range l.senders {
+		if want(id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// sendBindingsTo sends every binding to ids, in that order; reply asks
+// for theirs.
+func (l *loop) sendBindingsTo(ids []replica.PeerID, reply bool) {
+	if len(ids) == 0 {
+		return
+	}
+	frame := l.bindingsFrame(reply)
+	for _, id := range ids {
+		if frame == nil {
+			l.dropped.Add(1)
 			continue
 		}
-		if frame == nil {
-			frame = c.bindingsFrame(reply)
-		}
-		if !queueFrame(s, frame) {
-			c.dropped.Add(1)
-		}
-	}
-}
-
-func queueFrame(s *sender, frame []byte) bool {
-	if frame == nil {
-		return false
-	}
-	select {
-	case s.ch <- frame:
-		return true
-	default:
-		return false
+		l.push(id, frame)
 	}
 }
 
 // receiveBindings admits a peer's bindings, and answers with this node's
-// when asked. Loop goroutine only.
-func (c *Cluster) receiveBindings(from replica.PeerID, raw [][]byte, reply bool) {
-	c.heard[from] = true
+// when asked.
+func (l *loop) receiveBindings(from replica.PeerID, raw [][]byte, reply bool) {
+	l.heard[from] = true
 	if reply {
-		c.sendBindingsTo(func(id replica.PeerID) bool { return id == from }, false)
+		l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool { return id == from }), false)
 	}
 	if len(raw) > MaxBindingsPerFrame {
-		c.rejected.Add(1)
-		c.log.Warn("bindings frame too large", "peer", from, "bindings", len(raw))
+		l.rejected.Add(1)
+		l.log.Warn("bindings frame too large", "peer", from, "bindings", len(raw))
 		return
 	}
 	changed := false
-	c.knownMu.Lock()
+	l.knownMu.Lock()
 	for _, e := range raw {
 		b, err := acl.DecodeBinding(e)
 		if err == nil {
 			var ch bool
-			ch, err = c.dir.Admit(b)
+			ch, err = l.dir.Admit(b)
 			changed = changed || ch
 		}
 		if err != nil {
-			c.rejected.Add(1)
+			l.rejected.Add(1)
 			if errors.Is(err, acl.ErrHostedElsewhere) {
-				c.conflicts.Add(1)
+				l.conflicts.Add(1)
 			}
-			c.log.Warn("binding refused", "peer", from, "err", err)
+			l.log.Warn("binding refused", "peer", from, "err", err)
 		}
 	}
 	if changed {
-		c.reindexBindings()
-		c.saveBindings()
+		l.reindexBindings()
+		l.saveBindings()
 	}
-	c.knownMu.Unlock()
+	l.knownMu.Unlock()
 	if changed {
-		c.svc.RefreshPolicy() // records signed for newly bound principals may count now
-		c.setMembers(c.ms.Members())
+		l.svc.RefreshPolicy() // records signed for newly bound principals may count now
+		l.setMembers(l.drv.members())
 	}
 }
 
 // keyOf is the acl.KeyLookup of the memory service: remote principals from
 // verified bindings.
-func (c *Cluster) keyOf(p namespace.Address) (ed25519.PublicKey, bool) {
-	c.knownMu.RLock()
-	defer c.knownMu.RUnlock()
-	return c.dir.KeyOf(p)
+func (l *loop) keyOf(p namespace.Address) (ed25519.PublicKey, bool) {
+	l.knownMu.RLock()
+	defer l.knownMu.RUnlock()
+	return l.dir.KeyOf(p)
 }
 
 // principalsOfKey lists the principals bound to key.
-func (c *Cluster) principalsOfKey(key ed25519.PublicKey) []namespace.Address {
-	c.knownMu.RLock()
-	defer c.knownMu.RUnlock()
-	return c.dir.PrincipalsOf(key)
+func (l *loop) principalsOfKey(key ed25519.PublicKey) []namespace.Address {
+	l.knownMu.RLock()
+	defer l.knownMu.RUnlock()
+	return l.dir.PrincipalsOf(key)
 }
 
 // hostedBy reports whether the replica r's node hosts p or hosted it before
 // a hand-over (an author check: p's writes come from p's node).
-func (c *Cluster) hostedBy(p namespace.Address, r crdt.ReplicaID) bool {
-	if r == c.cfg.Identity.ReplicaID() {
-		return slices.Contains(c.cfg.Agents(), p)
+func (l *loop) hostedBy(p namespace.Address, r crdt.ReplicaID) bool {
+	if r == l.cfg.Identity.ReplicaID() {
+		return slices.Contains(l.cfg.Agents(), p)
 	}
-	c.knownMu.RLock()
-	defer c.knownMu.RUnlock()
-	return slices.Contains(c.everByReplica[r], p)
+	l.knownMu.RLock()
+	defer l.knownMu.RUnlock()
+	return slices.Contains(l.everByReplica[r], p)
 }
 
 // principalsOfReplica lists the principals bound to the key of replica r.
-func (c *Cluster) principalsOfReplica(r crdt.ReplicaID) []namespace.Address {
-	c.knownMu.RLock()
-	defer c.knownMu.RUnlock()
-	return c.byReplica[r]
+func (l *loop) principalsOfReplica(r crdt.ReplicaID) []namespace.Address {
+	l.knownMu.RLock()
+	defer l.knownMu.RUnlock()
+	return l.byReplica[r]
 }
 
 // ErrNotHosted reports a hand-over of a principal this node does not host.
 var ErrNotHosted = errors.New("cluster: principal not hosted by this node")
 
-// Handover moves principal p, which this node hosts, to the node whose key
-// is to: it signs the hand-over, admits it and sends it to every peer. From
-// then on every node binds p to the new host; records p signed here before
-// stay p's. The caller should stop acting for p here (its tokens, its
-// rules): records this node signs for p no longer count elsewhere. Errors
-// wrap ErrNotHosted or acl.ErrInvalid.
-func (c *Cluster) Handover(p namespace.Address, to ed25519.PublicKey) (acl.Binding, error) {
-	c.knownMu.Lock()
-	cur, ok := c.dir.KeyOf(p)
-	if !ok || !cur.Equal(c.cfg.Identity.Public) {
-		c.knownMu.Unlock()
+// handover signs the hand-over of p, which this node hosts, to the node
+// whose key is to, and admits it; the driver then runs announceBindings
+// on its loop. Any goroutine. Errors wrap ErrNotHosted or acl.ErrInvalid.
+func (l *loop) handover(p namespace.Address, to ed25519.PublicKey) (acl.Binding, error) {
+	l.knownMu.Lock()
+	cur, ok := l.dir.KeyOf(p)
+	if !ok || !cur.Equal(l.cfg.Identity.Public) {
+		l.knownMu.Unlock()
 		return acl.Binding{}, fmt.Errorf("%w: %s", ErrNotHosted, p)
 	}
-	b, err := acl.NewHandover(c.cfg.Identity, p, to, crdt.Timestamp(c.cfg.Clock.Now().UnixNano()))
+	b, err := acl.NewHandover(l.cfg.Identity, p, to, crdt.Timestamp(l.cfg.Clock.Now().UnixNano()))
 	if err == nil {
-		_, err = c.dir.Admit(b)
+		_, err = l.dir.Admit(b)
 	}
 	if err != nil {
-		c.knownMu.Unlock()
+		l.knownMu.Unlock()
 		return acl.Binding{}, err
 	}
-	c.reindexBindings()
-	c.saveBindings()
-	c.knownMu.Unlock()
-	c.log.Info("handed over", "binding", b.String())
-	c.svc.RefreshPolicy()
-	_ = c.do(func() {
-		c.sendBindings()
-		c.setMembers(c.ms.Members())
-	})
+	l.reindexBindings()
+	l.saveBindings()
+	l.knownMu.Unlock()
+	l.log.Info("handed over", "binding", b.String())
+	l.svc.RefreshPolicy()
 	return b, nil
+}
+
+// announceBindings sends every binding to every peer and re-reads which
+// agents each member hosts: after a hand-over.
+func (l *loop) announceBindings() {
+	l.sendBindings()
+	l.setMembers(l.drv.members())
 }

@@ -1,6 +1,7 @@
 // Package cluster runs a node's replication: the pure replica.Engine driven
 // by one goroutine over a transport for frames, a membership and a clock,
-// and the node's memory service.
+// and the node's memory service (Start, Cluster), or driven call by call
+// by a simulator (NewStepped, Stepped).
 //
 // Those three are seams (seams.go), each declared here with only what the
 // loop uses and a contract for blocking and concurrency: a Transport sends
@@ -33,6 +34,29 @@
 // a digest sync. Inbound frames block the sending peer's Send (with QUIC,
 // its stream) until the loop takes them, so a slow node slows its senders
 // rather than growing a buffer.
+//
+// Two drivers run the same loop (loop.go): its handling of each input, of
+// the engine's Ready and of the bindings is one code. A Cluster (Start) is
+// the node's: a goroutine selects over the channels of the inputs above
+// and a ticker, and a goroutine per peer sends. A Stepped (NewStepped) is
+// the deterministic simulator's (package sim), which runs the real node
+// over no network: no goroutine, channel reader or ticker; the caller
+// feeds each input with a method (Deliver, SetMembers, Tick, Pump, Sync,
+// RefreshAgents, Handover), and before it returns the loop has taken the
+// local deltas waiting, acted on the engine until it has nothing ready and
+// called the send function given to NewStepped for every frame, in the
+// order the engine emitted them. Frames for a member not alive in the last
+// SetMembers are dropped and counted, as a Cluster drops frames without a
+// sender; Deliver refuses frames from such a member, as a transport does.
+// Reading (Status, Members, Advert) steps nothing. Its contract is
+// determinism: the same calls with the same inputs give byte-identical
+// frames in the same order. So the loop reads the time only from
+// Config.Clock.Now, draws randomness only from the engine's
+// Config.Engine.Seed, and sorts whatever reaches a frame from a map (the
+// peers that join, the peers a bindings frame goes to, the namespaces
+// whose local deltas overflowed). The service it is hooked to must be
+// deterministic too (memory.Config.Now and Rand; the simulator's
+// store.MemKV).
 //
 // Which peers hold what: team and project namespaces replicate to every
 // member whose agents may read them (by this node's policy), and an inbox

@@ -33,8 +33,8 @@ func (s storeState) Missing(ns string, have *crdt.Context, fn func(string, *crdt
 func (s storeState) Retracted(ns string) ([]string, error) { return s.svc.Store().RetractedIDs(ns) }
 
 // policy answers the engine from this node's access policy and the
-// membership the loop keeps. It is called on the loop goroutine only.
-type policy struct{ c *Cluster }
+// membership the loop keeps. The engine calls it, so on the loop only.
+type policy struct{ l *loop }
 
 var _ replica.Policy = (*policy)(nil)
 
@@ -53,7 +53,7 @@ func (p *policy) ShouldHold(ns string) bool {
 	if !inbox {
 		return true
 	}
-	for _, a := range p.c.cfg.Agents() {
+	for _, a := range p.l.cfg.Agents() {
 		if a == target || a == writer {
 			return true
 		}
@@ -66,7 +66,7 @@ func (p *policy) PeerMayRead(peer replica.Peer, ns string) bool {
 		return false
 	}
 	for _, a := range peer.Principals {
-		if p.c.svc.MayRead(a, ns) {
+		if p.l.svc.MayRead(a, ns) {
 			return true
 		}
 	}
@@ -76,7 +76,7 @@ func (p *policy) PeerMayRead(peer replica.Peer, ns string) bool {
 // ForDelta counts the signed acl records a delta carries (a namespace's
 // creation or a grant travels inside the namespace it governs).
 func (p *policy) ForDelta(ns string, d *crdt.Map) replica.Policy {
-	pol := p.c.svc.PolicyWithDelta(ns, d)
+	pol := p.l.svc.PolicyWithDelta(ns, d)
 	if pol == nil {
 		return p
 	}
@@ -106,15 +106,15 @@ func (d *deltaPolicy) ReplicaMayWrite(r crdt.ReplicaID, ns string) bool {
 }
 
 func (p *policy) principalsOf(r crdt.ReplicaID) []namespace.Address {
-	if r == p.c.cfg.Identity.ReplicaID() {
-		return p.c.cfg.Agents()
+	if r == p.l.cfg.Identity.ReplicaID() {
+		return p.l.cfg.Agents()
 	}
-	return p.c.principalsOfReplica(r)
+	return p.l.principalsOfReplica(r)
 }
 
 func (p *policy) ReplicaMayWrite(r crdt.ReplicaID, ns string) bool {
 	for _, a := range p.principalsOf(r) {
-		if p.c.svc.MayWrite(a, ns) {
+		if p.l.svc.MayWrite(a, ns) {
 			return true
 		}
 	}

@@ -1,0 +1,452 @@
+package cluster
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/sync/replica"
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// Config configures a node's replication. Zero fields take the defaults noted.
+type Config struct {
+	Service    *memory.Service
+	Identity   acl.Identity
+	Agents     func() []namespace.Address // the node's local principals, advertised in gossip; default the service's owner
+	Engine     replica.Config             // queue bounds and timings (Self/Replica are filled in)
+	Tick       time.Duration              // engine tick, in Clock time; default 500ms (Start only)
+	LocalQueue int                        // local deltas waiting for the loop; default 4096
+	SendQueue  int                        // frames waiting per peer; default 256 (Start only)
+	Logger     *slog.Logger               // default: discard
+	Clock      Clock                      // default: the wall clock (Start); required by NewStepped
+
+	// StartTransport opens the node's frame transport; required by Start.
+	// node/cluster/realnet.Transport is QUIC (sync/quicnet).
+	StartTransport func(in Inbound) (Transport, error)
+	// StartMembership starts the node's membership advertising self, and
+	// calls onChange with a fresh Members snapshot after every change:
+	// never concurrently, possibly one call for a burst, the last call the
+	// latest state, none after Membership.Close returns. onChange does not
+	// block. Required by Start. node/cluster/realnet.Membership is
+	// memberlist gossip (sync/gossip).
+	StartMembership func(self Advert, onChange func([]Sighting)) (Membership, error)
+
+	// Addr is what a Stepped advertises as its address (Advert.Addr): the
+	// addr its peers' send functions get for it. Start ignores it and
+	// advertises the transport's address.
+	Addr string
+}
+
+// ErrStopped is returned by requests to a Cluster or a Stepped that is
+// closed.
+var ErrStopped = errors.New("cluster: stopped")
+
+// Member is one cluster member as `GET /v1/members` shows it.
+type Member struct {
+	NodeID string   `json:"node_id"`
+	Key    string   `json:"key"` // the node's public key (acl.EncodePublicKey): what a hand-over names
+	Agents []string `json:"agents"`
+	Addr   string   `json:"addr"`
+	State  string   `json:"state"`
+	Self   bool     `json:"self,omitempty"`
+}
+
+// Status is the replication state as `GET /v1/status` shows it.
+type Status struct {
+	NodeID   string              `json:"node_id"`
+	Replica  string              `json:"replica"`
+	QUIC     string              `json:"quic"`
+	Gossip   string              `json:"gossip"`
+	Peers    []replica.PeerStats `json:"peers"`
+	Applied  uint64              `json:"applied"`
+	Rejected uint64              `json:"rejected"`
+	// BindingConflicts counts claims to host an agent that another node
+	// already hosts: refused, and each logged with both nodes' ids.
+	BindingConflicts uint64            `json:"binding_conflicts"`
+	DroppedFrames    uint64            `json:"dropped_frames"`
+	LocalOverflow    uint64            `json:"local_overflows"`
+	Namespaces       []NamespaceDigest `json:"namespaces"`
+}
+
+// NamespaceDigest is one replicated namespace's state digest: equal on two
+// nodes exactly when they hold the same state of it.
+type NamespaceDigest struct {
+	Namespace string `json:"namespace"`
+	Digest    string `json:"digest,omitempty"`  // with ?digests=true
+	Records   int    `json:"records,omitempty"` // with ?digests=true
+}
+
+// loop is the replication loop's state and logic, shared by its two
+// drivers: Cluster feeds it from channels on a goroutine of its own and
+// sends through a goroutine per peer; Stepped feeds it from its caller's
+// calls and sends synchronously. Its methods run on the driver's loop (the
+// goroutine, or the caller of a Stepped) unless they say otherwise; what
+// reaches a peer depends only on the order of its inputs, never on map
+// order, so that a Stepped is deterministic.
+type loop struct {
+	cfg   Config
+	svc   *memory.Service
+	log   *slog.Logger
+	codec *wire.Codec
+	eng   *replica.Engine
+	self  replica.PeerID
+	drv   driver
+
+	// local is written by the service's writers (onLocalDelta), any
+	// goroutine; overflow too.
+	local    chan localDelta
+	overflow sync.Map    // ns → true: local deltas dropped, digest sync needed
+	stopped  atomic.Bool // closed: local deltas are ignored
+
+	// loop-owned
+	peers        map[replica.PeerID]peerInfo
+	lastBindings time.Time               // when the bindings were last sent to every peer
+	heard        map[replica.PeerID]bool // peers whose bindings frame arrived
+	senders      map[replica.PeerID]*sender
+
+	applied, rejected, dropped, localOver, conflicts atomic.Uint64
+
+	knownMu sync.RWMutex
+	known   map[string]bool // public keys of live members
+	// dir binds principals to the node keys that host them, from verified
+	// binding records only (bindings.go); byReplica indexes it.
+	dir           *acl.Directory
+	byReplica     map[crdt.ReplicaID][]namespace.Address // the principals each replica's node hosts now
+	everByReplica map[crdt.ReplicaID][]namespace.Address // … or hosted before a hand-over
+}
+
+// driver is what the loop needs from what runs it.
+type driver interface {
+	// open returns the outlet of a peer that joined (or moved to addr).
+	open(id replica.PeerID, addr string, key ed25519.PublicKey) outlet
+	// members is the membership now (a change of the bindings re-reads it).
+	members() []Sighting
+}
+
+// outlet takes one peer's frames, in order.
+type outlet interface {
+	// push hands frame on without waiting for the peer; false: dropped.
+	// The frame may go to other peers too: nobody modifies it.
+	push(frame []byte) bool
+	// close ends the outlet; nothing is pushed after it.
+	close()
+}
+
+type sender struct {
+	addr string
+	out  outlet
+}
+
+type peerInfo struct {
+	member Sighting
+	peer   replica.Peer
+}
+
+type localDelta struct {
+	ns string
+	d  *crdt.Map
+}
+
+// newLoop checks cfg, fills in its defaults, and builds the loop's state:
+// the stored bindings, the claims of the local principals, the engine.
+// Nothing is hooked to the service yet (hook).
+func newLoop(cfg Config, drv driver) (*loop, error) {
+	if cfg.Service == nil || cfg.Identity.Private == nil {
+		return nil, errors.New("cluster: a service and an identity are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = wallClock{}
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 500 * time.Millisecond
+	}
+	if cfg.LocalQueue <= 0 {
+		cfg.LocalQueue = 4096
+	}
+	if cfg.SendQueue <= 0 {
+		cfg.SendQueue = 256
+	}
+	if cfg.Agents == nil {
+		owner := cfg.Service.Owner()
+		cfg.Agents = func() []namespace.Address { return []namespace.Address{owner} }
+	}
+	l := &loop{
+		cfg: cfg, svc: cfg.Service, log: cfg.Logger.With("component", "cluster"), codec: wire.NewCodec(0),
+		self:    replica.PeerID(cfg.Identity.NodeID()),
+		drv:     drv,
+		local:   make(chan localDelta, cfg.LocalQueue),
+		peers:   map[replica.PeerID]peerInfo{},
+		heard:   map[replica.PeerID]bool{},
+		senders: map[replica.PeerID]*sender{},
+		known:   map[string]bool{},
+	}
+	l.loadBindings()
+	l.claimAgents()
+	ecfg := cfg.Engine
+	ecfg.Self, ecfg.Replica = l.self, cfg.Identity.ReplicaID()
+	ecfg.Signer = cfg.Identity.Signer()
+	l.eng = replica.New(ecfg, storeState{l.svc}, &policy{l: l})
+	return l, nil
+}
+
+// hook makes the loop the service's key lookup and author check, and its
+// local deltas the loop's input.
+func (l *loop) hook() {
+	l.svc.SetKeyOf(l.keyOf)
+	l.svc.SetAuthorCheck(l.hostedBy)
+	l.svc.OnLocalDelta(l.onLocalDelta)
+}
+
+// advert is what the node advertises, with addr its frames' address.
+func (l *loop) advert(addr string) Advert {
+	var agents []string
+	for _, a := range l.cfg.Agents() {
+		agents = append(agents, a.String())
+	}
+	return Advert{NodeID: l.cfg.Identity.NodeID(), PublicKey: l.cfg.Identity.Public, Addr: addr, Agents: agents}
+}
+
+// onLocalDelta is the service's local delta listener, called by its
+// writers on any goroutine.
+func (l *loop) onLocalDelta(ns string, d *crdt.Map) {
+	if !memory.Replicated(ns) || l.stopped.Load() {
+		return
+	}
+	select {
+	case l.local <- localDelta{ns, d}:
+	default:
+		// The loop is behind: never block the writer; sync this namespace instead.
+		l.overflow.Store(ns, true)
+		l.localOver.Add(1)
+	}
+}
+
+// takeLocal hands the engine every local delta waiting, and reports
+// whether there was any.
+func (l *loop) takeLocal() bool {
+	took := false
+	for {
+		select {
+		case ld := <-l.local:
+			l.eng.LocalDelta(ld.ns, ld.d)
+			took = true
+		default:
+			return took
+		}
+	}
+}
+
+// receive handles a frame from the member whose key is from.
+func (l *loop) receive(from ed25519.PublicKey, frame []byte) {
+	id := replica.PeerID(acl.NodeIDOf(from))
+	m, err := l.codec.Decode(frame)
+	if err != nil {
+		l.rejected.Add(1)
+		l.log.Warn("undecodable frame", "peer", id, "err", err)
+		return
+	}
+	if m.Kind == wire.KindBindings {
+		l.receiveBindings(id, m.Bindings, m.Reply)
+		return
+	}
+	if err := l.eng.Step(id, m); err != nil {
+		l.log.Debug("frame from a peer not (yet) in membership", "peer", id, "err", err)
+	}
+}
+
+// tick is what the loop does every Config.Tick: syncs for the namespaces
+// whose local deltas overflowed, the engine's timers, the bindings.
+func (l *loop) tick() {
+	var over []string
+	l.overflow.Range(func(k, _ any) bool {
+		over = append(over, k.(string))
+		return true
+	})
+	slices.Sort(over)
+	for _, ns := range over {
+		l.overflow.Delete(ns)
+		for _, p := range l.eng.Peers() {
+			_ = l.eng.RequestSync(p.ID, ns)
+		}
+	}
+	now := l.cfg.Clock.Now()
+	l.eng.Tick(now)
+	if now.Sub(l.lastBindings) >= BindingsInterval {
+		l.sendBindings()
+	} else {
+		l.askBindings()
+	}
+}
+
+// act drives the engine's outputs as the replica package's loop contract
+// says (its doc.go, "The loop"): apply each delta through ApplyRemote, whose
+// refusals (clock skew, acl, surgery, authors, the disk) go back to the
+// engine with Advance, then send; again while the engine has more (Advance
+// emits acks and releases held deltas).
+func (l *loop) act() {
+	for l.eng.HasReady() {
+		r := l.eng.Ready()
+		var refused []replica.Refusal
+		for i, a := range r.Apply {
+			if err := l.svc.ApplyRemote(a.Namespace, a.Delta); err != nil {
+				// counted and logged with the Rejection Advance reports
+				refused = append(refused, replica.Refusal{Index: i, Err: err})
+				continue
+			}
+			l.applied.Add(1)
+		}
+		l.eng.Advance(refused)
+		for _, rj := range r.Rejected {
+			l.rejected.Add(1)
+			l.log.Warn("delta rejected", "peer", rj.From, "namespace", rj.Namespace, "err", rj.Err)
+		}
+		for _, err := range r.Errors {
+			l.log.Error("replication state", "err", err)
+		}
+		l.sendAll(r.Messages)
+	}
+}
+
+// sendAll encodes messages and pushes them to their peers, in order.
+func (l *loop) sendAll(msgs []replica.Envelope) {
+	for _, env := range msgs {
+		frame, err := l.codec.Encode(env.Msg)
+		if err != nil {
+			l.log.Error("encode frame", "peer", env.To, "err", err)
+			continue
+		}
+		l.push(env.To, frame)
+	}
+}
+
+// push hands frame to peer id's outlet. A frame for a peer without one
+// (not a live member) or that its outlet drops is counted as dropped: the
+// engine's ack timeout turns a lost batch into a digest sync.
+func (l *loop) push(id replica.PeerID, frame []byte) {
+	if s := l.senders[id]; s == nil || !s.out.push(frame) {
+		l.dropped.Add(1)
+	}
+}
+
+func (l *loop) setMembers(ms []Sighting) {
+	var peers []replica.Peer
+	next := map[replica.PeerID]peerInfo{}
+	known := map[string]bool{}
+	for _, m := range ms {
+		id := replica.PeerID(m.NodeID)
+		if id == l.self || m.State != StateAlive || len(m.PublicKey) != ed25519.PublicKeySize {
+			continue
+		}
+		// Which agents the member hosts comes from verified bindings, never
+		// from the names its metadata advertises.
+		p := replica.Peer{ID: id, Key: m.PublicKey, Replica: acl.ReplicaIDOf(m.PublicKey), Principals: l.principalsOfKey(m.PublicKey)}
+		peers = append(peers, p)
+		next[id] = peerInfo{member: m, peer: p}
+		known[string(m.PublicKey)] = true
+	}
+	l.peers = next
+	for id := range l.heard {
+		if _, ok := next[id]; !ok {
+			delete(l.heard, id) // a member that comes back is asked again
+		}
+	}
+	l.knownMu.Lock()
+	l.known = known
+	l.knownMu.Unlock()
+	for id, s := range l.senders {
+		if pi, ok := next[id]; !ok || pi.member.Addr != s.addr {
+			s.out.close()
+			delete(l.senders, id)
+		}
+	}
+	var joined []replica.PeerID
+	for id := range next {
+		if _, ok := l.senders[id]; !ok {
+			joined = append(joined, id)
+		}
+	}
+	slices.Sort(joined)
+	for _, id := range joined {
+		m := next[id].member
+		l.senders[id] = &sender{addr: m.Addr, out: l.drv.open(id, m.Addr, m.PublicKey)}
+	}
+	l.sendBindingsTo(joined, true) // tell the newcomers who hosts whom, and ask them
+	slices.SortFunc(peers, func(a, b replica.Peer) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	l.eng.SetPeers(peers)
+}
+
+// closeOutlets closes every peer's outlet.
+func (l *loop) closeOutlets() {
+	for id, s := range l.senders {
+		s.out.close()
+		delete(l.senders, id)
+	}
+}
+
+// knownKey reports whether pub belongs to a live member: the transport's
+// Inbound.Allowed. Any goroutine.
+func (l *loop) knownKey(pub ed25519.PublicKey) bool {
+	l.knownMu.RLock()
+	defer l.knownMu.RUnlock()
+	return l.known[string(pub)]
+}
+
+// status reports the counters and the namespaces held, with peers the
+// engine's stats. Any goroutine.
+func (l *loop) status(peers []replica.PeerStats, digests bool) Status {
+	st := Status{NodeID: string(l.self), Replica: l.cfg.Identity.ReplicaID().String(), Peers: peers}
+	st.Applied, st.Rejected, st.DroppedFrames, st.LocalOverflow = l.applied.Load(), l.rejected.Load(), l.dropped.Load(), l.localOver.Load()
+	st.BindingConflicts = l.conflicts.Load()
+	st.Namespaces = []NamespaceDigest{}
+	for _, ns := range (storeState{l.svc}).Namespaces() {
+		nd := NamespaceDigest{Namespace: ns}
+		if digests {
+			m, err := l.svc.Store().State(ns)
+			if err != nil {
+				continue
+			}
+			nd.Digest, nd.Records = m.Digest().String(), m.Len()
+		}
+		st.Namespaces = append(st.Namespaces, nd)
+	}
+	return st
+}
+
+// memberList is ms as Members shows it. Any goroutine.
+func (l *loop) memberList(ms []Sighting) []Member {
+	var out []Member
+	for _, m := range ms {
+		agents := []string{}
+		for _, p := range l.principalsOfKey(m.PublicKey) {
+			agents = append(agents, p.String())
+		}
+		out = append(out, Member{NodeID: string(m.NodeID), Key: acl.EncodePublicKey(m.PublicKey), Agents: agents, Addr: m.Addr, State: m.State,
+			Self: replica.PeerID(m.NodeID) == l.self})
+	}
+	return out
+}
+
+// requestSync asks peer (a node id; "" = every peer) for a digest sync of
+// every shared namespace.
+func (l *loop) requestSync(peer string) error {
+	if peer != "" {
+		return l.eng.RequestSync(replica.PeerID(peer), "")
+	}
+	for _, p := range l.eng.Peers() {
+		_ = l.eng.RequestSync(p.ID, "")
+	}
+	return nil
+}
