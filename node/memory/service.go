@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -277,9 +279,12 @@ func (s *Service) write(fn func(tx *store.Tx) error) error {
 	s.listenMu.RLock()
 	ls := s.listeners
 	s.listenMu.RUnlock()
-	for ns, d := range deltas {
+	// in namespace order, not map order: a stepped replication loop (the
+	// simulator's) must see the same writes give the same deltas in the
+	// same order
+	for _, ns := range slices.Sorted(maps.Keys(deltas)) {
 		for _, l := range ls {
-			l(ns, d)
+			l(ns, deltas[ns])
 		}
 	}
 	s.afterSent(changes) // after the change itself is sent
