@@ -358,8 +358,9 @@ func testHandoverMovesAnAgent(t *testing.T, net network) {
 	}
 }
 
-// agentsOn is what c says node id hosts, comma-separated.
-func agentsOn(c *Cluster, id acl.NodeID) string {
+// agentsOn is what c (a Cluster or a Stepped) says node id hosts,
+// comma-separated.
+func agentsOn(c interface{ Members() []Member }, id acl.NodeID) string {
 	for _, m := range c.Members() {
 		if m.NodeID == string(id) {
 			return strings.Join(m.Agents, ",")
