@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/dgraph-io/badger/v4 v4.9.6
+	github.com/google/btree v1.1.3
 	github.com/google/jsonschema-go v0.4.3
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/klauspost/compress v1.20.3
@@ -19,7 +20,6 @@ require (
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/google/btree v1.1.3 // indirect
 	github.com/google/flatbuffers v25.2.10+incompatible // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
