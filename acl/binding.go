@@ -184,10 +184,13 @@ func NewDirectory() *Directory { return &Directory{by: map[namespace.Address]Bin
 // applied, is a no-op. Errors wrap ErrInvalid, ErrBadSignature or
 // ErrHostedElsewhere, and then nothing changes.
 func (d *Directory) Admit(b Binding) (changed bool, err error) {
+	cur, ok := d.by[b.Principal]
+	if ok && cur.same(b) {
+		return false, nil // verified when it was admitted: every member resends it every interval
+	}
 	if err := b.Verify(); err != nil {
 		return false, err
 	}
-	cur, ok := d.by[b.Principal]
 	switch {
 	case !ok:
 		// A hand-over for a principal this node never saw claimed binds
@@ -203,6 +206,12 @@ func (d *Directory) Admit(b Binding) (changed bool, err error) {
 	d.by[b.Principal] = b
 	d.log = append(d.log, b)
 	return true, nil
+}
+
+// same reports whether b and o are the same signed binding.
+func (b Binding) same(o Binding) bool {
+	return b.Principal == o.Principal && b.TS == o.TS && bytes.Equal(b.Key, o.Key) &&
+		bytes.Equal(b.From, o.From) && bytes.Equal(b.Sig, o.Sig)
 }
 
 // Hosted reports whether key hosts p or hosted it before a hand-over: the

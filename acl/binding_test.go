@@ -3,6 +3,7 @@ package acl
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/mnemohq/mnemo/namespace"
@@ -29,6 +30,12 @@ func TestDirectoryFirstClaimStands(t *testing.T) {
 	}
 	if changed, err := d.Admit(claimA); err != nil || changed {
 		t.Fatalf("repeated claim: changed=%v err=%v", changed, err)
+	}
+	tampered := claimA
+	tampered.Sig = slices.Clone(claimA.Sig)
+	tampered.Sig[0] ^= 1
+	if _, err := d.Admit(tampered); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("the held claim with a bad signature: %v, want ErrBadSignature", err)
 	}
 	claimB, _ := NewBinding(b, alice, 1) // back-dated, too
 	if _, err := d.Admit(claimB); !errors.Is(err, ErrHostedElsewhere) {

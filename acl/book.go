@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/mnemohq/mnemo/crdt"
@@ -52,11 +53,18 @@ func (b *Book) Add(raw []byte) (SignedRecord, error) {
 
 // AddRecord adds r if its signature verifies; errors wrap ErrBadSignature or
 // ErrInvalid and then nothing is added.
+//
+// A record already held with the same signature is not verified again
+// (the id covers the whole body): replication hands the same records over
+// and over, and a verification costs far more than the lookup.
 func (b *Book) AddRecord(r SignedRecord) error {
+	id := r.ID()
+	if old, ok := b.recs[r.Namespace][id]; ok && bytes.Equal(old.Sig, r.Sig) {
+		return nil
+	}
 	if err := r.VerifySignature(); err != nil {
 		return err
 	}
-	id := r.ID()
 	m := b.recs[r.Namespace]
 	if m == nil {
 		m = make(map[string]SignedRecord)
@@ -86,6 +94,20 @@ func (b *Book) AddSet(s *crdt.GSet) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Fork returns a new book with the same key lookup holding b's records
+// of the given root namespaces, verified already: nothing is verified
+// again. Adding to the fork leaves b as it is.
+func (b *Book) Fork(roots ...namespace.Address) *Book {
+	f := NewBook(b.keyOf)
+	for _, root := range roots {
+		if m, ok := b.recs[root]; ok {
+			f.recs[root] = maps.Clone(m)
+			f.n += len(m)
+		}
+	}
+	return f
 }
 
 // Len is the number of records held.

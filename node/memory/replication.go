@@ -92,7 +92,7 @@ func (s *Service) PolicyWithDelta(ns string, d *crdt.Map) *acl.Policy {
 		if !strings.HasPrefix(id, schema.ACLPrefix) {
 			return true
 		}
-		if r, err := decodeACL(ns, id, rec); err == nil && r.VerifySignature() == nil {
+		if r, err := decodeACL(ns, id, rec); err == nil {
 			incoming = append(incoming, r)
 		}
 		return true
@@ -104,12 +104,17 @@ func (s *Service) PolicyWithDelta(ns string, d *crdt.Map) *acl.Policy {
 	if err != nil {
 		return nil
 	}
-	book := acl.NewBook(s.keyOf)
+	// The held records were verified when they were admitted; the fork
+	// verifies only the incoming ones it does not hold already.
 	s.acl.mu.Lock()
-	held := s.acl.book.Records(addr.Root())
+	book := s.acl.book.Fork(addr.Root())
 	s.acl.mu.Unlock()
-	for _, r := range append(held, incoming...) {
-		_ = book.AddRecord(r)
+	added := false
+	for _, r := range incoming {
+		added = book.AddRecord(r) == nil || added
+	}
+	if !added {
+		return nil
 	}
 	return book.Policy()
 }
