@@ -20,6 +20,7 @@ import (
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/store"
+	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
 // ErrLocked reports a data directory already held by another process; the
@@ -122,7 +123,13 @@ func Open(cfg Config) (*Service, error) {
 	// Every transaction's delta is sealed with the node key (crdt.Seal), so
 	// peers can tell which replica wrote each dot, however it reaches them.
 	signer := id.Signer()
-	st, err := store.Open(cfg.Dir, store.Options{Logger: cfg.Logger, NoSync: cfg.NoSync, Signer: signer, KV: cfg.KV})
+	kv := cfg.KV
+	if kv == nil {
+		if kv, err = badgerkv.Open(cfg.Dir, badgerkv.Options{Logger: cfg.Logger, NoSync: cfg.NoSync}); err != nil {
+			return nil, err
+		}
+	}
+	st, err := store.Open(kv, store.Options{Signer: signer})
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,8 @@ package store
 import "errors"
 
 // KV is the ordered key-value storage under a Store: Badger on a node
-// (badger.go), MemKV in the simulator and in tests that crash a node. The
+// (package badgerkv), MemKV in the simulator and in tests that crash a
+// node. The
 // Store holds all the replication logic; a KV only keeps bytes. Methods
 // are safe for concurrent use; a Store serialises its writers itself.
 type KV interface {
@@ -41,4 +42,8 @@ var (
 	ErrKeyNotFound = errors.New("store: key not found")
 	ErrTxnTooBig   = errors.New("store: transaction too big")
 	ErrClosed      = errors.New("store: closed")
+	// ErrLocked is what opening a KV's storage returns when another
+	// process holds it (badgerkv.Open: the data directory's lock); the
+	// message names the holder.
+	ErrLocked = errors.New("store: data directory in use")
 )

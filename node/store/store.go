@@ -4,42 +4,20 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/mnemohq/mnemo/crdt"
 )
 
-// ErrLocked reports a data directory held by another process.
-var ErrLocked = errors.New("store: data directory in use")
-
 // Options tune the store. Zero values take the documented defaults.
 type Options struct {
 	Limits crdt.Limits // decoding limits for stored bytes; default crdt.DefaultLimits
-	Logger *slog.Logger
-	// Badger memory: MemTableSize 8 MiB × NumMemtables 2, BlockCacheSize 8 MiB,
-	// IndexCacheSize 4 MiB, ValueLogFileSize 64 MiB, ValueThreshold 64 KiB,
-	// zstd level 1 compression.
-	MemTableSize   int64
-	BlockCacheSize int64
-	// NoSync turns off the fsync per commit (benchmarks only: an
-	// acknowledged write may then be lost on a crash).
-	NoSync bool
 	// Signer seals every Update's deltas (crdt.Map.Seal) before they are
 	// stored, so the dots this node writes can be verified wherever they
 	// are relayed. Zero: deltas are stored unsealed (tools and tests).
 	Signer crdt.Signer
-	// KV, when set, is the storage to use instead of Badger (the simulator's
-	// MemKV); dir, NoSync and the Badger sizes are then ignored, and Close
-	// closes it.
-	KV KV
 }
 
 // Change is one record entry touched by an Apply.
@@ -52,8 +30,6 @@ type Change struct {
 // Store is the persistent replicated state of one node.
 type Store struct {
 	kv     KV
-	dir    string // absolute; "" in memory
-	lock   *os.File
 	lim    crdt.Limits
 	signer crdt.Signer
 	mu     sync.Mutex // serialises writers
@@ -62,36 +38,16 @@ type Store struct {
 	closed bool
 }
 
-// Open opens (creating if needed) the store in dir; dir "" keeps it in
-// memory. With opt.KV it opens over that storage instead.
-func Open(dir string, opt Options) (*Store, error) {
-	s := &Store{lim: opt.Limits, signer: opt.Signer, ctxs: make(map[string]*crdt.Context)}
+// Open opens the store over kv (badgerkv on a node, MemKV in the simulator
+// and in tests), loading every namespace's causal context. The Store owns
+// kv from then on: its Close closes kv, and so does Open when it fails.
+func Open(kv KV, opt Options) (*Store, error) {
+	if kv == nil {
+		return nil, errors.New("store: Open needs a KV (node/store/badgerkv on disk, NewMemKV in memory)")
+	}
+	s := &Store{kv: kv, lim: opt.Limits, signer: opt.Signer, ctxs: make(map[string]*crdt.Context)}
 	if s.lim == (crdt.Limits{}) {
 		s.lim = crdt.DefaultLimits()
-	}
-	if opt.KV != nil {
-		s.kv = opt.KV
-	} else {
-		if dir != "" {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return nil, fmt.Errorf("store: create %s: %w", dir, err)
-			}
-			lock, err := acquireLock(dir)
-			if err != nil {
-				return nil, err
-			}
-			s.lock = lock
-			if s.dir, err = filepath.Abs(dir); err != nil {
-				s.releaseLock()
-				return nil, fmt.Errorf("store: %w", err)
-			}
-		}
-		kv, err := openBadger(dir, opt)
-		if err != nil {
-			s.releaseLock()
-			return nil, err
-		}
-		s.kv = kv
 	}
 	if err := s.loadContexts(); err != nil {
 		_ = s.Close()
@@ -100,37 +56,8 @@ func Open(dir string, opt Options) (*Store, error) {
 	return s, nil
 }
 
-func acquireLock(dir string) (*os.File, error) {
-	path := filepath.Join(dir, "mnemo.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("store: open lock file: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := io.ReadAll(io.LimitReader(f, 64))
-		f.Close()
-		pid := strings.TrimSpace(string(holder))
-		if pid == "" {
-			pid = "unknown"
-		}
-		return nil, fmt.Errorf("%w: %s is held by process %s (another mnemo node); stop it or attach to it", ErrLocked, dir, pid)
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return f, nil
-}
-
-func (s *Store) releaseLock() {
-	if s.lock != nil {
-		_ = s.lock.Truncate(0)
-		_ = syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
-		_ = s.lock.Close()
-		s.lock = nil
-	}
-}
-
-// Close flushes and closes the store and releases the directory lock.
+// Close closes the store and its KV (which flushes it and, for badgerkv,
+// releases the directory lock). Later calls return nil.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -138,12 +65,25 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	var err error
-	if s.kv != nil {
-		err = s.kv.Close()
+	return s.kv.Close()
+}
+
+// filePager is a KV whose files the process maps (badgerkv.KV).
+type filePager interface {
+	// ReleaseFilePages advises the kernel to reclaim the mapped pages of
+	// the KV's files and returns how many bytes it advised. Safe to call
+	// at any time; it never changes what the KV holds.
+	ReleaseFilePages() int64
+}
+
+// ReleaseFilePages lets the kernel reclaim the pages of the KV's files
+// that reading them left resident (see badgerkv.KV.ReleaseFilePages), and
+// returns how many bytes of mappings it advised: 0 for a KV without files.
+func (s *Store) ReleaseFilePages() int64 {
+	if p, ok := s.kv.(filePager); ok {
+		return p.ReleaseFilePages()
 	}
-	s.releaseLock()
-	return err
+	return 0
 }
 
 func ctxKey(ns string) []byte     { return []byte("n/" + ns) }

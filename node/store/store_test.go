@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -35,41 +34,8 @@ func edit(t *testing.T, s *Store, ns, id string, at int, kv ...string) []Change 
 	return ch
 }
 
-func TestApplyPersistsAndReopens(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit(t, s, "team://a", "m1", 1, "ti", "hello", "co", "world")
-	edit(t, s, "team://a", "m1", 2, "ti", "hello again")
-	want, err := s.State("team://a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	got, err := s2.State("team://a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Digest() != want.Digest() {
-		t.Fatal("state changed across reopen")
-	}
-	r, _ := got.Get("m1")
-	if f, _ := r.Field("ti"); string(f.Value) != "hello again" {
-		t.Fatalf("title %q", f.Value)
-	}
-}
-
 func TestUpdateIsAllOrNothing(t *testing.T) {
-	s, err := Open("", Options{})
+	s, err := Open(NewMemKV(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +59,7 @@ func TestUpdateIsAllOrNothing(t *testing.T) {
 }
 
 func TestRetractIsFinal(t *testing.T) {
-	s, err := Open("", Options{})
+	s, err := Open(NewMemKV(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +87,7 @@ func TestRetractIsFinal(t *testing.T) {
 }
 
 func TestMissingSendsOnlyWhatThePeerLacks(t *testing.T) {
-	s, err := Open("", Options{})
+	s, err := Open(NewMemKV(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,32 +103,5 @@ func TestMissingSendsOnlyWhatThePeerLacks(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != "b" {
 		t.Fatalf("missing %v, want [b]", got)
-	}
-}
-
-func TestSecondOpenNamesTheHolder(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	_, err = Open(dir, Options{})
-	if !errors.Is(err, ErrLocked) || !bytes.Contains([]byte(err.Error()), []byte("process")) {
-		t.Fatalf("second open: %v", err)
-	}
-}
-
-func TestInMemoryTakesLargeValues(t *testing.T) {
-	s, err := Open("", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	big := string(bytes.Repeat([]byte("x"), 64<<10))
-	edit(t, s, "team://a", "m1", 1, "co", big)
-	rec, _ := s.Record("team://a", "m1")
-	if f, _ := rec.Field("co"); len(f.Value) != len(big) {
-		t.Fatal("large value lost in memory mode")
 	}
 }

@@ -1,22 +1,83 @@
-package store
+package badgerkv
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/mnemohq/mnemo/node/store"
 )
 
-// badgerKV is the KV of a node: Badger in dir, or in memory for dir "".
-type badgerKV struct{ db *badger.DB }
+// Options tune Badger for a sidecar. Zero values take the documented
+// defaults; the rest of the tuning is fixed (see Open).
+type Options struct {
+	// Logger receives Badger's own log lines (component=badger, its info
+	// at debug level). Default: discarded.
+	Logger *slog.Logger
+	// MemTableSize is the size of each of Badger's two memtables, in
+	// bytes. Default 8 MiB.
+	MemTableSize int64
+	// BlockCacheSize is Badger's block cache, in bytes. Default 8 MiB.
+	BlockCacheSize int64
+	// NoSync turns off the fsync per commit (benchmarks and bulk loads
+	// only: an acknowledged write may then be lost on a crash). Default
+	// off: every commit is synced before Update returns.
+	NoSync bool
+}
 
-var _ KV = badgerKV{}
+// KV is Badger as a store.KV: in a data directory whose lock it holds, or
+// in memory. Safe for concurrent use; Close once.
+type KV struct {
+	db   *badger.DB
+	dir  string   // absolute; "" in memory
+	lock *os.File // the directory's lock file; nil in memory
+}
 
-// openBadger opens Badger tuned for a sidecar (see Options).
-func openBadger(dir string, opt Options) (badgerKV, error) {
+var _ store.KV = (*KV)(nil)
+
+// Open opens (creating if needed) Badger in dir, tuned for a sidecar:
+// memtables of opt.MemTableSize (two), a block cache of
+// opt.BlockCacheSize, a 4 MiB index cache, value-log files of 64 MiB,
+// values over 64 KiB in the value log, zstd level 1 compression, two
+// compactors. Every commit is synced unless opt.NoSync.
+//
+// It takes the directory's lock (mnemo.lock, holding the pid) first: a
+// directory held by another process fails with store.ErrLocked naming
+// that process, before Badger is touched. dir "" keeps Badger in memory,
+// without a lock (tests). The KV's Close releases the lock.
+func Open(dir string, opt Options) (*KV, error) {
+	k := &KV{}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("badgerkv: create %s: %w", dir, err)
+		}
+		lock, err := acquireLock(dir)
+		if err != nil {
+			return nil, err
+		}
+		k.lock = lock
+		if k.dir, err = filepath.Abs(dir); err != nil {
+			k.releaseLock()
+			return nil, fmt.Errorf("badgerkv: %w", err)
+		}
+	}
+	db, err := openBadger(dir, opt)
+	if err != nil {
+		k.releaseLock()
+		return nil, err
+	}
+	k.db = db
+	return k, nil
+}
+
+// openBadger opens Badger tuned for a sidecar (see Open).
+func openBadger(dir string, opt Options) (*badger.DB, error) {
 	bo := badger.DefaultOptions(dir)
 	if dir == "" {
 		bo = badger.DefaultOptions("").WithInMemory(true)
@@ -50,16 +111,16 @@ func openBadger(dir string, opt Options) (badgerKV, error) {
 		WithLogger(badgerLogger{opt.Logger})
 	db, err := badger.Open(bo)
 	if err != nil {
-		return badgerKV{}, fmt.Errorf("store: open badger in %q: %w", dir, err)
+		return nil, fmt.Errorf("badgerkv: open badger in %q: %w", dir, err)
 	}
-	return badgerKV{db}, nil
+	return db, nil
 }
 
-func (k badgerKV) View(fn func(r Reader) error) error {
+func (k *KV) View(fn func(r store.Reader) error) error {
 	return k.db.View(func(txn *badger.Txn) error { return fn(badgerTxn{txn}) })
 }
 
-func (k badgerKV) Update(fn func(w Writer) error) error {
+func (k *KV) Update(fn func(w store.Writer) error) error {
 	txn := k.db.NewTransaction(true)
 	defer txn.Discard()
 	if err := fn(badgerTxn{txn}); err != nil {
@@ -68,7 +129,12 @@ func (k badgerKV) Update(fn func(w Writer) error) error {
 	return tooBig(txn.Commit())
 }
 
-func (k badgerKV) Close() error { return k.db.Close() }
+// Close closes Badger, then releases the directory's lock.
+func (k *KV) Close() error {
+	err := k.db.Close()
+	k.releaseLock()
+	return err
+}
 
 // badgerTxn is a Badger transaction as a Reader and Writer.
 type badgerTxn struct{ txn *badger.Txn }
@@ -76,7 +142,7 @@ type badgerTxn struct{ txn *badger.Txn }
 func (t badgerTxn) Get(key []byte) ([]byte, error) {
 	item, err := t.txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, ErrKeyNotFound
+		return nil, store.ErrKeyNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -99,14 +165,15 @@ func (t badgerTxn) Iterate(prefix []byte, fn func(key, value []byte) error) erro
 func (t badgerTxn) Set(key, value []byte) error { return tooBig(t.txn.Set(key, value)) }
 func (t badgerTxn) Delete(key []byte) error     { return tooBig(t.txn.Delete(key)) }
 
-// tooBig maps Badger's transaction limit to ErrTxnTooBig.
+// tooBig maps Badger's transaction limit to store.ErrTxnTooBig.
 func tooBig(err error) error {
 	if errors.Is(err, badger.ErrTxnTooBig) {
-		return fmt.Errorf("%w: %w", ErrTxnTooBig, err)
+		return fmt.Errorf("%w: %w", store.ErrTxnTooBig, err)
 	}
 	return err
 }
 
+// badgerLogger passes Badger's log lines to a slog.Logger (nil: dropped).
 type badgerLogger struct{ l *slog.Logger }
 
 func (b badgerLogger) log(level slog.Level, f string, a ...any) {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package store
+package badgerkv
 
 // ReleaseFilePages is a no-op outside Linux; see pages_linux.go.
-func (s *Store) ReleaseFilePages() int64 { return 0 }
+func (k *KV) ReleaseFilePages() int64 { return 0 }

@@ -1,4 +1,4 @@
-package store
+package badgerkv
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ const (
 	madvPageout = 21 // Linux 5.4
 )
 
-// ReleaseFilePages advises the kernel to reclaim the pages of this store's
+// ReleaseFilePages advises the kernel to reclaim the pages of this KV's
 // table and value-log files mapped into the process, and returns how many
 // bytes of mappings it advised. Badger maps its files; the index rebuild at
 // start reads every record once, which would otherwise leave the whole data
@@ -23,8 +23,8 @@ const (
 // advice (MADV_PAGEOUT, or MADV_COLD where that is refused) never changes
 // what the mapped memory holds: a page needed again is read back from its
 // file, so a race with Badger unmapping a file is harmless.
-func (s *Store) ReleaseFilePages() int64 {
-	if s.dir == "" {
+func (k *KV) ReleaseFilePages() int64 {
+	if k.dir == "" {
 		return 0
 	}
 	f, err := os.Open("/proc/self/maps")
@@ -32,7 +32,7 @@ func (s *Store) ReleaseFilePages() int64 {
 		return 0
 	}
 	defer f.Close()
-	prefix := []byte(s.dir + string(filepath.Separator))
+	prefix := []byte(k.dir + string(filepath.Separator))
 	var advised int64
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
