@@ -21,6 +21,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 	"github.com/mnemohq/mnemo/node/memory/transfer"
+	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
 // Node is a running sidecar: a memory Service, its HTTP API on a bound
@@ -46,7 +47,8 @@ type Node struct {
 
 // Open opens the data directory (taking its lock), makes sure a token
 // exists, binds the HTTP listener and writes node.json. If the directory is
-// held by another process the error is memory's, naming that process.
+// held by another process the error wraps memory.ErrLocked and names that
+// process.
 func Open(cfg Config) (*Node, error) {
 	owner, err := cfg.validate()
 	if err != nil {
@@ -69,8 +71,12 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %s: %w", SettingsFile, err)
 	}
-	svc, err := memory.Open(ac.memoryConfig(memory.Config{Dir: cfg.Dir, Agent: owner, Now: cfg.Now, Logger: cfg.Logger, Features: feats}))
+	kv, err := badgerkv.Open(cfg.Dir, badgerkv.Options{Logger: cfg.Logger})
 	if err != nil {
+		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
+	}
+	svc, err := memory.Open(ac.memoryConfig(memory.Config{KV: kv, Agent: owner, Now: cfg.Now, Logger: cfg.Logger, Features: feats}))
+	if err != nil { // memory closed kv
 		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
 	}
 	n := &Node{cfg: cfg, svc: svc, log: cfg.Logger, access: ac}

@@ -16,6 +16,7 @@ import (
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
 // TestResidentMemoryNode measures the resident memory of a real `mnemo
@@ -166,7 +167,11 @@ func (p *nodeProc) procStatus() map[string]float64 {
 func fillNodeDir(t *testing.T, dir, agent string, n int) {
 	t.Helper()
 	owner := namespace.MustParse("agent://" + agent)
-	s, err := memory.Open(memory.Config{Dir: dir, Agent: owner, NoSync: true})
+	kv, err := badgerkv.Open(dir, badgerkv.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := memory.Open(memory.Config{KV: kv, Agent: owner})
 	if err != nil {
 		t.Fatal(err)
 	}

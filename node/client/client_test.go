@@ -16,6 +16,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/transfer"
+	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
 const token = "client-test-token-0123456789"
@@ -24,8 +25,12 @@ func newClient(t *testing.T) *client.Client {
 	t.Helper()
 	var mu sync.Mutex
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	kv, err := badgerkv.Open(t.TempDir(), badgerkv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc, err := memory.Open(memory.Config{
-		Dir:      t.TempDir(),
+		KV:       kv,
 		Agent:    namespace.MustParse("agent://alice"),
 		Features: []memory.Feature{transfer.New()},
 		Now: func() time.Time {

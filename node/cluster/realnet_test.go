@@ -14,6 +14,7 @@ import (
 	"github.com/mnemohq/mnemo/node/cluster/realnet"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/store"
+	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
 // The cluster tests over the real network, QUIC and memberlist gossip on
@@ -120,7 +121,11 @@ func startBenchNodes(b *testing.B, features func(i int) []memory.Feature) []*ben
 			b.Fatal(err)
 		}
 		agent := namespace.MustParse(fmt.Sprintf("agent://b%d", i))
-		svc, err := memory.Open(memory.Config{Dir: b.TempDir(), Agent: agent, Replica: id.ReplicaID(), Authorizer: cluster.SharedOK{}, Identity: id,
+		kv, err := badgerkv.Open(b.TempDir(), badgerkv.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		svc, err := memory.Open(memory.Config{KV: kv, Agent: agent, Replica: id.ReplicaID(), Authorizer: cluster.SharedOK{}, Identity: id,
 			Features: features(i)})
 		if err != nil {
 			b.Fatal(err)

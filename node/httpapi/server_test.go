@@ -24,6 +24,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 	"github.com/mnemohq/mnemo/node/memory/transfer"
+	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
 const testToken = "test-token-0123456789abcdef"
@@ -63,7 +64,11 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := memory.Open(memory.Config{Dir: t.TempDir(), Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{newSurgery(t), capsule.New(), dd, projview.New(), transfer.New()}})
+	kv, err := badgerkv.Open(t.TempDir(), badgerkv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := memory.Open(memory.Config{KV: kv, Agent: namespace.MustParse("agent://alice"), Now: clock, Features: []memory.Feature{newSurgery(t), capsule.New(), dd, projview.New(), transfer.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

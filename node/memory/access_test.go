@@ -22,15 +22,16 @@ var accPrincipals = []string{"alice", "bob", "carol", "dave", "eve"}
 
 func accAgent(name string) Caller { return Caller{Principal: namespace.MustParse("agent://" + name)} }
 
-// openAccess opens a Service owned by alice on which every accPrincipal is
-// local (bound to the node key), as principal rules or tokens make them.
+// openAccess opens a Service owned by alice over kvIn(t, dir) on which
+// every accPrincipal is local (bound to the node key), as principal rules
+// or tokens make them.
 func openAccess(t *testing.T, dir string, replica crdt.ReplicaID) (*Service, *fakeClock) {
 	t.Helper()
 	clk := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	local := func(p namespace.Address) bool {
 		return p.Kind == namespace.KindAgent && p.Path == "" && slices.Contains(accPrincipals, p.Name)
 	}
-	s, err := Open(Config{Dir: dir, Agent: accAgent("alice").Principal, Now: clk.now, IsLocal: local, Replica: replica})
+	s, err := Open(Config{KV: kvIn(t, dir), Agent: accAgent("alice").Principal, Now: clk.now, IsLocal: local, Replica: replica})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,12 @@ import (
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/store"
+	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
-// Benchmarks run on disk (b.TempDir). Each uses b.Loop, so its setup runs
-// once however many iterations are timed, and reports percentiles from
-// per-operation timings with b.ReportMetric. The README figures come from
+// Benchmarks run on disk (b.TempDir), over Badger as a node does. Each uses
+// b.Loop, so its setup runs once however many iterations are timed, and
+// reports percentiles from per-operation timings with b.ReportMetric. The README figures come from
 //
 //	go test -run XXX -bench 'SaveDurable|Search10k|Search100k$' -benchtime 3000x ./node/memory/
 //	go test -run XXX -bench Compact200 -benchtime 300x ./node/memory/
@@ -31,7 +32,11 @@ var benchAgent = namespace.MustParse("agent://alice")
 
 func openBench(tb testing.TB, dir string, noSync bool, feats ...Feature) *Service {
 	tb.Helper()
-	s, err := Open(Config{Dir: dir, Agent: benchAgent, NoSync: noSync, Features: feats})
+	kv, err := badgerkv.Open(dir, badgerkv.Options{NoSync: noSync})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := Open(Config{KV: kv, Agent: benchAgent, Features: feats})
 	if err != nil {
 		tb.Fatal(err)
 	}

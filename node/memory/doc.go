@@ -8,8 +8,9 @@
 //
 // # Storage
 //
-// A memory is a crdt.Record in its namespace's crdt.Map, kept in Badger by
-// node/store: fields are LWW registers under short names (node/schema), tags,
+// A memory is a crdt.Record in its namespace's crdt.Map, kept by node/store
+// over the KV the Service is given (Badger on a node, node/store/badgerkv;
+// a store.MemKV in the simulator and by default): fields are LWW registers under short names (node/schema), tags,
 // linked files and provenance are add-wins sets. Every write is an Edit
 // against the stored record, applied as a delta in one synced transaction —
 // the same path a peer's delta takes (ApplyRemote) — so replication adds

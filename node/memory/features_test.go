@@ -167,7 +167,7 @@ func TestUnownedKindsAreNotMemories(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	alice := memorytest.Agent("alice")
-	s, _ := memorytest.Open(t, memory.Config{Dir: dir, IsLocal: memorytest.AllLocal, Features: []memory.Feature{capsule.New()}})
+	s, _ := memorytest.Open(t, memory.Config{KV: memory.KVIn(t, dir), IsLocal: memorytest.AllLocal, Features: []memory.Feature{capsule.New()}})
 	m := memorytest.Save(t, s, alice, memapi.SaveRequest{Type: "fact", Content: "jack has the premium tier", SubjectType: "user", SubjectID: "jack"})
 	if _, err := capsule.Of(s).Create(ctx, alice, memapi.CapsuleRequest{SubjectType: "user", SubjectID: "jack", Audience: []string{"agent://bob"}, IDs: []string{m.ID}}); err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestUnownedKindsAreNotMemories(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	bare, _ := memorytest.Open(t, memory.Config{Dir: dir, IsLocal: memorytest.AllLocal})
+	bare, _ := memorytest.Open(t, memory.Config{KV: memory.KVIn(t, dir), IsLocal: memorytest.AllLocal})
 	if got := bare.Indexed(); got != with {
 		t.Fatalf("without the capsule feature the index holds %d records, with it %d: a meta record was indexed as a memory", got, with)
 	}

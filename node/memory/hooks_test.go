@@ -3,11 +3,16 @@ package memory
 import (
 	"testing"
 	"time"
+
+	"github.com/mnemohq/mnemo/node/store"
 )
 
 // Hooks for this directory's external tests (package memory_test,
 // features_test.go), which attach feature packages (surgery, capsule) that
 // the internal tests cannot import: feature packages import this one.
+
+// KVIn is kvIn: Badger in dir, or nil (a MemKV) for "".
+func KVIn(t testing.TB, dir string) store.KV { return kvIn(t, dir) }
 
 // BenchAgent owns the benchmark services.
 var BenchAgent = benchAgent

@@ -20,11 +20,12 @@ import (
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/store"
-	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
 // ErrLocked reports a data directory already held by another process; the
-// message names the holder's pid.
+// message names the holder's pid. Opening the storage returns it
+// (badgerkv.Open, which the node calls before Open); it is here so that the
+// node's callers need not import the store.
 var ErrLocked = store.ErrLocked
 
 // Authorizer decides permissions; every Service method asks it before
@@ -38,7 +39,6 @@ type Authorizer interface {
 
 // Config configures a Service.
 type Config struct {
-	Dir        string            // data directory; "" keeps everything in memory (tests)
 	Agent      namespace.Address // the owner agent (agent://NAME); required
 	Replica    crdt.ReplicaID    // this node's replica id; 0 derives one from Agent
 	Now        func() time.Time  // wall clock; default time.Now
@@ -46,9 +46,10 @@ type Config struct {
 	Logger     *slog.Logger      // default discards
 	Authorizer Authorizer        // default: the acl Policy built from the signed records in the store
 	MaxSkew    time.Duration     // clock skew tolerated on incoming deltas; default crdt.DefaultMaxSkew
-	NoSync     bool              // benchmarks only: skip fsync per write
-	// KV, when set, is the storage instead of Badger in Dir (the
-	// simulator's store.MemKV, which can crash); Dir is then unused.
+	// KV is the storage the Service runs over, and owns (see Open): on a
+	// node Badger in the data directory (node/store/badgerkv, opened by
+	// the node), in the simulator a store.MemKV, which can crash. Default:
+	// a fresh store.MemKV, everything in memory (tests).
 	KV store.KV
 
 	// Identity signs the acl records this node writes and binds its local
@@ -69,8 +70,9 @@ type Config struct {
 	Features []Feature
 }
 
-// Service is one node's memory store: Badger for durability, a derived
-// in-memory index for queries. Safe for concurrent use.
+// Service is one node's memory store: a store.Store over the KV for
+// durability, a derived in-memory index for queries. Safe for concurrent
+// use.
 type Service struct {
 	cfg   Config
 	st    *store.Store
@@ -96,40 +98,21 @@ type Service struct {
 	authorOK atomic.Pointer[func(namespace.Address, crdt.ReplicaID) bool]
 }
 
-// Open opens the store in cfg.Dir and rebuilds the query index from it.
+// Open opens the store over cfg.KV and rebuilds the query index from it.
+// The Service owns cfg.KV: its Close closes it, and so does Open when it
+// fails.
 func Open(cfg Config) (*Service, error) {
-	if cfg.Agent.IsZero() || cfg.Agent.Kind != namespace.KindAgent || cfg.Agent.Path != "" {
-		return nil, fmt.Errorf("%w: config needs an agent root address, got %q", ErrInvalid, cfg.Agent)
+	if cfg.KV == nil {
+		cfg.KV = store.NewMemKV()
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if err := cfg.AutoPromote.Validate(); err != nil {
-		return nil, err
-	}
-	id, err := resolveIdentity(cfg)
+	id, err := cfg.setDefaults()
 	if err != nil {
+		_ = cfg.KV.Close()
 		return nil, err
-	}
-	if cfg.Replica == 0 {
-		cfg.Replica = id.ReplicaID()
 	}
 	// Every transaction's delta is sealed with the node key (crdt.Seal), so
 	// peers can tell which replica wrote each dot, however it reaches them.
-	signer := id.Signer()
-	kv := cfg.KV
-	if kv == nil {
-		if kv, err = badgerkv.Open(cfg.Dir, badgerkv.Options{Logger: cfg.Logger, NoSync: cfg.NoSync}); err != nil {
-			return nil, err
-		}
-	}
-	st, err := store.Open(kv, store.Options{Signer: signer})
+	st, err := store.Open(cfg.KV, store.Options{Signer: id.Signer()}) // closes the KV when it fails
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +139,34 @@ func Open(cfg Config) (*Service, error) {
 		o.Opened()
 	}
 	return s, nil
+}
+
+// setDefaults validates c, fills in the defaults and resolves the node's
+// identity.
+func (c *Config) setDefaults() (acl.Identity, error) {
+	if c.Agent.IsZero() || c.Agent.Kind != namespace.KindAgent || c.Agent.Path != "" {
+		return acl.Identity{}, fmt.Errorf("%w: config needs an agent root address, got %q", ErrInvalid, c.Agent)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := c.AutoPromote.Validate(); err != nil {
+		return acl.Identity{}, err
+	}
+	id, err := resolveIdentity(*c)
+	if err != nil {
+		return acl.Identity{}, err
+	}
+	if c.Replica == 0 {
+		c.Replica = id.ReplicaID()
+	}
+	return id, nil
 }
 
 // rebuild loads every record into the index and restores the clock. The

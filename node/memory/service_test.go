@@ -8,6 +8,8 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/store"
+	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
 // fakeClock is a settable wall clock for tests.
@@ -15,11 +17,26 @@ type fakeClock struct{ t time.Time }
 
 func (f *fakeClock) now() time.Time { return f.t }
 
+// kvIn is the storage of a test Service: Badger in dir, as on a node, or
+// for dir "" nil (the default, a MemKV).
+func kvIn(t testing.TB, dir string) store.KV {
+	t.Helper()
+	if dir == "" {
+		return nil
+	}
+	kv, err := badgerkv.Open(dir, badgerkv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+// openTest opens a Service owned by alice over kvIn(t, dir).
 func openTest(t *testing.T, dir string) (*Service, *fakeClock, Caller) {
 	t.Helper()
 	clk := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	agent := namespace.MustParse("agent://alice")
-	s, err := Open(Config{Dir: dir, Agent: agent, Now: clk.now})
+	s, err := Open(Config{KV: kvIn(t, dir), Agent: agent, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +124,24 @@ func TestDurableAcrossReopen(t *testing.T) {
 	}
 }
 
-func TestSecondOpenIsLocked(t *testing.T) {
+// TestServiceOwnsItsKV: a Service holds its data directory (a second
+// open fails with ErrLocked) until Close, and an Open that fails releases
+// it too.
+func TestServiceOwnsItsKV(t *testing.T) {
 	dir := t.TempDir()
-	openTest(t, dir)
-	_, err := Open(Config{Dir: dir, Agent: namespace.MustParse("agent://alice")})
-	if !errors.Is(err, ErrLocked) {
+	s, _, _ := openTest(t, dir)
+	if _, err := badgerkv.Open(dir, badgerkv.Options{}); !errors.Is(err, ErrLocked) {
 		t.Fatalf("second open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Config{KV: kvIn(t, dir), Agent: namespace.MustParse("team://x")}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("open with a team as owner: %v", err)
+	}
+	kv := kvIn(t, dir) // free again: neither Close nor the failed Open kept it
+	if err := kv.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

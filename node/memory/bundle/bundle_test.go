@@ -24,10 +24,10 @@ var (
 )
 
 // openTest opens a Service owned by alice, the only local agent, with the
-// capsule feature attached.
-func openTest(t *testing.T, dir string) (*memory.Service, *memorytest.Clock, memapi.Caller) {
+// capsule feature attached, in memory.
+func openTest(t *testing.T) (*memory.Service, *memorytest.Clock, memapi.Caller) {
 	t.Helper()
-	s, clk := memorytest.Open(t, memory.Config{Dir: dir, Features: []memory.Feature{capsule.New()}})
+	s, clk := memorytest.Open(t, memory.Config{Features: []memory.Feature{capsule.New()}})
 	return s, clk, memorytest.Agent("alice")
 }
 
@@ -35,7 +35,7 @@ func openTest(t *testing.T, dir string) (*memory.Service, *memorytest.Clock, mem
 // in a capsule for bob.
 func capsuleFixture(t *testing.T) (*memory.Service, *memorytest.Clock, memapi.Caller, []string, memapi.CapsuleCreated) {
 	t.Helper()
-	s, clk, alice := openTest(t, "")
+	s, clk, alice := openTest(t)
 	ctx := context.Background()
 	var ids []string
 	for _, content := range []string{"Jack has the elevated support tier since March.", "Jack complained about double billing on invoice 42."} {
@@ -54,7 +54,7 @@ func capsuleFixture(t *testing.T) (*memory.Service, *memorytest.Clock, memapi.Ca
 }
 
 func TestBundlePrecedenceAndBudget(t *testing.T) {
-	s, clk, alice := openTest(t, "")
+	s, clk, alice := openTest(t)
 	ctx := context.Background()
 	save := func(req memapi.SaveRequest) memapi.Memory {
 		t.Helper()
@@ -145,7 +145,7 @@ func TestBundleCapsulesOnlyForAudience(t *testing.T) {
 }
 
 func TestBundleBudgetFlows(t *testing.T) {
-	s, _, alice := openTest(t, "")
+	s, _, alice := openTest(t)
 	ctx := context.Background()
 	for i := range 30 {
 		if _, err := s.Save(ctx, alice, memapi.SaveRequest{Type: "note", Content: fmt.Sprintf("note %d %s", i, strings.Repeat("word ", 20))}); err != nil {

@@ -45,7 +45,7 @@ func Agent(name string) memapi.Caller {
 }
 
 // Open opens a Service owned by alice with cfg's other fields (Features,
-// IsLocal, Approvals, Replica, Dir; "" keeps it in memory) and a Clock at
+// IsLocal, Approvals, Replica, KV; nil keeps it in memory) and a Clock at
 // Start; it is closed when the test ends.
 func Open(t testing.TB, cfg memory.Config) (*memory.Service, *Clock) {
 	t.Helper()

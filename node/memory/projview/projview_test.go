@@ -15,6 +15,8 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 	"github.com/mnemohq/mnemo/node/schema"
+	"github.com/mnemohq/mnemo/node/store"
+	"github.com/mnemohq/mnemo/node/store/badgerkv"
 	"github.com/mnemohq/mnemo/projection"
 )
 
@@ -23,7 +25,21 @@ import (
 // projection-view feature attached.
 func openTest(t *testing.T, dir string) (*memory.Service, *memorytest.Clock) {
 	t.Helper()
-	return memorytest.Open(t, memory.Config{Dir: dir, IsLocal: memorytest.AllLocal, Features: []memory.Feature{projview.New()}})
+	return memorytest.Open(t, memory.Config{KV: kvIn(t, dir), IsLocal: memorytest.AllLocal, Features: []memory.Feature{projview.New()}})
+}
+
+// kvIn is the storage of a test Service: Badger in dir, as on a node, or
+// for dir "" nil (the default, a MemKV).
+func kvIn(t testing.TB, dir string) store.KV {
+	t.Helper()
+	if dir == "" {
+		return nil
+	}
+	kv, err := badgerkv.Open(dir, badgerkv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
 }
 
 func ptr[T any](v T) *T { return &v }
