@@ -70,6 +70,12 @@ var layout = []layoutRule{
 	{name: "the API's edges link no storage or transport",
 		from:   []string{"node/memapi", "node/client", "node/mcptools", "node/embeddings"},
 		forbid: []string{badger, quicGo, memberlist, mod("node/memory"), mod("node/store")}},
+	// What the simulator drives ("the memory core, its record kinds and the
+	// replication engine") takes its storage as a store.KV: Badger is
+	// opened by the node (node/store/badgerkv), MemKV by the simulator.
+	{name: "the memory core, its features and the cluster loop link no Badger",
+		from:   []string{"node/memory", "node/cluster"},
+		forbid: []string{badger, mod("node/store/badgerkv")}},
 }
 
 // TestDependencyDirection checks every rule of the layout against the
@@ -109,6 +115,7 @@ func TestDependencyRulesCanFail(t *testing.T) {
 		layout[5].name: {mod("sync/quicnet"), mod("sync/gossip"), badger + "/v4"},
 		layout[6].name: {badger + "/v4", "net", "net/http", mod("node/memory"), mod("node/store")},
 		layout[7].name: {badger + "/v4", quicGo, memberlist, mod("node/store")},
+		layout[8].name: {badger + "/v4", badger + "/v4/options", mod("node/store/badgerkv")},
 	}
 	if len(bad) != len(layout) {
 		t.Fatalf("%d rules, %d with violations to catch", len(layout), len(bad))
