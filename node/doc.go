@@ -29,7 +29,7 @@
 //	tokens.json  principal-bound tokens issued by POST /v1/tokens: the
 //	             SHA-256 of each token and its principal, mode 0600.
 //
-// plus whatever package memory keeps there (Badger and its lock file).
+// plus what node/store/badgerkv keeps there (Badger and its lock file).
 // Only the owner may reach any of it: Open removes group and other access
 // from the directory and everything under it (0700 / 0600), warning for
 // each path it changed, and tightens files the store creates later quietly
