@@ -105,3 +105,10 @@ func TestMissingSendsOnlyWhatThePeerLacks(t *testing.T) {
 		t.Fatalf("missing %v, want [b]", got)
 	}
 }
+
+func TestOpenNeedsAKV(t *testing.T) {
+	if s, err := Open(nil, Options{}); err == nil {
+		s.Close()
+		t.Fatal("Open without a KV succeeded")
+	}
+}
