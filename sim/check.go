@@ -1,29 +1,19 @@
 package sim
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"time"
+	"strings"
 
 	"github.com/mnemohq/mnemo/crdt"
-	"github.com/mnemohq/mnemo/node/schema"
-	"github.com/mnemohq/mnemo/sync/replica"
+	"github.com/mnemohq/mnemo/node/memory"
 )
 
-func (n *simNode) digest(ns string) crdt.Digest {
-	if d, ok := n.digests[ns]; ok && !n.dirty[ns] {
-		return d
-	}
-	d := n.st.Map(ns).Digest()
-	n.digests[ns] = d
-	delete(n.dirty, ns)
-	return d
-}
-
 // finalHolders are the nodes that must hold ns once the network is quiet:
-// every member whose principal may read it.
+// every member up whose agent may read it.
 func (s *Sim) finalHolders(j int) []*simNode {
 	var out []*simNode
 	for i, n := range s.nodes {
@@ -34,11 +24,18 @@ func (s *Sim) finalHolders(j int) []*simNode {
 	return out
 }
 
+// converged is the cheap test the quiet phase polls: every holder of each
+// namespace has the same causal context as the first. Equal digests are
+// checked after (check), and a difference there is a violation.
 func (s *Sim) converged() bool {
 	for j, ns := range s.nss {
-		want := s.ref[ns].Digest()
-		for _, n := range s.finalHolders(j) {
-			if n.digest(ns) != want {
+		hs := s.finalHolders(j)
+		if len(hs) == 0 {
+			continue
+		}
+		want := hs[0].svc.Store().Context(ns)
+		for _, n := range hs[1:] {
+			if !n.svc.Store().Context(ns).Equal(want) {
 				return false
 			}
 		}
@@ -46,152 +43,276 @@ func (s *Sim) converged() bool {
 	return true
 }
 
-// check runs every invariant over the quiet cluster and returns the
-// violations, most fundamental first.
+// limited appends at most three of viols, then a count of the rest.
+func limited(v []string, prefix string, viols []string) []string {
+	v = append(v, viols[:min(3, len(viols))]...)
+	if len(viols) > 3 {
+		v = append(v, fmt.Sprintf("%s %d more", prefix, len(viols)-3))
+	}
+	return v
+}
+
+// check runs every invariant over the quiet cluster, through the nodes'
+// own store and queries, and returns the violations, most fundamental
+// first.
 func (s *Sim) check() []string {
 	var v []string
 	if s.cfg.hooks.tamper {
 		s.tamperOne()
 	}
-	// Convergence: every replica equals the join of every acknowledged op.
-	for j, ns := range s.nss {
-		want := s.ref[ns].Digest()
-		for _, n := range s.finalHolders(j) {
-			if got := n.digest(ns); got != want {
-				v = append(v, fmt.Sprintf("convergence: %s on %s has digest %.12s, reference %.12s (%d vs %d memories)",
-					ns, n.id, got, want, n.st.Map(ns).Len(), s.ref[ns].Len()))
-			}
-		}
-	}
-	// No acknowledged write lost.
-	lost := 0
-	for _, op := range s.acked {
-		j := s.nsIdx[op.ns]
-		for _, n := range s.finalHolders(j) {
-			m := n.st.Map(op.ns)
-			ok := true
-			if op.retract {
-				ok = m.Retracted(op.id)
-			} else {
-				ok = m.Entry(op.id) != nil || m.Retracted(op.id)
-				for _, d := range op.dots {
-					ok = ok && m.Context().Contains(d)
-				}
-			}
-			if !ok {
-				if lost < 3 {
-					v = append(v, fmt.Sprintf("lost write: %s %s %s (t=%v) missing on %s", op.kind, op.ns, op.id, op.at, n.id))
-				}
-				lost++
-			}
-		}
-	}
-	if lost > 3 {
-		v = append(v, fmt.Sprintf("lost write: %d more", lost-3))
-	}
-	// Nothing written without write permission applied anywhere: the forged
-	// ids are on no replica, and every dot held belongs to a replica that
-	// held write on that namespace at some point (write is never revoked).
-	for _, f := range s.forged {
-		for _, n := range s.nodes {
-			if n.st.Map(f.ns).Entry(f.id) != nil && n.idx != f.by {
-				v = append(v, fmt.Sprintf("write: forged %s %s by %s applied on %s", f.ns, f.id, s.nodes[f.by].id, n.id))
-			}
-		}
-	}
-	for _, n := range s.nodes {
-		for _, ns := range n.st.Namespaces() {
-			j, ok := s.nsIdx[ns]
-			if !ok {
-				v = append(v, fmt.Sprintf("write: %s holds unknown namespace %s", n.id, ns))
-				continue
-			}
-			bad := ""
-			n.st.Map(ns).Records(func(id string, r *crdt.Record) bool {
-				for _, d := range r.Dots() {
-					if w, ok := s.byRep[d.Replica]; !ok || !s.everWrit[w][j] {
-						bad = fmt.Sprintf("write: %s on %s holds %s written by replica %v without write", ns, n.id, id, d.Replica)
-						return false
-					}
-				}
-				return true
-			})
-			if bad != "" {
-				v = append(v, bad)
-			}
-		}
-	}
-	// Nothing sent to a node that may not read it (checked at send time).
-	if len(s.sentViols) > 0 {
-		v = append(v, s.sentViols[:min(3, len(s.sentViols))]...)
-		if len(s.sentViols) > 3 {
-			v = append(v, fmt.Sprintf("read: %d more", len(s.sentViols)-3))
-		}
-	}
-	// No retracted memory visible.
-	for _, op := range s.acked {
-		if !op.retract {
-			continue
-		}
-		for _, n := range s.finalHolders(s.nsIdx[op.ns]) {
-			if _, ok := n.st.Map(op.ns).Get(op.id); ok {
-				v = append(v, fmt.Sprintf("retract: %s %s still visible on %s", op.ns, op.id, n.id))
-			}
-		}
-	}
-	// Every queue within its bound.
+	v = s.checkConvergence(v)
+	v = s.checkAcked(v)
+	v = s.checkWrites(v)
+	v = s.checkReads(v)
+	v = s.checkRetracts(v)
+	v = s.checkQueries(v)
 	bound := s.cfg.Engine.QueueMaxDeltas
 	if s.cfg.hooks.queueBound > 0 {
 		bound = s.cfg.hooks.queueBound
 	}
-	if q := s.maxQueue(); q > bound {
+	if q := s.totals().maxQueue; q > bound {
 		v = append(v, fmt.Sprintf("queue: depth %d over the bound %d", q, bound))
 	}
 	return v
 }
 
-// tamperOne gives one replica a write nobody else sees (test hook).
+// checkConvergence: every holder of a namespace has the same state digest.
+func (s *Sim) checkConvergence(v []string) []string {
+	for j, ns := range s.nss {
+		hs := s.finalHolders(j)
+		if len(hs) == 0 {
+			continue
+		}
+		ref := hs[0].state(ns)
+		for _, n := range hs[1:] {
+			if m := n.state(ns); m.Digest() != ref.Digest() {
+				v = append(v, fmt.Sprintf("convergence: %s on %s has digest %.12s, on %s %.12s (%d vs %d records)",
+					ns, n.id, m.Digest(), hs[0].id, ref.Digest(), m.Len(), ref.Len()))
+			}
+		}
+	}
+	return v
+}
+
+// checkAcked: no acknowledged write lost, across crashes and restarts:
+// every holder has each acknowledged op's dots, and each saved memory is
+// there (Get, deleted included) unless it was retracted.
+func (s *Sim) checkAcked(v []string) []string {
+	ctx := context.Background()
+	retracted := s.retractedSet()
+	var lost []string
+	for _, op := range s.acked {
+		j, ok := s.nsIdx[op.ns]
+		if !ok {
+			continue
+		}
+		for _, n := range s.finalHolders(j) {
+			c := n.svc.Store().Context(op.ns)
+			ok := true
+			for _, d := range op.dots {
+				ok = ok && c.Contains(d)
+			}
+			if ok && op.id != "" && (op.kind == "save" || op.kind == "share") && !retracted[op.ns+" "+op.id] {
+				_, err := n.svc.Get(ctx, n.me, op.id, true)
+				ok = err == nil
+			}
+			if !ok {
+				lost = append(lost, fmt.Sprintf("lost write: %s %s %s (t=%v) missing on %s", op.kind, op.ns, op.id, op.at, n.id))
+			}
+		}
+	}
+	return limited(v, "lost write:", lost)
+}
+
+func (s *Sim) retractedSet() map[string]bool {
+	r := map[string]bool{}
+	for _, x := range s.retracted {
+		r[x.ns+" "+x.id] = true
+	}
+	return r
+}
+
+// checkWrites: nothing written without write permission is applied
+// anywhere: no forged id on any node, and every dot held was written by a
+// replica whose agent held write on that namespace at some point.
+func (s *Sim) checkWrites(v []string) []string {
+	var bad []string
+	for _, f := range s.forged {
+		for _, n := range s.nodes {
+			if n.up && n.holds(f.ns) && n.state(f.ns).Entry(f.id) != nil {
+				bad = append(bad, fmt.Sprintf("write: forged %s %s by %s applied on %s", f.ns, f.id, s.nodes[f.by].id, n.id))
+			}
+		}
+	}
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		for _, ns := range n.svc.Store().Namespaces() {
+			j, ok := s.nsIdx[ns]
+			if !ok {
+				continue // the node's own agent namespace
+			}
+			n.state(ns).Records(func(id string, r *crdt.Record) bool {
+				for _, d := range r.Dots() {
+					if w, ok := s.byRep[d.Replica]; !ok || !s.everWrit[w][j] {
+						bad = append(bad, fmt.Sprintf("write: %s on %s holds %s written by replica %v without write", ns, n.id, id, d.Replica))
+						return false
+					}
+				}
+				return true
+			})
+		}
+	}
+	return limited(v, "write:", bad)
+}
+
+// checkReads: nothing was sent to a node that may not read it (checked at
+// send time), and no node holds a shared namespace its agent was never
+// granted read on.
+func (s *Sim) checkReads(v []string) []string {
+	bad := slices.Clone(s.sentViols)
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		for _, ns := range n.svc.Store().Namespaces() {
+			if j, ok := s.nsIdx[ns]; ok && !s.everRead[n.idx][j] && n.state(ns).Len() > 0 {
+				bad = append(bad, fmt.Sprintf("read: %s holds %s, never granted to its agent", n.id, ns))
+			}
+		}
+	}
+	return limited(v, "read:", bad)
+}
+
+// checkRetracts: a retracted memory is in no answer on any node.
+func (s *Sim) checkRetracts(v []string) []string {
+	ctx := context.Background()
+	var bad []string
+	for _, r := range s.retracted {
+		j := s.nsIdx[r.ns]
+		for _, n := range s.nodes {
+			if !n.up || !s.read[n.idx][j] {
+				continue
+			}
+			if _, err := n.svc.Get(ctx, n.me, r.id, true); err == nil {
+				bad = append(bad, fmt.Sprintf("retract: %s %s still answered by Get on %s", r.ns, r.id, n.id))
+			}
+		}
+	}
+	return limited(v, "retract:", bad)
+}
+
+// checkQueries: every node allowed to read a namespace answers the same
+// to the same questions: Search (the ids matched, deleted included),
+// Get (what an agent reads of a memory), Timeline (the neighbours of a
+// memory) and Context (the memories it would put in a prompt). Retracted
+// ids must be in no answer.
+func (s *Sim) checkQueries(v []string) []string {
+	ctx := context.Background()
+	retracted := s.retractedSet()
+	var bad []string
+	for j, ns := range s.nss {
+		hs := s.finalHolders(j)
+		if len(hs) < 2 {
+			continue
+		}
+		var questions []string
+		for range 3 {
+			questions = append(questions, words[s.rng.IntN(len(words))])
+		}
+		var sample []string
+		if ids := s.ids[j]; len(ids) > 0 {
+			for range 3 {
+				sample = append(sample, ids[s.rng.IntN(len(ids))])
+			}
+		}
+		answer := func(n *simNode) string {
+			var b strings.Builder
+			for _, q := range questions {
+				r, err := n.svc.Search(ctx, n.me, memory.SearchQuery{Query: q, Filter: memory.Filter{Namespace: ns}, Limit: 100, IncludeDeleted: true})
+				fmt.Fprintf(&b, "search %q: %v %d", q, err, r.Total)
+				var ids []string
+				for _, h := range r.Results {
+					ids = append(ids, h.Memory.ID)
+					if retracted[ns+" "+h.Memory.ID] {
+						bad = append(bad, fmt.Sprintf("retract: %s %s in a search answer on %s", ns, h.Memory.ID, n.id))
+					}
+				}
+				slices.Sort(ids)
+				fmt.Fprintf(&b, " %v\n", ids)
+			}
+			for _, id := range sample {
+				m, err := n.svc.Get(ctx, n.me, id, true)
+				fmt.Fprintf(&b, "get %s: %v %q %q %v %v %s\n", id, err, m.Title, m.Content, m.Tags, m.DeletedAt != nil, m.Author)
+				tl, err := n.svc.Timeline(ctx, n.me, memory.TimelineQuery{ID: id, Filter: memory.Filter{Namespace: ns}})
+				fmt.Fprintf(&b, "timeline %s: %v %s |", id, err, tl.Center.ID)
+				for _, m := range append(tl.Before, tl.After...) {
+					b.WriteString(" " + m.ID)
+				}
+				b.WriteString("\n")
+			}
+			cr, err := n.svc.Context(ctx, n.me, memory.ContextQuery{Filter: memory.Filter{Namespace: ns}})
+			fmt.Fprintf(&b, "context: %v", err)
+			for _, m := range cr.Memories {
+				b.WriteString(" " + m.ID)
+				if retracted[ns+" "+m.ID] {
+					bad = append(bad, fmt.Sprintf("retract: %s %s in a context answer on %s", ns, m.ID, n.id))
+				}
+			}
+			return b.String()
+		}
+		want := answer(hs[0])
+		for _, n := range hs[1:] {
+			if got := answer(n); got != want {
+				bad = append(bad, fmt.Sprintf("query: %s answers differently on %s and %s:\n%s\n---\n%s", ns, hs[0].id, n.id, want, got))
+			}
+		}
+	}
+	return limited(v, "query:", bad)
+}
+
+// tamperOne gives one holder a write nobody else sees (test hook): a
+// record written straight into its store, as a bug that skipped the loop
+// would.
 func (s *Sim) tamperOne() {
 	for j, ns := range s.nss {
 		for _, n := range s.finalHolders(j) {
 			if !s.write[n.idx][j] {
 				continue
 			}
-			m := n.st.Map(ns)
-			if d, err := m.Set(n.rep, n.clock.Now(s.wall()), "tampered", schema.FieldUpdatedAt, schema.EncodeTime(s.wall())); err == nil {
-				d.Seal(ns, n.signer())
-				m.Join(d)
-				n.dirty[ns] = true
+			if _, err := n.svc.Save(context.Background(), n.me, memory.SaveRequest{Namespace: ns, Type: "observation", Content: "tampered"}); err == nil {
 				return
 			}
 		}
 	}
 }
 
-func (s *Sim) maxQueue() int {
-	q := 0
-	for _, n := range s.nodes {
-		q = max(q, n.deadMaxQueue)
-		if n.eng != nil {
-			for _, st := range n.eng.Stats() {
-				q = max(q, st.MaxQueueDepth)
-			}
-		}
-	}
-	return q
+// totals sums the loops' counters over every node, the incarnations lost
+// in crashes included.
+type totals struct {
+	applied, rejected, fallbacks uint64
+	maxQueue                     int
 }
 
-func (s *Sim) fallbacks() uint64 {
-	var f uint64
+func (s *Sim) totals() totals {
+	var t totals
 	for _, n := range s.nodes {
-		f += n.deadFallbacks
-		if n.eng != nil {
-			for _, st := range n.eng.Stats() {
-				f += st.Fallbacks
+		t.applied += n.dead.applied
+		t.rejected += n.dead.rejected
+		t.fallbacks += n.dead.fallbacks
+		t.maxQueue = max(t.maxQueue, n.dead.maxQueue)
+		if n.up {
+			st := n.loop.Status(false)
+			t.applied += st.Applied
+			t.rejected += st.Rejected
+			for _, p := range st.Peers {
+				t.fallbacks += p.Fallbacks
+				t.maxQueue = max(t.maxQueue, p.MaxQueueDepth)
 			}
 		}
 	}
-	return f
+	return t
 }
 
 // finalDigest hashes every holder's per-namespace digest, sorted by
@@ -200,104 +321,10 @@ func (s *Sim) finalDigest() string {
 	h := sha256.New()
 	for j, ns := range s.nss {
 		for _, n := range s.finalHolders(j) {
-			d := n.digest(ns)
+			d := n.state(ns).Digest()
 			fmt.Fprintf(h, "%s %s ", ns, n.id)
 			h.Write(d[:])
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// spread follows one update through the cluster: when each node first
-// held it, and in how many hops.
-type spread struct {
-	ns     string
-	dot    crdt.Dot
-	origin int
-	at     time.Duration
-	target int // holders of ns when the update was made (origin included)
-	got    map[int]time.Duration
-	hops   map[int]int
-}
-
-func (s *Sim) maybeTrack(n *simNode, ns string, dot crdt.Dot) {
-	every := max(1, s.cfg.Ops/s.cfg.Track)
-	if len(s.tracked) >= s.cfg.Track || s.stats.ops%every != 0 || s.quiet {
-		return
-	}
-	j := s.nsIdx[ns]
-	sp := &spread{ns: ns, dot: dot, origin: n.idx, at: s.now, target: s.holders(j, n.idx) + 1,
-		got: map[int]time.Duration{n.idx: 0}, hops: map[int]int{n.idx: 0}}
-	s.tracked = append(s.tracked, sp)
-}
-
-func (s *Sim) observeSpread(n *simNode, a replica.Apply) {
-	for _, sp := range s.tracked {
-		if sp.ns != a.Namespace {
-			continue
-		}
-		if _, ok := sp.got[n.idx]; ok {
-			continue
-		}
-		if n.st.Map(sp.ns).Context().Contains(sp.dot) {
-			sp.got[n.idx] = s.now - sp.at
-			from := s.byID[a.From]
-			h, ok := sp.hops[from]
-			if !ok {
-				h = 1 // the sender no longer holds it (retracted): count one hop
-			}
-			sp.hops[n.idx] = h + 1
-			if from == sp.origin {
-				sp.hops[n.idx] = 1
-			}
-		}
-	}
-}
-
-// Spread is one tracked update's curve: the fraction of the nodes that
-// should hold it that do, against virtual time since it was made.
-type Spread struct {
-	Namespace string          `json:"namespace"`
-	Points    []SpreadPoint   `json:"points"`
-	Reached   time.Duration   `json:"reached_ns"` // time until the last holder got it (0 if never)
-	MaxHops   int             `json:"max_hops"`
-	Target    int             `json:"target"`
-	Times     []time.Duration `json:"-"`
-}
-
-// SpreadPoint is one step of a Spread curve.
-type SpreadPoint struct {
-	At       time.Duration `json:"at_ns"`
-	Fraction float64       `json:"fraction"`
-}
-
-func (s *Sim) spreads() []Spread {
-	var out []Spread
-	for _, sp := range s.tracked {
-		var ts []time.Duration
-		maxHops := 0
-		for _, i := range sortedInts(sp.got) {
-			ts = append(ts, sp.got[i])
-			maxHops = max(maxHops, sp.hops[i])
-		}
-		slices.Sort(ts)
-		sd := Spread{Namespace: sp.ns, Target: sp.target, MaxHops: maxHops, Times: ts}
-		for k, t := range ts {
-			sd.Points = append(sd.Points, SpreadPoint{At: t, Fraction: min(1, float64(k+1)/float64(sp.target))})
-		}
-		if len(ts) >= sp.target {
-			sd.Reached = ts[sp.target-1]
-		}
-		out = append(out, sd)
-	}
-	return out
-}
-
-func sortedInts[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

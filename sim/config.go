@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -32,6 +33,13 @@ type Config struct {
 	// Joins is the number of nodes that start outside the membership and
 	// join during the workload. Default 0.
 	Joins int
+	// SkewedNodes is the number of nodes (the first ones) whose wall clock
+	// is off by a duration drawn from [-Skew, +Skew]; MaxSkew is the
+	// forward skew every node tolerates on incoming deltas (the memory
+	// service's bound; default 5s, so that skews beyond it happen within a
+	// run). A delta from further ahead is refused and comes again later.
+	SkewedNodes   int
+	Skew, MaxSkew time.Duration
 	// Teams and Projects are the numbers of team:// and project://
 	// namespaces. Default 3 and 2.
 	Teams, Projects int
@@ -58,6 +66,10 @@ type Config struct {
 	// NoSetRemoves keeps element removes out of the workload (tags are only
 	// added): a narrower workload, for comparing runs.
 	NoSetRemoves bool
+	// Trace, when set, gets a line per operation and fault and the nodes'
+	// warnings (refused deltas and frames); messages go only into the
+	// trace hash.
+	Trace io.Writer
 	// Scenario, when set, replaces the random fault schedule (and sets the
 	// fields it names).
 	Scenario *Scenario
@@ -67,16 +79,15 @@ type Config struct {
 }
 
 // hooks break the run on purpose, so tests can show each invariant's
-// checker reports a violation (refuse: that the engine repairs what the
-// node refuses).
+// checker reports a violation. Each does what a bug would, from outside
+// the node's code: the checkers must not depend on the node to catch it.
 type hooks struct {
-	openRead    bool    // engines believe every peer may read every namespace
-	openWrite   bool    // engines believe every replica may write every namespace
-	dropAcked   bool    // the first save is acknowledged but never persisted nor sent
-	lostRetract bool    // retracts are acknowledged and applied locally but never sent
-	queueBound  int     // check queues against this bound instead of the configured one
-	tamper      bool    // after quiet, one replica gets a write nobody else sees
-	refuse      float64 // the share of deltas to apply that nodes refuse (a passing gate, as clock skew)
+	leak        bool // a node sends a namespace's content to a node never granted it
+	bypassWrite bool // forged writes are also written straight into their target's store
+	dropAcked   bool // the first save is acknowledged with a dot nobody has
+	lostRetract bool // a memory is reported retracted that was not
+	queueBound  int  // check queues against this bound instead of the configured one
+	tamper      bool // after quiet, one node saves a memory nobody else sees
 }
 
 func (c *Config) withDefaults() {
@@ -119,6 +130,12 @@ func (c *Config) withDefaults() {
 	if c.Engine.AntiEntropyInterval <= 0 {
 		c.Engine.AntiEntropyInterval = 10 * time.Second // the engine's default
 	}
+	if c.MaxSkew <= 0 {
+		c.MaxSkew = 5 * time.Second
+	}
+	if c.SkewedNodes > c.Nodes {
+		c.SkewedNodes = c.Nodes
+	}
 	if c.Track <= 0 {
 		c.Track = 24
 	}
@@ -135,8 +152,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("sim: dup and reorder must be in [0,1]")
 	case c.Nodes > 10000:
 		return fmt.Errorf("sim: %d nodes is too many", c.Nodes)
-	case c.Partitions < 0 || c.Crashes < 0 || c.Stalls < 0 || c.Churn < 0 || c.Joins < 0:
+	case c.Partitions < 0 || c.Crashes < 0 || c.Stalls < 0 || c.Churn < 0 || c.Joins < 0 || c.SkewedNodes < 0:
 		return fmt.Errorf("sim: fault counts must not be negative")
+	case c.Skew < 0 || c.Skew > time.Hour:
+		return fmt.Errorf("sim: skew %v outside [0, 1h]", c.Skew)
 	}
 	if c.Scenario != nil {
 		return c.Scenario.check(c.Nodes)
@@ -163,6 +182,12 @@ func (c Config) ReplayCommand() string {
 	}
 	if c.Reorder > 0 {
 		fmt.Fprintf(&b, " --reorder %g", c.Reorder)
+	}
+	if c.SkewedNodes > 0 && c.Skew > 0 {
+		fmt.Fprintf(&b, " --skewed-nodes %d --skew %v", c.SkewedNodes, c.Skew)
+	}
+	if c.MaxSkew != 5*time.Second {
+		fmt.Fprintf(&b, " --max-skew %v", c.MaxSkew)
 	}
 	for _, f := range []struct {
 		name string

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/mnemohq/mnemo/crdt"
 )
 
 type faultKind uint8
@@ -178,37 +176,6 @@ func (s *Sim) applyFault(f *fault) {
 			s.setPeers()
 		}
 	}
-}
-
-// crash loses the engine (queues, windows) and whatever is in flight to the
-// node; the state survives because the node persists every apply.
-func (s *Sim) crash(n *simNode) {
-	if !n.up {
-		return
-	}
-	s.stats.crashes++
-	for _, st := range n.eng.Stats() {
-		n.deadMaxQueue = max(n.deadMaxQueue, st.MaxQueueDepth)
-		n.deadFallbacks += st.Fallbacks
-	}
-	n.up, n.stalled, n.inbox = false, false, nil
-	n.eng = nil
-	n.inc++
-}
-
-// restart runs a fresh engine over the kept state; SetPeers makes it
-// digest-sync with every peer.
-func (s *Sim) restart(n *simNode) {
-	if n.up {
-		return
-	}
-	n.up = true
-	n.clock = crdt.NewClock(0)
-	for _, ns := range n.st.Namespaces() {
-		n.clock.Restore(n.st.Map(ns).MaxTimestamp())
-	}
-	s.startEngine(n)
-	s.setPeers()
 }
 
 func (s *Sim) unstall(n *simNode) {

@@ -44,6 +44,7 @@ type Report struct {
 	Grants         int      `json:"grants"`
 	Revokes        int      `json:"revokes"`
 	Retracts       int      `json:"retracts"`
+	Shares         int      `json:"shares"`
 	Crashes        int      `json:"crashes"`
 	MeanHops       float64  `json:"mean_max_hops"`  // tracked updates: hops to the farthest holder
 	MeanReachMS    float64  `json:"mean_reach_ms"`  // tracked updates: time until every holder had it
@@ -54,6 +55,7 @@ type Report struct {
 
 func (s *Sim) report(wall time.Duration) *Report {
 	v := s.check()
+	t := s.totals()
 	r := &Report{
 		Seed: s.cfg.Seed, Nodes: len(s.nodes),
 		Converged: s.convergedAt != 0 && len(v) == 0, Violations: v,
@@ -61,10 +63,10 @@ func (s *Sim) report(wall time.Duration) *Report {
 		Messages: s.stats.messages, Bytes: s.stats.bytes,
 		DeltaMessages: s.stats.deltaMsgs, DeltaBytes: s.stats.deltaBytes,
 		SyncMessages: s.stats.syncMsgs, SyncBytes: s.stats.syncBytes,
-		DeltasApplied: s.stats.applied, MinDeltaBytes: s.stats.minDeltaBytes, StateBytes: s.stats.stateBytes,
-		Fallbacks: s.fallbacks(), MaxQueue: s.maxQueue(), QueueBound: s.cfg.Engine.QueueMaxDeltas,
-		Rejected: s.stats.rejected, Dropped: s.stats.dropped, WallMS: wall.Milliseconds(),
-		Ops: s.stats.ops, Acked: len(s.acked), Forged: s.stats.forgedN, Attacks: s.stats.attacks, Grants: s.stats.grants,
+		DeltasApplied: t.applied, MinDeltaBytes: s.stats.minDeltaBytes, StateBytes: s.stats.stateBytes,
+		Fallbacks: t.fallbacks, MaxQueue: t.maxQueue, QueueBound: s.cfg.Engine.QueueMaxDeltas,
+		Rejected: t.rejected, Dropped: s.stats.dropped, WallMS: wall.Milliseconds(),
+		Ops: s.stats.ops, Acked: len(s.acked), Shares: s.stats.shares, Forged: s.stats.forgedN, Attacks: s.stats.attacks, Grants: s.stats.grants,
 		Revokes: s.stats.revokes, Retracts: s.stats.retracts, Crashes: s.stats.crashes,
 		TotalVirtualMS: s.now.Milliseconds(),
 		Replay:         s.cfg.ReplayCommand(),
@@ -79,8 +81,8 @@ func (s *Sim) report(wall time.Duration) *Report {
 	if s.convergedAt != 0 {
 		r.VirtualMS = (s.convergedAt - s.quietAt).Milliseconds()
 	}
-	if s.stats.applied > 0 {
-		r.BytesPerDelta = float64(s.stats.bytes) / float64(s.stats.applied)
+	if t.applied > 0 {
+		r.BytesPerDelta = float64(s.stats.bytes) / float64(t.applied)
 	}
 	var hops, reach float64
 	k := 0

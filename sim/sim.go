@@ -4,19 +4,18 @@ import (
 	"container/heap"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
-	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
-	"github.com/mnemohq/mnemo/sync/replica"
+	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
@@ -62,52 +61,30 @@ func (q *eventQueue) Pop() any {
 	return e
 }
 
-type simNode struct {
-	idx       int
-	id        replica.PeerID
-	rep       crdt.ReplicaID
-	principal namespace.Address
-	ident     acl.Identity
-	st        *replica.MemState
-	eng       *replica.Engine
-	clock     *crdt.Clock
-	up        bool
-	member    bool
-	stalled   bool
-	inbox     []*event
-	inc       int
-	// counters of engines lost in crashes
-	deadMaxQueue  int
-	deadFallbacks uint64
-	digests       map[string]crdt.Digest // cache, invalidated by dirty
-	dirty         map[string]bool
-}
-
 // Sim is one simulated cluster. Build it with New and drive it with Run;
 // it is single-threaded and deterministic.
 type Sim struct {
-	cfg   Config
-	seals *crdt.SealCache
-	rng   *rand.Rand
-	codec *wire.Codec
-	now   time.Duration
-	seq   uint64
-	q     eventQueue
-	nodes []*simNode
-	byID  map[replica.PeerID]int
-	byRep map[crdt.ReplicaID]int
-	nss   []string
-	nsIdx map[string]int
-	lat   [][]time.Duration // per-link base latency, drawn lazily
-	part  []int             // partition group per node; all equal when healed
+	cfg    Config
+	seals  *crdt.SealCache
+	rng    *rand.Rand
+	codec  *wire.Codec
+	now    time.Duration
+	seq    uint64
+	q      eventQueue
+	nodes  []*simNode
+	byAddr map[string]int
+	byRep  map[crdt.ReplicaID]int
+	nss    []string
+	nsIdx  map[string]int
+	lat    [][]time.Duration // per-link base latency, drawn lazily
+	part   []int             // partition group per node; all equal when healed
 
-	// permissions
-	book     *acl.Book
-	policy   *acl.Policy
-	read     [][]bool // [node][ns]
-	write    [][]bool
-	everWrit [][]bool // write held at some point (writes are never revoked)
-	creator  []int    // node whose principal created ns
+	// The oracle of permissions: what the namespaces' creators signed, as
+	// their own nodes evaluate it at once (workload.go).
+	read, write [][]bool // [node][ns]
+	everRead    [][]bool // read held at some point
+	everWrit    [][]bool // write held at some point (writes are never revoked)
+	creator     []int    // node whose principal created ns
 
 	loss, dup, reorder float64
 	quiet              bool
@@ -117,7 +94,10 @@ type Sim struct {
 	trace              hash.Hash
 	traceOut           io.Writer
 
-	ref       map[string]*crdt.Map // reference: join of every acknowledged op
+	ids       [][]string // [ns] ids of the memories saved there (acknowledged)
+	retracted []retraction
+	opNode    *simNode  // the node running the operation in progress
+	opDeltas  []nsDelta // the deltas it wrote so far
 	acked     []ackedOp
 	forged    []forgedOp
 	forgers   map[[2]int]bool // (node, ns) that sent a forged write
@@ -132,13 +112,13 @@ type counters struct {
 	messages, bytes                    uint64
 	deltaMsgs, deltaBytes              uint64
 	syncMsgs, syncBytes                uint64
-	applied, rejected, refused         uint64
-	dropped, unknown                   uint64
+	dropped                            uint64
 	ops, skipped                       int
 	saves, updates, deletes            int
 	tagOps, retracts, grants           int
 	revokes, forgedN, attacks, crashes int
-	minDeltaBytes                      uint64 // Σ encoded size of each local delta × its receivers at send time
+	shares                             int
+	minDeltaBytes                      uint64 // Σ encoded size of each acknowledged local delta × its receivers at the time
 	stateBytes                         uint64 // Σ origin's full namespace encoding × receivers (measureState)
 }
 
@@ -152,7 +132,8 @@ func Run(cfg Config) (*Report, error) {
 	return s.Run(), nil
 }
 
-// New builds a cluster from cfg without running it.
+// New builds a cluster from cfg without running it: every node opened,
+// the namespaces created and the first grants signed.
 func New(cfg Config) (*Sim, error) {
 	cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -162,13 +143,12 @@ func New(cfg Config) (*Sim, error) {
 		cfg:     cfg,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x6d6e656d6f)),
 		codec:   wire.NewCodec(0),
-		byID:    map[replica.PeerID]int{},
+		byAddr:  map[string]int{},
 		byRep:   map[crdt.ReplicaID]int{},
 		nsIdx:   map[string]int{},
-		ref:     map[string]*crdt.Map{},
 		forgers: map[[2]int]bool{},
-		trace:   sha256.New(),
-		loss:    cfg.Loss, dup: cfg.Dup, reorder: cfg.Reorder,
+		trace:   sha256.New(), traceOut: cfg.Trace,
+		loss: cfg.Loss, dup: cfg.Dup, reorder: cfg.Reorder,
 	}
 	for i := range cfg.Teams {
 		s.addNS(fmt.Sprintf("team://t%d", i))
@@ -180,87 +160,43 @@ func New(cfg Config) (*Sim, error) {
 	s.lat = make([][]time.Duration, cfg.Nodes)
 	for i := range cfg.Nodes {
 		s.lat[i] = make([]time.Duration, cfg.Nodes)
-		seed := sha256.Sum256(binary.BigEndian.AppendUint64([]byte(fmt.Sprintf("mnemo sim node %d ", i)), cfg.Seed))
-		ident, err := acl.IdentityFromSeed(seed[:])
+		n, err := s.newNode(i)
 		if err != nil {
 			return nil, err
 		}
-		n := &simNode{
-			idx: i, id: replica.PeerID(fmt.Sprintf("n%d", i)), ident: ident,
-			rep: ident.ReplicaID(), principal: namespace.MustParse(fmt.Sprintf("agent://a%d", i)),
-			st: replica.NewMemState(), clock: crdt.NewClock(0),
-			digests: map[string]crdt.Digest{}, dirty: map[string]bool{},
-		}
-		if _, dup := s.byRep[n.rep]; dup {
+		if _, dup := s.byRep[n.ident.ReplicaID()]; dup {
 			return nil, fmt.Errorf("sim: replica id collision at node %d", i)
 		}
-		s.byID[n.id], s.byRep[n.rep] = i, i
+		s.byAddr[string(n.id)], s.byRep[n.ident.ReplicaID()] = i, i
+		n.member = i < cfg.Nodes-cfg.Joins
+		if cfg.Scenario != nil {
+			n.member = !slices.Contains(cfg.Scenario.absent, i)
+		}
+		if i < cfg.SkewedNodes && cfg.Skew > 0 {
+			n.skew = time.Duration(s.rng.Int64N(2*int64(cfg.Skew)+1)) - cfg.Skew
+		}
 		s.nodes = append(s.nodes, n)
+		if err := s.open(n); err != nil {
+			return nil, err
+		}
 	}
+	s.setPeers()
 	if err := s.initACL(); err != nil {
 		return nil, err
 	}
-	for _, n := range s.nodes {
-		n.member = n.idx < cfg.Nodes-cfg.Joins
-		if cfg.Scenario != nil {
-			n.member = !slices.Contains(cfg.Scenario.absent, n.idx)
-		}
-		n.up = true
-		for j, ns := range s.nss {
-			if s.read[n.idx][j] {
-				n.st.Map(ns)
-			}
-		}
-		s.startEngine(n)
-	}
-	s.setPeers()
 	return s, nil
 }
 
 func (s *Sim) addNS(ns string) {
 	s.nsIdx[ns] = len(s.nss)
 	s.nss = append(s.nss, ns)
-	s.ref[ns] = crdt.NewMap()
 }
 
 // Namespaces lists the simulated namespaces.
 func (s *Sim) Namespaces() []string { return append([]string(nil), s.nss...) }
 
-func (s *Sim) startEngine(n *simNode) {
-	ec := s.cfg.Engine
-	ec.Self, ec.Replica = n.id, n.rep
-	ec.Signer = n.signer()
-	ec.Seals = s.seals // verified once for the whole simulation, as each real node would once for itself
-	ec.Seed = s.cfg.Seed ^ uint64(n.inc)<<32 ^ uint64(n.idx)
-	n.eng = replica.New(ec, n.st, &nodePolicy{s: s, n: n})
-}
-
-// signer seals the node's writes and signs its deltas with its key.
-func (n *simNode) signer() crdt.Signer { return n.ident.Signer() }
-
-func (s *Sim) peerOf(n *simNode) replica.Peer {
-	return replica.Peer{ID: n.id, Key: n.ident.Public, Replica: n.rep, Principals: []namespace.Address{n.principal}}
-}
-
-// setPeers gives every live member the current membership.
-func (s *Sim) setPeers() {
-	var peers []replica.Peer
-	for _, n := range s.nodes {
-		if n.member {
-			peers = append(peers, s.peerOf(n))
-		}
-	}
-	for _, n := range s.nodes {
-		if !n.up {
-			continue
-		}
-		if n.member {
-			n.eng.SetPeers(peers)
-		} else {
-			n.eng.SetPeers(nil)
-		}
-		s.drain(n)
-	}
+func (s *Sim) violate(format string, args ...any) {
+	s.sentViols = append(s.sentViols, fmt.Sprintf(format, args...))
 }
 
 func (s *Sim) schedule(e *event) {
@@ -282,61 +218,25 @@ func (s *Sim) tracef(format string, args ...any) {
 	}
 }
 
-// SetTrace writes a line per operation and fault to w (messages go only
-// into the trace hash).
-func (s *Sim) SetTrace(w io.Writer) { s.traceOut = w }
-
-// drain takes the engine's outputs the way the node does (replica doc.go,
-// "The loop"): applies accepted deltas (the node persists every apply, so a
-// crash keeps them), reports the outcome (Advance), counts rejections and
-// puts messages on the virtual network, until the engine has nothing more.
-// The simulated node refuses nothing unless hooks.refuse says so.
-func (s *Sim) drain(n *simNode) {
-	for n.eng.HasReady() {
-		rd := n.eng.Ready()
-		var refused []replica.Refusal
-		for i, a := range rd.Apply {
-			if s.cfg.hooks.refuse > 0 && s.rng.Float64() < s.cfg.hooks.refuse {
-				refused = append(refused, replica.Refusal{Index: i, Err: errRefusedByHook})
-				s.stats.refused++
-				continue
-			}
-			if _, err := n.clock.Observe(a.Delta.MaxTimestamp(), s.wall()); err != nil {
-				s.sentViols = append(s.sentViols, fmt.Sprintf("clock skew on %s: %v", n.id, err))
-			}
-			n.st.Apply(a)
-			n.dirty[a.Namespace] = true
-			s.stats.applied++
-			s.observeSpread(n, a)
-		}
-		n.eng.Advance(refused)
-		s.stats.rejected += uint64(len(rd.Rejected))
-		for _, err := range rd.Errors {
-			s.sentViols = append(s.sentViols, fmt.Sprintf("state error on %s: %v", n.id, err)) // MemState has none
-		}
-		for _, env := range rd.Messages {
-			s.send(n, env)
-		}
-	}
-}
-
-// errRefusedByHook is the simulated node's refusal (hooks.refuse).
-var errRefusedByHook = errors.New("sim: refused by the test hook")
-
-func (s *Sim) send(from *simNode, env replica.Envelope) {
-	frame, err := s.codec.Encode(env.Msg)
-	if err != nil {
-		s.sentViols = append(s.sentViols, fmt.Sprintf("encode %v from %s: %v", env.Msg.Kind, from.id, err))
-		return
-	}
-	to, ok := s.byID[env.To]
+// send is a node's loop handing a frame to the transport: it is counted,
+// checked (content of a namespace only to a node whose principal the
+// sender's policy lets read it, and that was granted read at some point),
+// and then dropped (loss, partition), duplicated or delivered after the
+// link's latency.
+func (s *Sim) send(from *simNode, addr string, frame []byte) {
+	to, ok := s.byAddr[addr]
 	if !ok {
-		s.sentViols = append(s.sentViols, fmt.Sprintf("message to unknown peer %s", env.To))
+		s.violate("send: frame to unknown address %q from %s", addr, from.id)
 		return
 	}
 	s.stats.messages++
 	s.stats.bytes += uint64(len(frame))
-	switch env.Msg.Kind {
+	msg, err := s.codec.Decode(frame)
+	if err != nil {
+		s.violate("send: %s sent an undecodable frame: %v", from.id, err)
+		return
+	}
+	switch msg.Kind {
 	case wire.KindDeltas:
 		s.stats.deltaMsgs++
 		s.stats.deltaBytes += uint64(len(frame))
@@ -344,20 +244,20 @@ func (s *Sim) send(from *simNode, env replica.Envelope) {
 		s.stats.syncMsgs++
 		s.stats.syncBytes += uint64(len(frame))
 	}
-	// Invariant 3, checked at send time against the policy of that moment.
-	for _, d := range env.Msg.Deltas {
-		s.checkMayReceive(from, to, d.Namespace, env.Msg.Kind)
+	for _, d := range msg.Deltas {
+		s.checkMayReceive(from, to, d.Namespace, msg.Kind)
 	}
-	// Contexts (dot metadata, no memory) may go to a peer not yet known to
-	// read: the engine answers a sync with its context so a grant can reach
-	// the requester. Only memory content counts for invariant 3.
 	var hdr [8]byte
 	binary.BigEndian.PutUint64(hdr[:], uint64(s.now))
 	s.trace.Write(hdr[:])
-	s.trace.Write([]byte(from.id + ">" + env.To + ":"))
+	s.trace.Write([]byte(string(from.id) + ">" + addr + ":"))
 	s.trace.Write(frame)
+	s.transmit(from.idx, to, frame)
+}
 
-	if s.cut(from.idx, to) || s.rng.Float64() < s.loss {
+// transmit puts a frame on the virtual network.
+func (s *Sim) transmit(from, to int, frame []byte) {
+	if s.cut(from, to) || s.rng.Float64() < s.loss {
 		s.stats.dropped++
 		return
 	}
@@ -366,16 +266,40 @@ func (s *Sim) send(from *simNode, env replica.Envelope) {
 		copies = 2
 	}
 	for range copies {
-		d := s.latency(from.idx, to)
-		s.schedule(&event{at: s.now + d, kind: evDeliver, node: to, from: from.idx, inc: s.nodes[to].inc, frame: frame})
+		d := s.latency(from, to)
+		s.schedule(&event{at: s.now + d, kind: evDeliver, node: to, from: from, inc: s.nodes[to].inc, frame: frame})
 	}
 }
 
+// checkMayReceive is the read invariant at send time: namespace content
+// goes only to a node whose principal the sender's own policy lets read
+// it (what the engine must ask before every send), and whose principal was
+// granted read at some point (the oracle). Bare contexts (dot metadata,
+// no memory) are not checked: the engine answers a sync with its context
+// so that a grant can reach the requester.
 func (s *Sim) checkMayReceive(from *simNode, to int, ns string, k wire.Kind) {
 	j, ok := s.nsIdx[ns]
-	if !ok || !s.read[to][j] {
-		s.sentViols = append(s.sentViols, fmt.Sprintf("read: %s sent %s of %s to %s, whose principal may not read it (t=%v)", from.id, k, ns, s.nodes[to].id, s.now))
+	recv := s.nodes[to]
+	switch {
+	case !ok:
+		if !memory.Replicated(ns) || strings.HasPrefix(ns, "agent://") && !inboxFor(ns, recv.principal) {
+			s.violate("read: %s sent %s of %s to %s", from.id, k, ns, recv.id)
+		}
+	case !from.svc.MayRead(recv.principal, ns):
+		s.violate("read: %s sent %s of %s to %s, whose principal its policy does not let read it (t=%v)", from.id, k, ns, recv.id, s.now)
+	case !s.everRead[to][j]:
+		s.violate("read: %s sent %s of %s to %s, whose principal was never granted read (t=%v)", from.id, k, ns, recv.id, s.now)
 	}
+}
+
+// inboxFor reports whether ns is an inbox whose target is p.
+func inboxFor(ns string, p namespace.Address) bool {
+	addr, err := namespace.Parse(ns)
+	if err != nil {
+		return false
+	}
+	target, _, inbox := memory.InboxParties(addr)
+	return inbox && target == p
 }
 
 func (s *Sim) latency(a, b int) time.Duration {
@@ -409,19 +333,11 @@ func (s *Sim) deliver(e *event) {
 	s.step(n, e)
 }
 
+// step hands a frame to the node's loop, as its transport would, with the
+// key the transport authenticated.
 func (s *Sim) step(n *simNode, e *event) {
-	msg, err := s.codec.Decode(e.frame)
-	if err != nil {
-		s.sentViols = append(s.sentViols, fmt.Sprintf("decode on %s: %v", n.id, err))
-		return
-	}
-	if err := n.eng.Step(s.nodes[e.from].id, msg); err != nil {
-		if !errors.Is(err, replica.ErrUnknownPeer) {
-			s.sentViols = append(s.sentViols, fmt.Sprintf("step on %s: %v", n.id, err))
-		}
-		s.stats.unknown++
-	}
-	s.drain(n)
+	n.loop.Deliver(s.nodes[e.from].ident.Public, e.frame)
+	s.observeSpread(n, e.from)
 }
 
 // Run drives the cluster to the end: workload and faults, then quiet until
@@ -447,8 +363,7 @@ func (s *Sim) Run() *Report {
 		case evTick:
 			n := s.nodes[e.node]
 			if n.up {
-				n.eng.Tick(s.wall())
-				s.drain(n)
+				n.loop.Tick()
 			}
 			s.schedule(&event{at: s.now + s.cfg.TickInterval, kind: evTick, node: e.node})
 		case evOp:

@@ -16,6 +16,7 @@ func mixed(seed uint64) Config {
 		Nodes: 5 + int(seed%16), Ops: 300, Seed: seed,
 		Loss: 0.1, Dup: 0.05, Reorder: 0.1,
 		Partitions: 2, Crashes: 2, Stalls: 2, Churn: 1, Joins: 1,
+		SkewedNodes: 2, Skew: 8 * time.Second, // within and beyond the 5s bound
 	}
 }
 
@@ -61,8 +62,8 @@ func TestCheckersCatchViolations(t *testing.T) {
 	}{
 		{"lost acknowledged write", hooks{dropAcked: true}, "lost write:"},
 		{"divergent replica", hooks{tamper: true}, "convergence:"},
-		{"unauthorised write applied", hooks{openWrite: true}, "write:"},
-		{"namespace sent to a non-reader", hooks{openRead: true}, "read:"},
+		{"unauthorised write applied", hooks{bypassWrite: true}, "write:"},
+		{"namespace sent to a non-reader", hooks{leak: true}, "read:"},
 		{"retracted memory visible", hooks{lostRetract: true}, "retract:"},
 		{"queue over its bound", hooks{queueBound: 1}, "queue:"},
 	}

@@ -15,7 +15,8 @@ import (
 // runSim runs the deterministic cluster simulator: one seed, or a sweep.
 func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("sim", "[flags]",
-		"Runs N real replication engines over a virtual network and clock, with a\n"+
+		"Runs N real nodes (memory service, features, replication loop) over an\n"+
+			"in-memory store, a virtual network and clock, with a\n"+
 			"workload and fault schedule drawn from one seed, then checks convergence and\n"+
 			"the invariants. A failing run prints the command that replays it.\n"+
 			"Exit status 1 if any invariant is violated.", stdout, stderr)
@@ -34,6 +35,9 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.IntVar(&cfg.Stalls, "stalls", 0, "stalled-subscriber episodes")
 	fs.IntVar(&cfg.Churn, "churn", 0, "leave/rejoin pairs")
 	fs.IntVar(&cfg.Joins, "joins", 0, "nodes that join during the run")
+	fs.IntVar(&cfg.SkewedNodes, "skewed-nodes", 0, "nodes whose wall clock is off by up to --skew")
+	fs.DurationVar(&cfg.Skew, "skew", 0, "largest clock offset of a skewed node, either way")
+	fs.DurationVar(&cfg.MaxSkew, "max-skew", 5*time.Second, "forward skew the nodes tolerate on incoming deltas")
 	fs.BoolVar(&cfg.NoSetRemoves, "no-set-removes", false, "no tag removes in the workload (tags are only added)")
 	scenario := fs.String("scenario", "", "scenario `FILE` (fixed topology and fault script)")
 	asJSON := fs.Bool("json", false, "print one JSON object (a sweep: one per line, then a summary)")

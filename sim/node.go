@@ -1,0 +1,201 @@
+package sim
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/cluster"
+	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/capsule"
+	"github.com/mnemohq/mnemo/node/memory/dedup"
+	"github.com/mnemohq/mnemo/node/memory/projview"
+	"github.com/mnemohq/mnemo/node/memory/surgery"
+	"github.com/mnemohq/mnemo/node/memory/transfer"
+	"github.com/mnemohq/mnemo/node/store"
+	"github.com/mnemohq/mnemo/sync/replica"
+)
+
+// simNode is one simulated node: the real memory service (core and every
+// feature the node attaches) over an in-memory store that can crash, and
+// the real replication loop (node/cluster, stepped), on a virtual clock.
+type simNode struct {
+	idx       int
+	id        replica.PeerID
+	principal namespace.Address
+	me        memory.Caller
+	ident     acl.Identity
+	kv        *store.MemKV
+	svc       *memory.Service
+	loop      *cluster.Stepped
+	skew      time.Duration // the node's wall clock runs this far ahead of virtual time
+	up        bool
+	member    bool
+	stalled   bool
+	inbox     []*event
+	inc       int    // incarnation: a crash loses what is in flight to the node
+	dead      totals // counters of the loops lost in crashes
+}
+
+func (s *Sim) newNode(i int) (*simNode, error) {
+	seed := sha256.Sum256(binary.BigEndian.AppendUint64([]byte(fmt.Sprintf("mnemo sim node %d ", i)), s.cfg.Seed))
+	ident, err := acl.IdentityFromSeed(seed[:])
+	if err != nil {
+		return nil, err
+	}
+	p := namespace.MustParse(fmt.Sprintf("agent://a%d", i))
+	return &simNode{idx: i, id: replica.PeerID(ident.NodeID()), ident: ident, principal: p,
+		me: memory.Caller{Principal: p}, kv: store.NewMemKV()}, nil
+}
+
+// wall is the node's own wall clock: virtual time plus its skew.
+func (s *Sim) nodeWall(n *simNode) time.Time { return s.wall().Add(n.skew) }
+
+// nodeClock is a node's cluster.Clock: the loop only reads the time; the
+// simulator calls Tick itself.
+type nodeClock struct {
+	s *Sim
+	n *simNode
+}
+
+func (c nodeClock) Now() time.Time { return c.s.nodeWall(c.n) }
+func (c nodeClock) NewTicker(time.Duration) cluster.Ticker {
+	panic("sim: the stepped loop has no ticker")
+}
+
+// features is the set the node attaches (node/node.go features) with its
+// default settings: surgery without approval rules, capsules, projection
+// views, duplicates and transfer.
+func features() ([]memory.Feature, error) {
+	surg, err := surgery.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	dd, err := dedup.New(dedup.Config{})
+	if err != nil {
+		return nil, err
+	}
+	return []memory.Feature{surg, capsule.New(), projview.New(), dd, transfer.New()}, nil
+}
+
+// open starts the node's incarnation over its store: memory.Open runs the
+// real open path (index rebuilt from the store, held memories, contexts
+// reloaded) and the loop hooks the service as cluster.Start does.
+func (s *Sim) open(n *simNode) error {
+	feats, err := features()
+	if err != nil {
+		return err
+	}
+	rs := sha256.Sum256(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte("mnemo sim ids "), s.cfg.Seed), uint64(n.idx)<<32|uint64(n.inc)))
+	svc, err := memory.Open(memory.Config{
+		KV: n.kv, Agent: n.principal, Identity: n.ident, Replica: n.ident.ReplicaID(),
+		Now: func() time.Time { return s.nodeWall(n) }, Rand: rand.NewChaCha8(rs),
+		MaxSkew: s.cfg.MaxSkew, Features: feats,
+	})
+	if err != nil {
+		return fmt.Errorf("sim: open %s: %w", n.id, err)
+	}
+	ec := s.cfg.Engine
+	ec.Seals = s.seals // verified once for the whole simulation, as each real node would once for itself
+	ec.Seed = s.cfg.Seed ^ uint64(n.inc)<<32 ^ uint64(n.idx)
+	var log *slog.Logger
+	if s.traceOut != nil { // the nodes' warnings (refused deltas and frames) go into the printed trace
+		log = slog.New(slog.NewTextHandler(s.traceOut, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", n.idx)
+	}
+	loop, err := cluster.NewStepped(cluster.Config{Service: svc, Identity: n.ident, Engine: ec, Clock: nodeClock{s, n}, Addr: string(n.id), Logger: log},
+		func(addr string, _ ed25519.PublicKey, frame []byte) { s.send(n, addr, frame) })
+	if err != nil {
+		svc.Close()
+		return fmt.Errorf("sim: loop %s: %w", n.id, err)
+	}
+	n.svc, n.loop, n.up = svc, loop, true
+	s.listen(n)
+	return nil
+}
+
+// crash is the process dying: the loop (queues, windows, held deltas) and
+// whatever is in flight to the node are lost, and the store keeps exactly
+// what it committed (store.MemKV.Crash).
+func (s *Sim) crash(n *simNode) {
+	if !n.up {
+		return
+	}
+	s.stats.crashes++
+	st := n.loop.Status(false)
+	for _, p := range st.Peers {
+		n.dead.maxQueue = max(n.dead.maxQueue, p.MaxQueueDepth)
+		n.dead.fallbacks += p.Fallbacks
+	}
+	n.dead.applied += st.Applied
+	n.dead.rejected += st.Rejected
+	n.loop.Close()
+	n.kv = n.kv.Crash()
+	n.up, n.stalled, n.inbox = false, false, nil
+	n.svc, n.loop = nil, nil
+	n.inc++
+}
+
+// restart reopens the node over what its store kept; the membership then
+// makes its loop digest-sync with every peer.
+func (s *Sim) restart(n *simNode) {
+	if n.up {
+		return
+	}
+	if err := s.open(n); err != nil {
+		s.violate("restart: %v", err)
+		return
+	}
+	s.setPeers()
+}
+
+// sighting is how the membership shows n to the others.
+func (s *Sim) sighting(n *simNode) cluster.Sighting {
+	a := n.loop.Advert()
+	return cluster.Sighting{Advert: a, State: cluster.StateAlive}
+}
+
+// setPeers gives every live node the membership: every member that is up.
+// A node outside the membership sees only itself.
+func (s *Sim) setPeers() {
+	var all []cluster.Sighting
+	for _, n := range s.nodes {
+		if n.up && n.member {
+			all = append(all, s.sighting(n))
+		}
+	}
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		if n.member {
+			n.loop.SetMembers(all)
+		} else {
+			n.loop.SetMembers([]cluster.Sighting{s.sighting(n)})
+		}
+	}
+}
+
+// state is n's committed state of ns (empty when it holds none).
+func (n *simNode) state(ns string) *crdt.Map {
+	m, err := n.svc.Store().State(ns)
+	if err != nil || m == nil {
+		return crdt.NewMap()
+	}
+	return m
+}
+
+func (n *simNode) holds(ns string) bool {
+	for _, h := range n.svc.Store().Namespaces() {
+		if h == ns {
+			return true
+		}
+	}
+	return false
+}
