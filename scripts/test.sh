@@ -16,8 +16,8 @@ go vet ./...
 echo "== go test -race"
 go test -race -count=1 ./...
 
-echo "== simulator sweep (200 seeds, mixed faults, 5-20 nodes; without -race)"
-go test -count=1 -run TestSweep ./sim/ -sweep=200
+echo "== simulator sweep (500 seeds of real nodes, mixed faults, 4-10 nodes; without -race)"
+go test -count=1 -run TestSweep ./sim/ -sweep=500 -record=testdata/sweeps.log -v | grep -E '^(---|ok|FAIL|\s+sim_test)' 
 
 bash scripts/test-mcp-ts.sh
 echo "== fuzz"

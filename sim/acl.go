@@ -100,7 +100,7 @@ func (s *Sim) evalPolicy(j int) {
 
 // opGrant grants read (team only) or membership to an agent lacking write.
 func (s *Sim) opGrant() {
-	j := s.rng.IntN(len(s.nss))
+	j := s.wr.IntN(len(s.nss))
 	if !s.nodes[s.creator[j]].up {
 		s.stats.skipped++
 		return
@@ -115,9 +115,9 @@ func (s *Sim) opGrant() {
 		s.stats.skipped++
 		return
 	}
-	i := cand[s.rng.IntN(len(cand))]
+	i := cand[s.wr.IntN(len(cand))]
 	perms := []string{"member"}
-	if strings.HasPrefix(s.nss[j], "team://") && !s.read[i][j] && s.rng.IntN(2) == 0 {
+	if strings.HasPrefix(s.nss[j], "team://") && !s.read[i][j] && s.wr.IntN(2) == 0 {
 		perms = []string{"read"}
 	}
 	if err := s.grant(j, i, perms); err != nil {
@@ -147,7 +147,7 @@ func (s *Sim) opRevoke() {
 		s.stats.skipped++
 		return
 	}
-	p := cand[s.rng.IntN(len(cand))]
+	p := cand[s.wr.IntN(len(cand))]
 	i, j := p[0], p[1]
 	c := s.nodes[s.creator[j]]
 	err := s.run(c, func(ctx context.Context) error {

@@ -49,7 +49,7 @@ func (s *Sim) opForge() {
 		s.stats.skipped++
 		return
 	}
-	p := cand[s.rng.IntN(len(cand))]
+	p := cand[s.wr.IntN(len(cand))]
 	if !s.attack(s.nodes[p[0]], p[1]) {
 		s.stats.skipped++
 	}
@@ -73,10 +73,10 @@ func (s *Sim) attack(n *simNode, j int) bool {
 	if len(targets) == 0 || len(writers) == 0 {
 		return false
 	}
-	t := targets[s.rng.IntN(len(targets))]
-	w := writers[s.rng.IntN(len(writers))]
+	t := targets[s.wr.IntN(len(targets))]
+	w := writers[s.wr.IntN(len(writers))]
 	ts := crdt.MakeTimestamp(s.nodeWall(n).UnixMilli(), 0)
-	kind := s.rng.IntN(5)
+	kind := s.wr.IntN(5)
 	if s.cfg.hooks.bypassWrite {
 		kind = 0
 	}
@@ -129,7 +129,7 @@ func (s *Sim) attack(n *simNode, j int) bool {
 	case 3:
 		erase := crdt.AssembleMap(t.svc.Store().Context(ns), nil, nil)
 		if ids := t.state(ns).EntryIDs(); len(ids) > 0 {
-			erase.Join(crdt.NewMap().Retract(ids[s.rng.IntN(len(ids))]))
+			erase.Join(crdt.NewMap().Retract(ids[s.wr.IntN(len(ids))]))
 		}
 		msgs = append(msgs, s.signedDelta(n, wire.KindSyncReply, ns, erase))
 		s.stats.attacks++

@@ -88,6 +88,7 @@ type hooks struct {
 	lostRetract bool // a memory is reported retracted that was not
 	queueBound  int  // check queues against this bound instead of the configured one
 	tamper      bool // after quiet, one node saves a memory nobody else sees
+	plantBug    bool // every node's loop skips the write check (cluster.Config.SkipWriteCheck)
 }
 
 func (c *Config) withDefaults() {

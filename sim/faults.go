@@ -23,6 +23,12 @@ const (
 
 var faultNames = [...]string{"partition", "heal", "crash", "restart", "stall", "unstall", "leave", "join", "quiet"}
 
+// plannedOp is one workload operation: when, and the seed of its choices.
+type plannedOp struct {
+	at   time.Duration
+	seed uint64
+}
+
 type fault struct {
 	at     time.Duration
 	kind   faultKind
@@ -48,17 +54,24 @@ func (f *fault) String() string {
 	return fmt.Sprintf("%s n%d", faultNames[f.kind], f.node)
 }
 
-// plan schedules the operations and the fault schedule (random from the
-// seed, or the scenario's script).
+// plan schedules the operations (each with its own seed) and the fault
+// schedule: random from the seed, or the scenario's script.
 func (s *Sim) plan() {
 	span := s.cfg.Span
-	times := make([]time.Duration, s.cfg.Ops)
-	for i := range times {
-		times[i] = time.Duration(s.rng.Int64N(int64(span)))
+	if sc := s.cfg.Scenario; sc != nil && sc.ops != nil {
+		s.ops = slices.Clone(sc.ops)
+	} else {
+		s.ops = make([]plannedOp, s.cfg.Ops)
+		for i := range s.ops {
+			s.ops[i].at = time.Duration(s.rng.Int64N(int64(span)))
+		}
+		slices.SortStableFunc(s.ops, func(a, b plannedOp) int { return int(a.at - b.at) })
+		for i := range s.ops {
+			s.ops[i].seed = s.rng.Uint64()
+		}
 	}
-	slices.Sort(times)
-	for _, t := range times {
-		s.schedule(&event{at: t, kind: evOp})
+	for _, op := range s.ops {
+		s.schedule(&event{at: op.at, kind: evOp, seed: op.seed})
 	}
 	var fs []*fault
 	if s.cfg.Scenario != nil {

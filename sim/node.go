@@ -109,7 +109,8 @@ func (s *Sim) open(n *simNode) error {
 	if s.traceOut != nil { // the nodes' warnings (refused deltas and frames) go into the printed trace
 		log = slog.New(slog.NewTextHandler(s.traceOut, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", n.idx)
 	}
-	loop, err := cluster.NewStepped(cluster.Config{Service: svc, Identity: n.ident, Engine: ec, Clock: nodeClock{s, n}, Addr: string(n.id), Logger: log},
+	loop, err := cluster.NewStepped(cluster.Config{Service: svc, Identity: n.ident, Engine: ec, Clock: nodeClock{s, n}, Addr: string(n.id), Logger: log,
+		SkipWriteCheck: s.cfg.hooks.plantBug},
 		func(addr string, _ ed25519.PublicKey, frame []byte) { s.send(n, addr, frame) })
 	if err != nil {
 		svc.Close()

@@ -27,14 +27,23 @@ import (
 //	at 3s stall n1 for 10s
 //	at 4s leave n3
 //	at 9s join n3
+//	skewed-nodes 2       # also skew 8s, max-skew 5s
+//	seed 1008            # overrides the command line's
+//	at 1.5s op 8812…     # an operation with its own seed (see below)
+//	at 3s stall n1       # … and its end, as a shrunk scenario writes them
+//	at 9s unstall n1
 //
-// The seed still comes from the command line: a scenario fixes the faults,
-// the seed the workload and the network's draws.
+// Without a seed line the seed comes from the command line: a scenario
+// fixes the faults, the seed the workload and the network's draws. With
+// op lines (or "ops listed"), they are the whole workload: each
+// operation's choices come from its own seed, so dropping one leaves the
+// others as they were. Shrink writes such files.
 type Scenario struct {
 	Path   string
 	set    map[string]string
 	absent []int
 	faults []*fault
+	ops    []plannedOp
 }
 
 // LoadScenario reads a scenario file.
@@ -72,14 +81,19 @@ func ParseScenario(r io.Reader) (*Scenario, error) {
 		return nil, err
 	}
 	slices.SortStableFunc(sc.faults, func(a, b *fault) int { return int(a.at - b.at) })
+	slices.SortStableFunc(sc.ops, func(a, b plannedOp) int { return int(a.at - b.at) })
 	return sc, nil
 }
 
 func (sc *Scenario) directive(f []string) error {
 	switch f[0] {
-	case "nodes", "ops", "teams", "projects", "loss", "dup", "reorder", "span":
+	case "nodes", "ops", "teams", "projects", "loss", "dup", "reorder", "span", "seed", "skewed-nodes", "skew", "max-skew":
 		if len(f) != 2 {
 			return fmt.Errorf("%s takes one value", f[0])
+		}
+		if f[0] == "ops" && f[1] == "listed" {
+			sc.ops = []plannedOp{} // the op lines are the whole workload, even none
+			return nil
 		}
 		if err := checkValue(f[0], f[1]); err != nil {
 			return err
@@ -110,8 +124,14 @@ func (sc *Scenario) directive(f []string) error {
 
 func checkValue(key, v string) error {
 	switch key {
-	case "span":
-		_, err := time.ParseDuration(v)
+	case "span", "skew", "max-skew":
+		d, err := time.ParseDuration(v)
+		if err == nil && d < 0 {
+			err = fmt.Errorf("negative %s", key)
+		}
+		return err
+	case "seed":
+		_, err := strconv.ParseUint(v, 10, 64)
 		return err
 	case "loss", "dup", "reorder":
 		_, err := strconv.ParseFloat(v, 64)
@@ -133,8 +153,17 @@ func nodeRef(s string) (int, error) {
 }
 
 func (sc *Scenario) action(at time.Duration, verb string, args []string) error {
-	kinds := map[string]faultKind{"crash": fCrash, "restart": fRestart, "leave": fLeave, "join": fJoin, "stall": fStall}
+	kinds := map[string]faultKind{"crash": fCrash, "restart": fRestart, "leave": fLeave, "join": fJoin, "stall": fStall, "unstall": fUnstall}
 	switch verb {
+	case "op":
+		if len(args) != 1 {
+			return fmt.Errorf("at TIME op SEED")
+		}
+		seed, err := strconv.ParseUint(args[0], 10, 64)
+		if err != nil {
+			return fmt.Errorf("bad op seed %q", args[0])
+		}
+		sc.ops = append(sc.ops, plannedOp{at: at, seed: seed})
 	case "heal":
 		sc.faults = append(sc.faults, &fault{at: at, kind: fHeal})
 	case "partition":
@@ -167,9 +196,9 @@ func (sc *Scenario) action(at time.Duration, verb string, args []string) error {
 			return err
 		}
 		sc.faults = append(sc.faults, &fault{at: at, kind: k, node: n})
-		if k == fStall {
+		if k == fStall && len(args) > 1 {
 			if len(args) != 3 || args[1] != "for" {
-				return fmt.Errorf("stall nN for DURATION")
+				return fmt.Errorf("stall nN [for DURATION]")
 			}
 			d, err := time.ParseDuration(args[2])
 			if err != nil {
@@ -202,9 +231,20 @@ func (sc *Scenario) apply(c *Config) {
 			c.Reorder, _ = strconv.ParseFloat(v, 64)
 		case "span":
 			c.Span, _ = time.ParseDuration(v)
+		case "seed":
+			c.Seed, _ = strconv.ParseUint(v, 10, 64)
+		case "skewed-nodes":
+			c.SkewedNodes, _ = strconv.Atoi(v)
+		case "skew":
+			c.Skew, _ = time.ParseDuration(v)
+		case "max-skew":
+			c.MaxSkew, _ = time.ParseDuration(v)
 		}
 	}
 	c.Partitions, c.Crashes, c.Stalls, c.Churn, c.Joins = 0, 0, 0, 0, 0
+	if sc.ops != nil {
+		c.Ops = len(sc.ops)
+	}
 }
 
 func (sc *Scenario) check(nodes int) error {

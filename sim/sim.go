@@ -38,7 +38,8 @@ type event struct {
 	kind  evKind
 	node  int // deliver: receiver; tick: node
 	from  int
-	inc   int // receiver's incarnation when sent: a crash loses what is in flight
+	inc   int    // receiver's incarnation when sent: a crash loses what is in flight
+	seed  uint64 // op: the operation's own seed
 	frame []byte
 	fault *fault
 }
@@ -66,7 +67,8 @@ func (q *eventQueue) Pop() any {
 type Sim struct {
 	cfg    Config
 	seals  *crdt.SealCache
-	rng    *rand.Rand
+	rng    *rand.Rand // the run's: network, faults, setup
+	wr     *rand.Rand // the operation in progress's, from its own seed (so a scenario can drop operations)
 	codec  *wire.Codec
 	now    time.Duration
 	seq    uint64
@@ -105,6 +107,7 @@ type Sim struct {
 	sentViols []string
 	stats     counters
 	faults    []*fault
+	ops       []plannedOp
 	lastFault time.Duration
 }
 
@@ -367,6 +370,7 @@ func (s *Sim) Run() *Report {
 			}
 			s.schedule(&event{at: s.now + s.cfg.TickInterval, kind: evTick, node: e.node})
 		case evOp:
+			s.wr = rand.New(rand.NewPCG(e.seed, 0x6f70))
 			s.op()
 		case evFault:
 			s.applyFault(e.fault)

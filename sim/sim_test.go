@@ -1,24 +1,20 @@
 package sim
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 )
 
-var sweep = flag.Int("sweep", 0, "seeds for TestSweep (default 200, or 40 under -race)")
-
-// mixed is a run with every kind of fault.
-func mixed(seed uint64) Config {
-	return Config{
-		Nodes: 5 + int(seed%16), Ops: 300, Seed: seed,
-		Loss: 0.1, Dup: 0.05, Reorder: 0.1,
-		Partitions: 2, Crashes: 2, Stalls: 2, Churn: 1, Joins: 1,
-		SkewedNodes: 2, Skew: 8 * time.Second, // within and beyond the 5s bound
-	}
-}
+var (
+	sweep  = flag.Int("sweep", 0, "seeds for TestSweep (default 500, or 6 under -race or -short)")
+	record = flag.String("record", "", "append TestSweep's result to this log (the cumulative clean-seed figure)")
+)
 
 func run(t *testing.T, cfg Config) *Report {
 	t.Helper()
@@ -30,26 +26,38 @@ func run(t *testing.T, cfg Config) *Report {
 }
 
 func TestDeterminism(t *testing.T) {
-	cfg := mixed(42)
+	cfg := Mixed(42)
 	a, b := run(t, cfg), run(t, cfg)
 	if a.Digest != b.Digest || a.TraceHash != b.TraceHash || a.Messages != b.Messages || a.Bytes != b.Bytes {
 		t.Fatalf("same seed, different runs:\n%+v\n%+v", a, b)
 	}
-	c := run(t, mixed(43))
+	c := run(t, Mixed(43))
 	if c.TraceHash == a.TraceHash {
 		t.Fatal("different seeds gave the same trace")
 	}
 }
 
 func TestConvergenceMixedFaults(t *testing.T) {
-	for seed := uint64(1); seed <= 6; seed++ {
-		r := run(t, mixed(seed))
+	seeds := uint64(6)
+	if raceEnabled {
+		seeds = 2
+	}
+	var total Report
+	for seed := uint64(1); seed <= seeds; seed++ {
+		r := run(t, Mixed(seed))
 		if !r.Converged {
 			t.Errorf("seed %d: %s\nreplay: %s", seed, r.FirstViolation(), r.Replay)
 		}
-		if r.Fallbacks == 0 || r.Rejected == 0 || r.Forged == 0 || r.Attacks == 0 {
-			t.Errorf("seed %d exercised too little: fallbacks %d, rejected %d, forged %d, attacks %d", seed, r.Fallbacks, r.Rejected, r.Forged, r.Attacks)
-		}
+		total.Fallbacks += r.Fallbacks
+		total.Rejected += r.Rejected
+		total.Forged += r.Forged
+		total.Attacks += r.Attacks
+		total.Crashes += r.Crashes
+		total.Revokes += r.Revokes
+		total.Shares += r.Shares
+	}
+	if total.Fallbacks == 0 || total.Rejected == 0 || total.Forged == 0 || total.Attacks == 0 || total.Crashes == 0 || total.Revokes == 0 || total.Shares == 0 {
+		t.Errorf("the seeds exercised too little: %+v", total)
 	}
 }
 
@@ -111,34 +119,35 @@ func TestScenarios(t *testing.T) {
 }
 
 func TestScenarioErrors(t *testing.T) {
-	for _, in := range []string{"bogus 1", "at 5s explode n1", "at x heal", "at 1s partition n0", "at 1s stall n1", "nodes many"} {
+	for _, in := range []string{"bogus 1", "at 5s explode n1", "at x heal", "at 1s partition n0", "at 1s stall n1 for", "nodes many", "at 1s op x", "skew -3s", "at 1s op"} {
 		if _, err := ParseScenario(strings.NewReader(in)); err == nil {
 			t.Errorf("%q: no error", in)
 		}
 	}
 }
 
-// TestSweep is the CI sweep: many seeds of mixed faults on 5–20 nodes.
+// TestSweep is the CI sweep: many seeds of Mixed (every kind of fault on
+// 4–10 real nodes), as many at once as there are CPUs.
 func TestSweep(t *testing.T) {
 	n := *sweep
 	if n == 0 {
-		n = 200
+		n = 500
 		if raceEnabled || testing.Short() {
-			n = 24
+			n = 6
 		}
 	}
-	start := time.Now()
-	var failed []string
-	worst := int64(0)
-	for seed := uint64(1000); seed < 1000+uint64(n); seed++ {
-		r := run(t, mixed(seed))
-		worst = max(worst, r.VirtualMS)
-		if !r.Converged {
-			failed = append(failed, r.FirstViolation()+"\n  replay: "+r.Replay+"")
+	res, err := Sweep(context.Background(), Mixed, 1000, n, time.Time{}, runtime.GOMAXPROCS(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d seeds, %d clean, %d failed, worst virtual time to converge %d ms, wall %v (%.2f seeds/s)",
+		res.Seeds, res.Clean, len(res.Failed), res.WorstVirtualMS, res.Wall.Round(time.Millisecond), res.SeedsPerSecond())
+	if *record != "" {
+		if err := RecordSweep(*record, fmt.Sprintf("TestSweep Mixed from seed 1000 (%d workers)", runtime.GOMAXPROCS(0)), res); err != nil {
+			t.Error(err)
 		}
 	}
-	t.Logf("%d seeds, %d failed, worst virtual time to converge %d ms, wall %v", n, len(failed), worst, time.Since(start).Round(time.Millisecond))
-	for _, f := range failed {
-		t.Error(f)
+	for _, r := range res.Failed {
+		t.Errorf("%s\n  replay: %s", r.FirstViolation(), r.Replay)
 	}
 }

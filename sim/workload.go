@@ -93,7 +93,7 @@ func (s *Sim) run(n *simNode, fn func(ctx context.Context) error) error {
 // op runs one workload operation chosen from the seed.
 func (s *Sim) op() {
 	s.stats.ops++
-	x := s.rng.Float64()
+	x := s.wr.Float64()
 	switch {
 	case x < 0.04:
 		s.opGrant()
@@ -120,11 +120,11 @@ func (s *Sim) op() {
 		s.stats.skipped++
 		return
 	}
-	j := nsw[s.rng.IntN(len(nsw))]
+	j := nsw[s.wr.IntN(len(nsw))]
 	ns := s.nss[j]
 	ids := s.ids[j]
 	kind := "save"
-	switch y := s.rng.Float64(); {
+	switch y := s.wr.Float64(); {
 	case len(ids) == 0 || y < 0.3:
 	case y < 0.38:
 		kind = "share"
@@ -139,7 +139,7 @@ func (s *Sim) op() {
 	}
 	id := ""
 	if kind != "save" && kind != "share" {
-		id = ids[s.rng.IntN(len(ids))]
+		id = ids[s.wr.IntN(len(ids))]
 	}
 	text := s.text()
 	err := s.run(n, func(ctx context.Context) error {
@@ -239,15 +239,15 @@ func (s *Sim) leak(n *simNode, j int) {
 
 // text is a few words of the vocabulary.
 func (s *Sim) text() string {
-	k := 3 + s.rng.IntN(5)
+	k := 3 + s.wr.IntN(5)
 	w := make([]string, k)
 	for i := range w {
-		w[i] = words[s.rng.IntN(len(words))]
+		w[i] = words[s.wr.IntN(len(words))]
 	}
 	return strings.Join(w, " ") + fmt.Sprintf(" #%d", s.stats.ops)
 }
 
-func (s *Sim) tag() string { return fmt.Sprintf("t%d", s.rng.IntN(5)) }
+func (s *Sim) tag() string { return fmt.Sprintf("t%d", s.wr.IntN(5)) }
 
 // holders counts the members other than self that should receive ns now.
 func (s *Sim) holders(j, self int) int {
@@ -270,7 +270,7 @@ func (s *Sim) pickLive() *simNode {
 	if len(c) == 0 {
 		return nil
 	}
-	return c[s.rng.IntN(len(c))]
+	return c[s.wr.IntN(len(c))]
 }
 
 // sortedKeys returns m's keys in order, for deterministic iteration.

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/mnemohq/mnemo/sim"
@@ -42,6 +44,12 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	scenario := fs.String("scenario", "", "scenario `FILE` (fixed topology and fault script)")
 	asJSON := fs.Bool("json", false, "print one JSON object (a sweep: one per line, then a summary)")
 	sweep := fs.Int("sweep", 0, "run `SEEDS` seeds from --seed on and summarise")
+	soak := fs.Duration("for", 0, "sweep seeds from --seed on for this long (with --sweep: at most that many)")
+	mixed := fs.Bool("mixed", false, "sweep sim.Mixed: every kind of fault on 4-10 nodes, varying with the seed (other run flags ignored)")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs at once in a sweep")
+	recordLog := fs.String("record", "", "append the sweep's result to this `LOG` (the cumulative clean-seed figure)")
+	total := fs.String("total", "", "print the seeds run clean over every sweep recorded in `LOG`, and exit")
+	shrink := fs.String("shrink", "", "if the run fails, shrink it and write the smallest failing scenario to `FILE`")
 	plot := fs.String("plot", "", "write an SVG of each tracked update's spread to `FILE`")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
@@ -58,7 +66,19 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		cfg.Scenario = sc
 	}
-	if *sweep <= 0 {
+	if *total != "" {
+		n, err := sim.CleanTotal(*total)
+		if err != nil {
+			fmt.Fprintf(stderr, "mnemo sim: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintf(stdout, "%d seeds run clean in the sweeps recorded in %s\n", n, *total)
+		return exitOK
+	}
+	if *sweep <= 0 && *soak <= 0 {
+		if *shrink != "" {
+			return shrinkTo(*shrink, cfg, stdout, stderr)
+		}
 		r, err := sim.Run(cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "mnemo sim: %v\n", err)
@@ -83,48 +103,51 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		return exitOK
 	}
-	start := time.Now()
-	ok, worst := 0, int64(0)
-	var failed []*sim.Report
-	first := cfg.Seed
-	for i := range *sweep {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "mnemo sim: interrupted")
-			return exitError
-		}
-		c := cfg
-		c.Seed = first + uint64(i)
-		r, err := sim.Run(c)
-		if err != nil {
-			fmt.Fprintf(stderr, "mnemo sim: %v\n", err)
-			return exitUsage
-		}
-		if r.Converged {
-			ok++
-			worst = max(worst, r.VirtualMS)
-		} else {
-			failed = append(failed, r)
-		}
+	config := func(seed uint64) sim.Config { c := cfg; c.Seed = seed; return c }
+	if *mixed {
+		config = sim.Mixed
+	}
+	var until time.Time
+	if *soak > 0 {
+		until = time.Now().Add(*soak)
+	}
+	res, err := sim.Sweep(ctx, config, cfg.Seed, *sweep, until, *workers, func(r *sim.Report) {
 		if *asJSON {
 			_ = json.NewEncoder(stdout).Encode(r)
 		}
+	})
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "mnemo sim: %v\n", err)
+		return exitUsage
+	}
+	if *recordLog != "" {
+		what := fmt.Sprintf("mnemo sim --sweep %d --for %v from seed %d (mixed=%v, %d workers)", *sweep, *soak, cfg.Seed, *mixed, *workers)
+		if err := sim.RecordSweep(*recordLog, what, res); err != nil {
+			fmt.Fprintf(stderr, "mnemo sim: %v\n", err)
+			return exitError
+		}
 	}
 	if *asJSON {
-		sum := map[string]any{"seeds": *sweep, "converged": ok, "failed": len(failed), "worst_virtual_ms": worst, "wall_ms": time.Since(start).Milliseconds()}
+		sum := map[string]any{"seeds": res.Seeds, "clean": res.Clean, "failed": len(res.Failed), "worst_virtual_ms": res.WorstVirtualMS,
+			"wall_ms": res.Wall.Milliseconds(), "seeds_per_s": res.SeedsPerSecond()}
 		var replays []string
-		for _, r := range failed {
+		for _, r := range res.Failed {
 			replays = append(replays, r.Replay)
 		}
 		sum["replays"] = replays
 		_ = json.NewEncoder(stdout).Encode(sum)
 	} else {
-		fmt.Fprintf(stdout, "%d/%d seeds converged; worst virtual time to converge %d ms; wall %v\n",
-			ok, *sweep, worst, time.Since(start).Round(time.Millisecond))
-		for _, r := range failed {
+		fmt.Fprintf(stdout, "%d/%d seeds clean; worst virtual time to converge %d ms; wall %v; %.2f seeds/s\n",
+			res.Clean, res.Seeds, res.WorstVirtualMS, res.Wall.Round(time.Millisecond), res.SeedsPerSecond())
+		for _, r := range res.Failed {
 			fmt.Fprintf(stdout, "seed %d FAILED: %s\n  replay: %s\n", r.Seed, r.FirstViolation(), r.Replay)
 		}
 	}
-	if len(failed) > 0 {
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "mnemo sim: interrupted")
+		return exitError
+	}
+	if len(res.Failed) > 0 {
 		return exitError
 	}
 	return exitOK
@@ -140,4 +163,24 @@ func writePlot(path string, r *sim.Report) error {
 		return err
 	}
 	return f.Close()
+}
+
+// shrinkTo runs cfg and, if it fails, writes its shrunk scenario to path.
+func shrinkTo(path string, cfg sim.Config, stdout, stderr io.Writer) int {
+	text, r, err := sim.Shrink(cfg, 500)
+	if err != nil {
+		fmt.Fprintf(stderr, "mnemo sim: %v\n", err)
+		return exitUsage
+	}
+	if r == nil {
+		fmt.Fprintln(stdout, "converged: nothing to shrink")
+		return exitOK
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		fmt.Fprintf(stderr, "mnemo sim: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "FAILED: %s\nshrunk to %s (%d lines); replay: mnemo sim --scenario %s\n",
+		r.FirstViolation(), path, strings.Count(text, "\n"), path)
+	return exitError
 }

@@ -45,6 +45,12 @@ type Config struct {
 	// addr its peers' send functions get for it. Start ignores it and
 	// advertises the transport's address.
 	Addr string
+
+	// SkipWriteCheck is a planted bug, for the simulator's test that its
+	// sweep finds one (sim: TestPlantedBugFound): the loop then accepts a
+	// namespace's content from any member, whether its agent may write it
+	// or not. Never set on a node.
+	SkipWriteCheck bool
 }
 
 // ErrStopped is returned by requests to a Cluster or a Stepped that is
