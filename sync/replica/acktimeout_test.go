@@ -34,8 +34,14 @@ func TestAckTimeoutSkipsSyncAnsweredSince(t *testing.T) {
 		e1.SetPeers(peers)
 		e0.Tick(now)
 		e1.Tick(now)
-		e0.Ready() // the join syncs: dropped, they do not matter here
-		e1.Ready()
+		for range 4 { // the join syncs, answered both ways: no request is left waiting for an answer
+			for _, env := range e0.Ready().Messages {
+				_ = e1.Step("n0", env.Msg)
+			}
+			for _, env := range e1.Ready().Messages {
+				_ = e0.Step("n1", env.Msg)
+			}
+		}
 
 		s0, r0 := testSigner(0)
 		d, err := st0.Map(ns).Set(r0, 5, "m1", "title", []byte("x"))
@@ -81,5 +87,88 @@ func TestAckTimeoutSkipsSyncAnsweredSince(t *testing.T) {
 		if !answered && (got != 1 || fell != 1) {
 			t.Fatalf("not answered: %d sync requests, %d fallbacks; want 1", got, fell)
 		}
+	}
+}
+
+// A sync answer that carries content is not acknowledged, so when it is
+// lost the side that lacks the content asks again: the requester's
+// context showed dots it lacks, and after an ack timeout without them it
+// asks for a sync itself — at most syncTries times in a row, then
+// anti-entropy's turn. (The simulator found a projection view that a node
+// refused once and then never got: the repair's answer was lost, and
+// anti-entropy took more than five minutes to pick that peer.)
+func TestLostSyncAnswerAskedAgain(t *testing.T) {
+	const ns = "team://a"
+	now := time.Unix(1_800_000_000, 0)
+	st0, st1 := NewMemState(), NewMemState()
+	st1.Map(ns)
+	cfg := Config{AntiEntropyInterval: time.Hour, AckTimeout: 10 * time.Second}
+	e0 := New(testConfig(cfg, "n0", 0), st0, openPolicy{})
+	e1 := New(testConfig(cfg, "n1", 1), st1, openPolicy{})
+	peers := []Peer{testPeer("n0", 0), testPeer("n1", 1)}
+	e0.SetPeers(peers)
+	e1.SetPeers(peers)
+	e0.Tick(now)
+	e1.Tick(now)
+	e0.Ready()
+	e1.Ready()
+	s1, r1 := testSigner(1)
+	d, err := st1.Map(ns).Set(r1, 5, "m1", "title", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealInto(st1.Map(ns), ns, d, s1)
+
+	// n1 asks n0 for a sync of ns; n0 answers with its (empty) context;
+	// n1's answer, carrying m1, is lost.
+	if err := e1.RequestSync("n0", ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range e1.Ready().Messages {
+		_ = e0.Step("n1", env.Msg)
+	}
+	for _, env := range e0.Ready().Messages {
+		_ = e1.Step("n0", env.Msg)
+	}
+	lost := e1.Ready().Messages
+	if len(lost) == 0 {
+		t.Fatal("n1 sent nothing for n0's context")
+	}
+	for try := 1; try <= syncTries; try++ {
+		now = now.Add(10 * time.Second)
+		e0.Tick(now)
+		if got := syncRequests(e0.Ready()); got != 1 {
+			t.Fatalf("try %d: %d sync requests after the answer was lost, want 1", try, got)
+		}
+	}
+	now = now.Add(10 * time.Second)
+	e0.Tick(now)
+	if got := syncRequests(e0.Ready()); got != 0 {
+		t.Fatalf("%d sync requests after %d unanswered tries, want none (anti-entropy's turn)", got, syncTries)
+	}
+
+	// Answered this time: n0 gets m1 and asks no more.
+	if err := e1.RequestSync("n0", ns); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		for _, env := range e1.Ready().Messages {
+			_ = e0.Step("n1", env.Msg)
+		}
+		r := e0.Ready()
+		for _, a := range r.Apply {
+			st0.Apply(a)
+		}
+		e0.Advance(nil)
+		for _, env := range r.Messages {
+			_ = e1.Step("n0", env.Msg)
+		}
+	}
+	if _, ok := st0.Map(ns).Get("m1"); !ok {
+		t.Fatal("n0 never got m1")
+	}
+	e0.Tick(now.Add(time.Minute))
+	if got := syncRequests(e0.Ready()); got != 0 {
+		t.Fatalf("%d sync requests once answered, want none", got)
 	}
 }

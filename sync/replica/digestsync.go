@@ -45,6 +45,12 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			// what we lack even when we cannot yet tell it may read ns (the
 			// grant that says so may be among what we lack).
 			own = append(own, namespaceContextOf(ns, ctx, ret, sum))
+			if len(ctx.Missing(have)) > 0 {
+				// The requester holds dots we lack: its answer to our
+				// context is owed, and asked for again if it is lost
+				// (Tick), as our own requests are.
+				p.asked[ns] = asking{at: e.now, tries: p.asked[ns].tries}
+			}
 		}
 		if !e.pol.PeerMayRead(p.Peer, ns) {
 			continue // never send a namespace's content to a peer that may not read it
