@@ -17,7 +17,7 @@ import (
 // and whether each was ever held.
 
 // initACL creates every namespace on its creator's node and grants members
-// (read+write) and readers at random.
+// (read+write, some with share) and readers at random.
 func (s *Sim) initACL() error {
 	s.read = grid(len(s.nodes), len(s.nss))
 	s.write = grid(len(s.nodes), len(s.nss))
@@ -42,6 +42,8 @@ func (s *Sim) initACL() error {
 			}
 			var perms []string
 			switch x := s.rng.Float64(); {
+			case x < 0.2:
+				perms = []string{"member", "share"} // capsules and projections need share
 			case x < 0.45:
 				perms = []string{"member"}
 			case x < 0.7 && strings.HasPrefix(ns, "team://"):

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
 )
 
@@ -28,6 +29,11 @@ func (s *Sim) finalHolders(j int) []*simNode {
 // namespace has the same causal context as the first. Equal digests are
 // checked after (check), and a difference there is a violation.
 func (s *Sim) converged() bool {
+	for _, p := range s.inboxPairs() {
+		if !p.target.svc.Store().Context(p.ns).Equal(p.writer.svc.Store().Context(p.ns)) {
+			return false
+		}
+	}
 	for j, ns := range s.nss {
 		hs := s.finalHolders(j)
 		if len(hs) == 0 {
@@ -60,12 +66,21 @@ func (s *Sim) check() []string {
 	if s.cfg.hooks.tamper {
 		s.tamperOne()
 	}
+	s.retracted = append(s.retracted, s.surgicalRetracts()...)
+	if s.cfg.hooks.capsuleFlipped && len(s.capsules) > 0 {
+		s.capsules[0].revoked = !s.capsules[0].revoked
+	}
+	if s.cfg.hooks.auditShrank {
+		s.audits[[2]int{s.creator[0], 0}] += 1000
+	}
 	v = s.checkConvergence(v)
 	v = s.checkAcked(v)
 	v = s.checkWrites(v)
 	v = s.checkReads(v)
 	v = s.checkRetracts(v)
 	v = s.checkQueries(v)
+	v = s.checkCapsules(v)
+	v = s.checkAudit(v)
 	bound := s.cfg.Engine.QueueMaxDeltas
 	if s.cfg.hooks.queueBound > 0 {
 		bound = s.cfg.hooks.queueBound
@@ -76,8 +91,47 @@ func (s *Sim) check() []string {
 	return v
 }
 
-// checkConvergence: every holder of a namespace has the same state digest.
+// inboxPair is an inbox namespace (capsules, projection views) and the
+// nodes of its writer and its target, which must both hold it.
+type inboxPair struct {
+	ns             string
+	writer, target *simNode
+}
+
+// inboxPairs lists the inboxes the live members write to live members.
+func (s *Sim) inboxPairs() []inboxPair {
+	var out []inboxPair
+	for _, w := range s.nodes {
+		if !w.up || !w.member {
+			continue
+		}
+		for _, ns := range w.svc.Store().Namespaces() {
+			addr, err := namespace.Parse(ns)
+			if err != nil {
+				continue
+			}
+			target, writer, ok := memory.InboxParties(addr)
+			if !ok || writer != w.principal {
+				continue
+			}
+			for _, t := range s.nodes {
+				if t.principal == target && t != w && t.up && t.member {
+					out = append(out, inboxPair{ns, w, t})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkConvergence: every holder of a namespace has the same state
+// digest, and an inbox's target the writer's.
 func (s *Sim) checkConvergence(v []string) []string {
+	for _, p := range s.inboxPairs() {
+		if a, b := p.writer.state(p.ns), p.target.state(p.ns); a.Digest() != b.Digest() {
+			v = append(v, fmt.Sprintf("convergence: inbox %s on %s (target) has %d records, on %s (writer) %d", p.ns, p.target.id, b.Len(), p.writer.id, a.Len()))
+		}
+	}
 	for j, ns := range s.nss {
 		hs := s.finalHolders(j)
 		if len(hs) == 0 {
@@ -112,7 +166,7 @@ func (s *Sim) checkAcked(v []string) []string {
 			for _, d := range op.dots {
 				ok = ok && c.Contains(d)
 			}
-			if ok && op.id != "" && (op.kind == "save" || op.kind == "share") && !retracted[op.ns+" "+op.id] {
+			if ok && op.id != "" && (op.kind == "save" || op.kind == "share" || op.kind == "promote") && !retracted[op.ns+" "+op.id] {
 				_, err := n.svc.Get(ctx, n.me, op.id, true)
 				ok = err == nil
 			}

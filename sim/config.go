@@ -82,13 +82,15 @@ type Config struct {
 // checker reports a violation. Each does what a bug would, from outside
 // the node's code: the checkers must not depend on the node to catch it.
 type hooks struct {
-	leak        bool // a node sends a namespace's content to a node never granted it
-	bypassWrite bool // forged writes are also written straight into their target's store
-	dropAcked   bool // the first save is acknowledged with a dot nobody has
-	lostRetract bool // a memory is reported retracted that was not
-	queueBound  int  // check queues against this bound instead of the configured one
-	tamper      bool // after quiet, one node saves a memory nobody else sees
-	plantBug    bool // every node's loop skips the write check (cluster.Config.SkipWriteCheck)
+	leak           bool // a node sends a namespace's content to a node never granted it
+	bypassWrite    bool // forged writes are also written straight into their target's store
+	dropAcked      bool // the first save is acknowledged with a dot nobody has
+	lostRetract    bool // a memory is reported retracted that was not
+	queueBound     int  // check queues against this bound instead of the configured one
+	tamper         bool // after quiet, one node saves a memory nobody else sees
+	plantBug       bool // every node's loop skips the write check (cluster.Config.SkipWriteCheck)
+	capsuleFlipped bool // the checker is told a live capsule was revoked, or a revoked one is live
+	auditShrank    bool // the checker is told a node once showed more audit entries than it does
 }
 
 func (c *Config) withDefaults() {

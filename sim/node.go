@@ -13,6 +13,7 @@ import (
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/cluster"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
 	"github.com/mnemohq/mnemo/node/memory/dedup"
@@ -70,11 +71,12 @@ func (c nodeClock) NewTicker(time.Duration) cluster.Ticker {
 	panic("sim: the stepped loop has no ticker")
 }
 
-// features is the set the node attaches (node/node.go features) with its
-// default settings: surgery without approval rules, capsules, projection
-// views, duplicates and transfer.
+// features is the set the node attaches (node/node.go features):
+// surgery (retract and amend need an admin's approval in every namespace,
+// so decisions are in the workload), capsules, projection views,
+// duplicates and transfer.
 func features() ([]memory.Feature, error) {
-	surg, err := surgery.New(nil)
+	surg, err := surgery.New(surgery.Approvals{"*": {memapi.OpRetract, memapi.OpAmend}})
 	if err != nil {
 		return nil, err
 	}

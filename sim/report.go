@@ -44,7 +44,12 @@ type Report struct {
 	Grants         int      `json:"grants"`
 	Revokes        int      `json:"revokes"`
 	Retracts       int      `json:"retracts"`
-	Shares         int      `json:"shares"`
+	Shares         int      `json:"shares"` // shares and promotions
+	Edits          int      `json:"edits"`
+	Decisions      int      `json:"decisions"`
+	Capsules       int      `json:"capsules"`
+	CapsuleRevokes int      `json:"capsule_revokes"`
+	Projections    int      `json:"projections"`
 	Crashes        int      `json:"crashes"`
 	MeanHops       float64  `json:"mean_max_hops"`  // tracked updates: hops to the farthest holder
 	MeanReachMS    float64  `json:"mean_reach_ms"`  // tracked updates: time until every holder had it
@@ -66,7 +71,9 @@ func (s *Sim) report(wall time.Duration) *Report {
 		DeltasApplied: t.applied, MinDeltaBytes: s.stats.minDeltaBytes, StateBytes: s.stats.stateBytes,
 		Fallbacks: t.fallbacks, MaxQueue: t.maxQueue, QueueBound: s.cfg.Engine.QueueMaxDeltas,
 		Rejected: t.rejected, Dropped: s.stats.dropped, WallMS: wall.Milliseconds(),
-		Ops: s.stats.ops, Acked: len(s.acked), Shares: s.stats.shares, Forged: s.stats.forgedN, Attacks: s.stats.attacks, Grants: s.stats.grants,
+		Ops: s.stats.ops, Acked: len(s.acked), Shares: s.stats.shares,
+		Edits: s.stats.edits, Decisions: s.stats.decisions, Capsules: s.stats.capsules, CapsuleRevokes: s.stats.capsuleRevokes,
+		Projections: s.stats.projections, Forged: s.stats.forgedN, Attacks: s.stats.attacks, Grants: s.stats.grants,
 		Revokes: s.stats.revokes, Retracts: s.stats.retracts, Crashes: s.stats.crashes,
 		TotalVirtualMS: s.now.Milliseconds(),
 		Replay:         s.cfg.ReplayCommand(),
@@ -125,6 +132,8 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "ops: %d (%d acknowledged, %d forged, %d other attacks, %d grants, %d revocations, %d retracts), crashes %d\n",
 		r.Ops, r.Acked, r.Forged, r.Attacks, r.Grants, r.Revokes, r.Retracts, r.Crashes)
+	fmt.Fprintf(w, "governance: %d shares and promotions, %d edits, %d decisions, %d capsules (%d revoked), %d projections\n",
+		r.Shares, r.Edits, r.Decisions, r.Capsules, r.CapsuleRevokes, r.Projections)
 	fmt.Fprintf(w, "virtual time to converge after the last fault: %d ms (run: %d ms)\n", r.VirtualMS, r.TotalVirtualMS)
 	fmt.Fprintf(w, "messages: %d, %d bytes; deltas applied %d (%.0f bytes per delta)\n", r.Messages, r.Bytes, r.DeltasApplied, r.BytesPerDelta)
 	fmt.Fprintf(w, "  delta frames %d (%d bytes), sync frames %d (%d bytes); minimum K·(N−1)·delta %d bytes\n",

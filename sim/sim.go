@@ -100,6 +100,8 @@ type Sim struct {
 	retracted []retraction
 	opNode    *simNode  // the node running the operation in progress
 	opDeltas  []nsDelta // the deltas it wrote so far
+	capsules  []simCapsule
+	audits    map[[2]int]int // (node, ns) → the most audit entries the node showed
 	acked     []ackedOp
 	forged    []forgedOp
 	forgers   map[[2]int]bool // (node, ns) that sent a forged write
@@ -120,7 +122,9 @@ type counters struct {
 	saves, updates, deletes            int
 	tagOps, retracts, grants           int
 	revokes, forgedN, attacks, crashes int
-	shares                             int
+	shares, edits, decisions           int
+	capsules, capsuleRevokes           int
+	projections                        int
 	minDeltaBytes                      uint64 // Σ encoded size of each acknowledged local delta × its receivers at the time
 	stateBytes                         uint64 // Σ origin's full namespace encoding × receivers (measureState)
 }
@@ -150,6 +154,7 @@ func New(cfg Config) (*Sim, error) {
 		byRep:   map[crdt.ReplicaID]int{},
 		nsIdx:   map[string]int{},
 		forgers: map[[2]int]bool{},
+		audits:  map[[2]int]int{},
 		trace:   sha256.New(), traceOut: cfg.Trace,
 		loss: cfg.Loss, dup: cfg.Dup, reorder: cfg.Reorder,
 	}

@@ -74,6 +74,8 @@ func TestCheckersCatchViolations(t *testing.T) {
 		{"namespace sent to a non-reader", hooks{leak: true}, "read:"},
 		{"retracted memory visible", hooks{lostRetract: true}, "retract:"},
 		{"queue over its bound", hooks{queueBound: 1}, "queue:"},
+		{"capsule revoked or not as the checker is told", hooks{capsuleFlipped: true}, "capsule:"},
+		{"audit shrank", hooks{auditShrank: true}, "audit:"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -104,10 +104,27 @@ func (s *Sim) op() {
 	case x < 0.11:
 		s.opForge()
 		return
+	case x < 0.13:
+		s.opDecide()
+		return
+	case x < 0.14:
+		s.opRevokeCapsule()
+		return
 	}
 	n := s.pickLive()
 	if n == nil {
 		s.stats.skipped++
+		return
+	}
+	switch {
+	case x < 0.17:
+		s.opEdit(n)
+		return
+	case x < 0.19:
+		s.opCapsule(n)
+		return
+	case x < 0.20:
+		s.opProjection(n)
 		return
 	}
 	var nsw []int
@@ -126,8 +143,10 @@ func (s *Sim) op() {
 	kind := "save"
 	switch y := s.wr.Float64(); {
 	case len(ids) == 0 || y < 0.3:
-	case y < 0.38:
+	case y < 0.34:
 		kind = "share"
+	case y < 0.38:
+		kind = "promote"
 	case y < 0.65:
 		kind = "update"
 	case y < 0.75:
@@ -138,7 +157,7 @@ func (s *Sim) op() {
 		kind = "retract"
 	}
 	id := ""
-	if kind != "save" && kind != "share" {
+	if kind != "save" && kind != "share" && kind != "promote" {
 		id = ids[s.wr.IntN(len(ids))]
 	}
 	text := s.text()
@@ -157,6 +176,20 @@ func (s *Sim) op() {
 				return err
 			}
 			sh, err := n.svc.Share(ctx, n.me, memory.ShareRequest{ID: r.ID, Namespace: ns})
+			id = sh.Memory.ID
+			return err
+		case "promote":
+			// as share, but through Promote: a copy, or a move that leaves
+			// a reference in the agent's namespace
+			r, err := n.svc.Save(ctx, n.me, memory.SaveRequest{Type: "decision", Content: text, Tags: []string{s.tag()}})
+			if err != nil {
+				return err
+			}
+			mode := "copy"
+			if s.wr.IntN(2) == 0 {
+				mode = "move"
+			}
+			sh, err := n.svc.Promote(ctx, n.me, memory.PromoteRequest{ID: r.ID, Namespace: ns, Mode: mode})
 			id = sh.Memory.ID
 			return err
 		case "update":
@@ -191,7 +224,7 @@ func (s *Sim) op() {
 		return
 	}
 	switch kind {
-	case "save", "share":
+	case "save", "share", "promote":
 		s.stats.saves++
 		s.ids[j] = append(s.ids[j], id)
 	case "update":
@@ -204,7 +237,7 @@ func (s *Sim) op() {
 		s.stats.retracts++
 		s.retracted = append(s.retracted, retraction{ns: ns, id: id})
 	}
-	if kind == "share" {
+	if kind == "share" || kind == "promote" {
 		s.stats.shares++
 	}
 	if s.cfg.hooks.lostRetract && kind == "save" && len(s.retracted) == 0 {
