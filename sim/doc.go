@@ -34,7 +34,10 @@
 // the store keeps exactly what it committed; the loop, its queues and held
 // deltas and every frame in flight to the node are lost; restart reopens
 // the service over the kept store — the real open path, index rebuilt —
-// and a new loop, which digest-syncs with every peer); clock skew (the
+// and a new loop, which digest-syncs with every peer); half of them
+// crashes in the middle of a write (the power goes after a transaction's
+// writes and before its commit: that write is lost and never
+// acknowledged, whether an agent's or a peer's delta); clock skew (the
 // first SkewedNodes nodes' wall clocks are off by up to Skew either way,
 // within and beyond the MaxSkew every node tolerates: a delta from too far
 // ahead is refused and comes again); stalled subscribers (a node stops

@@ -18,10 +18,11 @@ const (
 	fUnstall
 	fLeave
 	fJoin
-	fQuiet // end of faults: heal everything and let the network go quiet
+	fQuiet        // end of faults: heal everything and let the network go quiet
+	fCrashInWrite // the node dies in the middle of its next write (or at its restart, if it writes none)
 )
 
-var faultNames = [...]string{"partition", "heal", "crash", "restart", "stall", "unstall", "leave", "join", "quiet"}
+var faultNames = [...]string{"partition", "heal", "crash", "restart", "stall", "unstall", "leave", "join", "quiet", "crash-in-write"}
 
 // plannedOp is one workload operation: when, and the seed of its choices.
 type plannedOp struct {
@@ -118,7 +119,13 @@ func (s *Sim) randomFaults(span time.Duration) []*fault {
 			fs = append(fs, &fault{at: at, kind: down, node: node}, &fault{at: at + d, kind: up, node: node})
 		}
 	}
+	first := len(fs)
 	pair(s.cfg.Crashes, fCrash, fRestart, time.Second, 15*time.Second)
+	for i := first; i < len(fs); i += 2 {
+		if s.rng.IntN(2) == 0 {
+			fs[i].kind = fCrashInWrite // half the crashes cut a transaction short
+		}
+	}
 	pair(s.cfg.Stalls, fStall, fUnstall, 2*time.Second, 20*time.Second)
 	pair(s.cfg.Churn, fLeave, fJoin, time.Second, 15*time.Second)
 	for i := n - s.cfg.Joins; i < n; i++ {
@@ -151,7 +158,14 @@ func (s *Sim) applyFault(f *fault) {
 		}
 	case fCrash:
 		s.crash(s.nodes[f.node])
+	case fCrashInWrite:
+		if n := s.nodes[f.node]; n.up {
+			n.cutInWrite = true
+		}
 	case fRestart:
+		if n := s.nodes[f.node]; n.cutInWrite { // it wrote nothing since: it dies now
+			s.crash(n)
+		}
 		s.restart(s.nodes[f.node])
 	case fStall:
 		s.nodes[f.node].stalled = true

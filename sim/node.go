@@ -37,12 +37,16 @@ type simNode struct {
 	svc       *memory.Service
 	loop      *cluster.Stepped
 	skew      time.Duration // the node's wall clock runs this far ahead of virtual time
-	up        bool
-	member    bool
-	stalled   bool
-	inbox     []*event
-	inc       int    // incarnation: a crash loses what is in flight to the node
-	dead      totals // counters of the loops lost in crashes
+	// cutInWrite: the power goes in the middle of the node's next store
+	// transaction (crashKV), which therefore never commits.
+	cutInWrite bool
+	cutDone    bool // the cut happened: the node is dead, the sim crashes it after the call
+	up         bool
+	member     bool
+	stalled    bool
+	inbox      []*event
+	inc        int    // incarnation: a crash loses what is in flight to the node
+	dead       totals // counters of the loops lost in crashes
 }
 
 func (s *Sim) newNode(i int) (*simNode, error) {
@@ -97,7 +101,7 @@ func (s *Sim) open(n *simNode) error {
 	}
 	rs := sha256.Sum256(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte("mnemo sim ids "), s.cfg.Seed), uint64(n.idx)<<32|uint64(n.inc)))
 	svc, err := memory.Open(memory.Config{
-		KV: n.kv, Agent: n.principal, Identity: n.ident, Replica: n.ident.ReplicaID(),
+		KV: crashKV{n.kv, n}, Agent: n.principal, Identity: n.ident, Replica: n.ident.ReplicaID(),
 		Now: func() time.Time { return s.nodeWall(n) }, Rand: rand.NewChaCha8(rs),
 		MaxSkew: s.cfg.MaxSkew, Features: feats,
 	})
@@ -123,6 +127,29 @@ func (s *Sim) open(n *simNode) error {
 	return nil
 }
 
+// crashKV is the node's store seen by its service: on cutInWrite, the
+// power goes after a transaction's writes and before its commit
+// (store.MemKV.PowerCut), so it never commits and every later call fails,
+// as a process that died there would.
+type crashKV struct {
+	*store.MemKV
+	n *simNode
+}
+
+func (k crashKV) Update(fn func(w store.Writer) error) error {
+	return k.MemKV.Update(func(w store.Writer) error {
+		if err := fn(w); err != nil {
+			return err
+		}
+		if k.n.cutInWrite {
+			k.n.cutInWrite = false
+			k.n.cutDone = true
+			k.MemKV.PowerCut()
+		}
+		return nil
+	})
+}
+
 // crash is the process dying: the loop (queues, windows, held deltas) and
 // whatever is in flight to the node are lost, and the store keeps exactly
 // what it committed (store.MemKV.Crash).
@@ -141,6 +168,7 @@ func (s *Sim) crash(n *simNode) {
 	n.loop.Close()
 	n.kv = n.kv.Crash()
 	n.up, n.stalled, n.inbox = false, false, nil
+	n.cutInWrite, n.cutDone = false, false
 	n.svc, n.loop = nil, nil
 	n.inc++
 }

@@ -51,6 +51,7 @@ type Report struct {
 	CapsuleRevokes int      `json:"capsule_revokes"`
 	Projections    int      `json:"projections"`
 	Crashes        int      `json:"crashes"`
+	CutWrites      int      `json:"cut_writes"`     // crashes in the middle of a write (its transaction lost)
 	MeanHops       float64  `json:"mean_max_hops"`  // tracked updates: hops to the farthest holder
 	MeanReachMS    float64  `json:"mean_reach_ms"`  // tracked updates: time until every holder had it
 	WorstReachMS   float64  `json:"worst_reach_ms"` // idem, worst
@@ -74,7 +75,7 @@ func (s *Sim) report(wall time.Duration) *Report {
 		Ops: s.stats.ops, Acked: len(s.acked), Shares: s.stats.shares,
 		Edits: s.stats.edits, Decisions: s.stats.decisions, Capsules: s.stats.capsules, CapsuleRevokes: s.stats.capsuleRevokes,
 		Projections: s.stats.projections, Forged: s.stats.forgedN, Attacks: s.stats.attacks, Grants: s.stats.grants,
-		Revokes: s.stats.revokes, Retracts: s.stats.retracts, Crashes: s.stats.crashes,
+		Revokes: s.stats.revokes, Retracts: s.stats.retracts, Crashes: s.stats.crashes, CutWrites: s.stats.cutWrites,
 		TotalVirtualMS: s.now.Milliseconds(),
 		Replay:         s.cfg.ReplayCommand(),
 		Spreads:        s.spreads(),
@@ -132,6 +133,7 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "ops: %d (%d acknowledged, %d forged, %d other attacks, %d grants, %d revocations, %d retracts), crashes %d\n",
 		r.Ops, r.Acked, r.Forged, r.Attacks, r.Grants, r.Revokes, r.Retracts, r.Crashes)
+	fmt.Fprintf(w, "crashes in the middle of a write: %d\n", r.CutWrites)
 	fmt.Fprintf(w, "governance: %d shares and promotions, %d edits, %d decisions, %d capsules (%d revoked), %d projections\n",
 		r.Shares, r.Edits, r.Decisions, r.Capsules, r.CapsuleRevokes, r.Projections)
 	fmt.Fprintf(w, "virtual time to converge after the last fault: %d ms (run: %d ms)\n", r.VirtualMS, r.TotalVirtualMS)

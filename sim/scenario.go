@@ -23,6 +23,7 @@ import (
 //	at 5s partition n0,n1 | n2,n3   # unlisted nodes join the first group
 //	at 20s heal
 //	at 8s crash n2
+//	at 9s crash-in-write n3  # dies in the middle of its next write
 //	at 12s restart n2
 //	at 3s stall n1 for 10s
 //	at 4s leave n3
@@ -153,7 +154,7 @@ func nodeRef(s string) (int, error) {
 }
 
 func (sc *Scenario) action(at time.Duration, verb string, args []string) error {
-	kinds := map[string]faultKind{"crash": fCrash, "restart": fRestart, "leave": fLeave, "join": fJoin, "stall": fStall, "unstall": fUnstall}
+	kinds := map[string]faultKind{"crash": fCrash, "crash-in-write": fCrashInWrite, "restart": fRestart, "leave": fLeave, "join": fJoin, "stall": fStall, "unstall": fUnstall}
 	switch verb {
 	case "op":
 		if len(args) != 1 {

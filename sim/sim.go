@@ -124,7 +124,7 @@ type counters struct {
 	revokes, forgedN, attacks, crashes int
 	shares, edits, decisions           int
 	capsules, capsuleRevokes           int
-	projections                        int
+	projections, cutWrites             int
 	minDeltaBytes                      uint64 // Σ encoded size of each acknowledged local delta × its receivers at the time
 	stateBytes                         uint64 // Σ origin's full namespace encoding × receivers (measureState)
 }
@@ -345,7 +345,22 @@ func (s *Sim) deliver(e *event) {
 // key the transport authenticated.
 func (s *Sim) step(n *simNode, e *event) {
 	n.loop.Deliver(s.nodes[e.from].ident.Public, e.frame)
+	if s.diedInWrite(n) {
+		return
+	}
 	s.observeSpread(n, e.from)
+}
+
+// diedInWrite crashes n if the power went in the middle of one of its
+// writes (crashKV) while its loop applied a peer's delta.
+func (s *Sim) diedInWrite(n *simNode) bool {
+	if !n.cutDone {
+		return false
+	}
+	s.tracef("crash n%d in the middle of a write", n.idx)
+	s.stats.cutWrites++
+	s.crash(n)
+	return true
 }
 
 // Run drives the cluster to the end: workload and faults, then quiet until
@@ -372,6 +387,7 @@ func (s *Sim) Run() *Report {
 			n := s.nodes[e.node]
 			if n.up {
 				n.loop.Tick()
+				s.diedInWrite(n)
 			}
 			s.schedule(&event{at: s.now + s.cfg.TickInterval, kind: evTick, node: e.node})
 		case evOp:

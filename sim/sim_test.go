@@ -55,8 +55,12 @@ func TestConvergenceMixedFaults(t *testing.T) {
 		total.Crashes += r.Crashes
 		total.Revokes += r.Revokes
 		total.Shares += r.Shares
+		total.CutWrites += r.CutWrites
+		total.Capsules += r.Capsules
+		total.Edits += r.Edits
 	}
-	if total.Fallbacks == 0 || total.Rejected == 0 || total.Forged == 0 || total.Attacks == 0 || total.Crashes == 0 || total.Revokes == 0 || total.Shares == 0 {
+	if total.Fallbacks == 0 || total.Rejected == 0 || total.Forged == 0 || total.Attacks == 0 || total.Crashes == 0 || total.Revokes == 0 || total.Shares == 0 ||
+		total.CutWrites == 0 || total.Capsules == 0 || total.Edits == 0 {
 		t.Errorf("the seeds exercised too little: %+v", total)
 	}
 }

@@ -86,6 +86,12 @@ func (s *Sim) run(n *simNode, fn func(ctx context.Context) error) error {
 	s.opNode, s.opDeltas = n, nil
 	err := fn(context.Background())
 	s.opNode = nil
+	if n.cutDone { // the power went mid-write: nothing of the call is acknowledged
+		s.tracef("crash n%d in the middle of a write (%v)", n.idx, err)
+		s.stats.cutWrites++
+		s.crash(n)
+		return fmt.Errorf("sim: the node died in the middle of the write: %w", err)
+	}
 	n.loop.Pump()
 	return err
 }

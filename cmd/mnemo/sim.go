@@ -48,6 +48,7 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	mixed := fs.Bool("mixed", false, "sweep sim.Mixed: every kind of fault on 4-10 nodes, varying with the seed (other run flags ignored)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs at once in a sweep")
 	recordLog := fs.String("record", "", "append the sweep's result to this `LOG` (the cumulative clean-seed figure)")
+	trace := fs.Bool("trace", false, "print every operation, fault and node warning to stderr (one run)")
 	total := fs.String("total", "", "print the seeds run clean over every sweep recorded in `LOG`, and exit")
 	shrink := fs.String("shrink", "", "if the run fails, shrink it and write the smallest failing scenario to `FILE`")
 	plot := fs.String("plot", "", "write an SVG of each tracked update's spread to `FILE`")
@@ -74,6 +75,9 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		fmt.Fprintf(stdout, "%d seeds run clean in the sweeps recorded in %s\n", n, *total)
 		return exitOK
+	}
+	if *trace {
+		cfg.Trace = stderr
 	}
 	if *sweep <= 0 && *soak <= 0 {
 		if *shrink != "" {
