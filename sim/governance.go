@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/mnemohq/mnemo/node/memapi"
@@ -292,7 +294,9 @@ func (s *Sim) surgicalRetracts() []retraction {
 // did before (crashes and restarts included).
 func (s *Sim) checkAudit(v []string) []string {
 	var bad []string
-	for _, k := range sortedPairs(s.audits) {
+	for _, k := range slices.SortedFunc(maps.Keys(s.audits), func(a, b [2]int) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	}) {
 		n, j := s.nodes[k[0]], k[1]
 		if !n.up || !s.read[n.idx][j] {
 			continue
@@ -303,18 +307,4 @@ func (s *Sim) checkAudit(v []string) []string {
 		}
 	}
 	return limited(v, "audit:", bad)
-}
-
-func sortedPairs(m map[[2]int]int) [][2]int {
-	out := make([][2]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, func(a, b [2]int) int {
-		if a[0] != b[0] {
-			return a[0] - b[0]
-		}
-		return a[1] - b[1]
-	})
-	return out
 }

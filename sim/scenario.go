@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -213,7 +214,7 @@ func (sc *Scenario) action(at time.Duration, verb string, args []string) error {
 
 // apply sets the fields the scenario names and checks its node references.
 func (sc *Scenario) apply(c *Config) {
-	for _, k := range sortedKeys(sc.set) {
+	for _, k := range slices.Sorted(maps.Keys(sc.set)) {
 		v := sc.set[k]
 		switch k {
 		case "nodes":

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -70,7 +71,7 @@ func (s *Sim) spreads() []Spread {
 	for _, sp := range s.tracked {
 		var ts []time.Duration
 		maxHops := 0
-		for _, i := range sortedInts(sp.got) {
+		for _, i := range slices.Sorted(maps.Keys(sp.got)) {
 			ts = append(ts, sp.got[i])
 			maxHops = max(maxHops, sp.hops[i])
 		}
@@ -84,14 +85,5 @@ func (s *Sim) spreads() []Spread {
 		}
 		out = append(out, sd)
 	}
-	return out
-}
-
-func sortedInts[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }

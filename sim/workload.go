@@ -311,13 +311,3 @@ func (s *Sim) pickLive() *simNode {
 	}
 	return c[s.wr.IntN(len(c))]
 }
-
-// sortedKeys returns m's keys in order, for deterministic iteration.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}

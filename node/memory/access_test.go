@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/mnemohq/mnemo/node/store/badgerkv/badgerkvtest"
 	"slices"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ var accPrincipals = []string{"alice", "bob", "carol", "dave", "eve"}
 
 func accAgent(name string) Caller { return Caller{Principal: namespace.MustParse("agent://" + name)} }
 
-// openAccess opens a Service owned by alice over kvIn(t, dir) on which
+// openAccess opens a Service owned by alice over badgerkvtest.In(t, dir) on which
 // every accPrincipal is local (bound to the node key), as principal rules
 // or tokens make them.
 func openAccess(t *testing.T, dir string, replica crdt.ReplicaID) (*Service, *fakeClock) {
@@ -31,7 +32,7 @@ func openAccess(t *testing.T, dir string, replica crdt.ReplicaID) (*Service, *fa
 	local := func(p namespace.Address) bool {
 		return p.Kind == namespace.KindAgent && p.Path == "" && slices.Contains(accPrincipals, p.Name)
 	}
-	s, err := Open(Config{KV: kvIn(t, dir), Agent: accAgent("alice").Principal, Now: clk.now, IsLocal: local, Replica: replica})
+	s, err := Open(Config{KV: badgerkvtest.In(t, dir), Agent: accAgent("alice").Principal, Now: clk.now, IsLocal: local, Replica: replica})
 	if err != nil {
 		t.Fatal(err)
 	}

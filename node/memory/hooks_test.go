@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"github.com/mnemohq/mnemo/node/store/badgerkv/badgerkvtest"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // the internal tests cannot import: feature packages import this one.
 
 // KVIn is kvIn: Badger in dir, or nil (a MemKV) for "".
-func KVIn(t testing.TB, dir string) store.KV { return kvIn(t, dir) }
+func KVIn(t testing.TB, dir string) store.KV { return badgerkvtest.In(t, dir) }
 
 // BenchAgent owns the benchmark services.
 var BenchAgent = benchAgent

@@ -8,8 +8,8 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
-	"github.com/mnemohq/mnemo/node/store"
 	"github.com/mnemohq/mnemo/node/store/badgerkv"
+	"github.com/mnemohq/mnemo/node/store/badgerkv/badgerkvtest"
 )
 
 // fakeClock is a settable wall clock for tests.
@@ -17,26 +17,12 @@ type fakeClock struct{ t time.Time }
 
 func (f *fakeClock) now() time.Time { return f.t }
 
-// kvIn is the storage of a test Service: Badger in dir, as on a node, or
-// for dir "" nil (the default, a MemKV).
-func kvIn(t testing.TB, dir string) store.KV {
-	t.Helper()
-	if dir == "" {
-		return nil
-	}
-	kv, err := badgerkv.Open(dir, badgerkv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kv
-}
-
-// openTest opens a Service owned by alice over kvIn(t, dir).
+// openTest opens a Service owned by alice over badgerkvtest.In(t, dir).
 func openTest(t *testing.T, dir string) (*Service, *fakeClock, Caller) {
 	t.Helper()
 	clk := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	agent := namespace.MustParse("agent://alice")
-	s, err := Open(Config{KV: kvIn(t, dir), Agent: agent, Now: clk.now})
+	s, err := Open(Config{KV: badgerkvtest.In(t, dir), Agent: agent, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,10 +122,10 @@ func TestServiceOwnsItsKV(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(Config{KV: kvIn(t, dir), Agent: namespace.MustParse("team://x")}); !errors.Is(err, ErrInvalid) {
+	if _, err := Open(Config{KV: badgerkvtest.In(t, dir), Agent: namespace.MustParse("team://x")}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("open with a team as owner: %v", err)
 	}
-	kv := kvIn(t, dir) // free again: neither Close nor the failed Open kept it
+	kv := badgerkvtest.In(t, dir) // free again: neither Close nor the failed Open kept it
 	if err := kv.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -14,30 +14,15 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/capsule"
 	"github.com/mnemohq/mnemo/node/memory/memorytest"
 	"github.com/mnemohq/mnemo/node/schema"
-	"github.com/mnemohq/mnemo/node/store"
-	"github.com/mnemohq/mnemo/node/store/badgerkv"
+	"github.com/mnemohq/mnemo/node/store/badgerkv/badgerkvtest"
 )
 
 // openTest opens a Service owned by alice, the only local agent, with the
 // capsule feature attached.
 func openTest(t *testing.T, dir string) (*memory.Service, *memorytest.Clock, memapi.Caller) {
 	t.Helper()
-	s, clk := memorytest.Open(t, memory.Config{KV: kvIn(t, dir), Features: []memory.Feature{capsule.New()}})
+	s, clk := memorytest.Open(t, memory.Config{KV: badgerkvtest.In(t, dir), Features: []memory.Feature{capsule.New()}})
 	return s, clk, memorytest.Agent("alice")
-}
-
-// kvIn is the storage of a test Service: Badger in dir, as on a node, or
-// for dir "" nil (the default, a MemKV).
-func kvIn(t testing.TB, dir string) store.KV {
-	t.Helper()
-	if dir == "" {
-		return nil
-	}
-	kv, err := badgerkv.Open(dir, badgerkv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kv
 }
 
 var (
@@ -183,7 +168,7 @@ func TestCapsuleSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s2, err := memory.Open(memory.Config{KV: kvIn(t, dir), Agent: alice.Principal, Now: clk.Now, Features: []memory.Feature{capsule.New()}})
+	s2, err := memory.Open(memory.Config{KV: badgerkvtest.In(t, dir), Agent: alice.Principal, Now: clk.Now, Features: []memory.Feature{capsule.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +178,7 @@ func TestCapsuleSurvivesReopen(t *testing.T) {
 	}
 	clk.T = clk.T.Add(25 * time.Hour)
 	s2.Close()
-	s3, err := memory.Open(memory.Config{KV: kvIn(t, dir), Agent: alice.Principal, Now: clk.Now, Features: []memory.Feature{capsule.New()}}) // memory.Open collects
+	s3, err := memory.Open(memory.Config{KV: badgerkvtest.In(t, dir), Agent: alice.Principal, Now: clk.Now, Features: []memory.Feature{capsule.New()}}) // memory.Open collects
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 	"github.com/mnemohq/mnemo/node/schema"
-	"github.com/mnemohq/mnemo/node/store"
-	"github.com/mnemohq/mnemo/node/store/badgerkv"
+	"github.com/mnemohq/mnemo/node/store/badgerkv/badgerkvtest"
 	"github.com/mnemohq/mnemo/projection"
 )
 
@@ -25,21 +24,7 @@ import (
 // projection-view feature attached.
 func openTest(t *testing.T, dir string) (*memory.Service, *memorytest.Clock) {
 	t.Helper()
-	return memorytest.Open(t, memory.Config{KV: kvIn(t, dir), IsLocal: memorytest.AllLocal, Features: []memory.Feature{projview.New()}})
-}
-
-// kvIn is the storage of a test Service: Badger in dir, as on a node, or
-// for dir "" nil (the default, a MemKV).
-func kvIn(t testing.TB, dir string) store.KV {
-	t.Helper()
-	if dir == "" {
-		return nil
-	}
-	kv, err := badgerkv.Open(dir, badgerkv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kv
+	return memorytest.Open(t, memory.Config{KV: badgerkvtest.In(t, dir), IsLocal: memorytest.AllLocal, Features: []memory.Feature{projview.New()}})
 }
 
 func ptr[T any](v T) *T { return &v }

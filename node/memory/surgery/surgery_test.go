@@ -22,7 +22,7 @@ import (
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
-	"github.com/mnemohq/mnemo/node/store/badgerkv"
+	"github.com/mnemohq/mnemo/node/store/badgerkv/badgerkvtest"
 )
 
 // TestSurgeryScenarios runs testdata/surgery/*.txt with datadriven. A file
@@ -337,22 +337,8 @@ func openTest(t *testing.T, dir string) (*memory.Service, *memorytest.Clock, mem
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, clk := memorytest.Open(t, memory.Config{KV: kvIn(t, dir), Features: []memory.Feature{surg}})
+	s, clk := memorytest.Open(t, memory.Config{KV: badgerkvtest.In(t, dir), Features: []memory.Feature{surg}})
 	return s, clk, memorytest.Agent("alice")
-}
-
-// kvIn is the storage of a test Service: Badger in dir, as on a node, or
-// for dir "" nil (the default, a MemKV).
-func kvIn(t testing.TB, dir string) store.KV {
-	t.Helper()
-	if dir == "" {
-		return nil
-	}
-	kv, err := badgerkv.Open(dir, badgerkv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kv
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -471,7 +457,7 @@ func TestAuditCannotShrink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := memory.Open(memory.Config{KV: kvIn(t, dir), Agent: memorytest.Agent("alice").Principal, Now: clk.Now, Features: []memory.Feature{surg, transfer.New()}})
+		s, err := memory.Open(memory.Config{KV: badgerkvtest.In(t, dir), Agent: memorytest.Agent("alice").Principal, Now: clk.Now, Features: []memory.Feature{surg, transfer.New()}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,30 +17,15 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/memorytest"
 	"github.com/mnemohq/mnemo/node/memory/transfer"
 	"github.com/mnemohq/mnemo/node/schema"
-	"github.com/mnemohq/mnemo/node/store"
-	"github.com/mnemohq/mnemo/node/store/badgerkv"
+	"github.com/mnemohq/mnemo/node/store/badgerkv/badgerkvtest"
 )
 
 // openTest opens a Service owned by alice, its only local agent, with the
 // transfer feature attached.
 func openTest(t *testing.T, dir string) (*memory.Service, *memorytest.Clock, memapi.Caller) {
 	t.Helper()
-	s, clk := memorytest.Open(t, memory.Config{KV: kvIn(t, dir), Features: []memory.Feature{transfer.New()}})
+	s, clk := memorytest.Open(t, memory.Config{KV: badgerkvtest.In(t, dir), Features: []memory.Feature{transfer.New()}})
 	return s, clk, memorytest.Agent("alice")
-}
-
-// kvIn is the storage of a test Service: Badger in dir, as on a node, or
-// for dir "" nil (the default, a MemKV).
-func kvIn(t testing.TB, dir string) store.KV {
-	t.Helper()
-	if dir == "" {
-		return nil
-	}
-	kv, err := badgerkv.Open(dir, badgerkv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kv
 }
 
 func ptr[T any](v T) *T { return &v }
