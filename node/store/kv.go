@@ -28,6 +28,11 @@ type Reader interface {
 	// Iterate calls fn for every key with prefix, in key order; key and
 	// value are valid only during the call.
 	Iterate(prefix []byte, fn func(key, value []byte) error) error
+	// IterateFrom is Iterate starting at the first key with prefix that
+	// is not below start (start need not exist; one below prefix starts
+	// at prefix). An error from fn stops the walk and is returned: the
+	// Store stops a walk early that way.
+	IterateFrom(prefix, start []byte, fn func(key, value []byte) error) error
 }
 
 // Writer is a Reader that also writes.

@@ -123,8 +123,15 @@ func (r memReader) Get(key []byte) ([]byte, error) {
 }
 
 func (r memReader) Iterate(prefix []byte, fn func(key, value []byte) error) error {
+	return r.IterateFrom(prefix, prefix, fn)
+}
+
+func (r memReader) IterateFrom(prefix, start []byte, fn func(key, value []byte) error) error {
+	if bytes.Compare(start, prefix) < 0 {
+		start = prefix
+	}
 	var err error
-	r.t.AscendGreaterOrEqual(memItem{key: prefix}, func(it memItem) bool {
+	r.t.AscendGreaterOrEqual(memItem{key: start}, func(it memItem) bool {
 		if !bytes.HasPrefix(it.key, prefix) {
 			return false
 		}
@@ -153,6 +160,11 @@ func (w *memWriter) Get(key []byte) ([]byte, error) {
 // never iterates inside its writes. fn may write.
 func (w *memWriter) Iterate(prefix []byte, fn func(key, value []byte) error) error {
 	return w.memReader.Iterate(prefix, fn)
+}
+
+// IterateFrom is the snapshot's too, as Iterate.
+func (w *memWriter) IterateFrom(prefix, start []byte, fn func(key, value []byte) error) error {
+	return w.memReader.IterateFrom(prefix, start, fn)
 }
 
 func (w *memWriter) Set(key, value []byte) error {

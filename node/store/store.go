@@ -53,6 +53,10 @@ func Open(kv KV, opt Options) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if err := s.migrate(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -220,44 +224,6 @@ func (s *Store) RetractedIDs(ns string) ([]string, error) {
 	return out, err
 }
 
-// Missing calls fn for each record entry of ns holding a dot outside have
-// and returns the dots of ns's context outside have that no record holds:
-// what a replica whose context is have lacks. Entries whose id starts with
-// first come before the others (records that authorise the rest, such as
-// signed grants, should arrive no later than what they authorise); within
-// each group, id order. It scans the namespace.
-func (s *Store) Missing(ns string, have *crdt.Context, first string, fn func(id string, rec *crdt.Record) error) (*crdt.Context, error) {
-	ctx := s.Context(ns)
-	attached := map[crdt.Dot]struct{}{}
-	visit := func(wantFirst bool) error {
-		return s.Scan(ns, func(_, id string, rec *crdt.Record) error {
-			if first != "" && strings.HasPrefix(id, first) != wantFirst {
-				return nil
-			}
-			outside := false
-			for _, d := range rec.Dots() {
-				if !have.Contains(d) {
-					attached[d] = struct{}{}
-					outside = true
-				}
-			}
-			if outside {
-				return fn(id, rec)
-			}
-			return nil
-		})
-	}
-	if first != "" {
-		if err := visit(true); err != nil {
-			return nil, err
-		}
-	}
-	if err := visit(false); err != nil {
-		return nil, err
-	}
-	return crdt.RemovedDots(ctx, have, attached), nil
-}
-
 // Apply joins deltas (namespace → delta) into the stored state in one
 // transaction, synced before it returns. It returns every entry touched.
 func (s *Store) Apply(deltas map[string]*crdt.Map) ([]Change, error) {
@@ -281,7 +247,16 @@ func (s *Store) applyLocked(deltas map[string]*crdt.Map) ([]Change, error) {
 		for _, ns := range nss {
 			d := deltas[ns]
 			cur := s.Context(ns)
+			next := cur.Clone() // ns's context once d is in
+			next.Join(d.Context())
 			for _, id := range d.RetractedIDs() {
+				old, err := s.readRecord(w, ns, id)
+				if err != nil {
+					return err
+				}
+				if err := reindex(w, ns, id, old, nil, cur, next); err != nil {
+					return err
+				}
 				if err := w.Delete(recKey(ns, id)); err != nil {
 					return err
 				}
@@ -309,17 +284,19 @@ func (s *Store) applyLocked(deltas map[string]*crdt.Map) ([]Change, error) {
 				if err = w.Set(recKey(ns, id), crdt.EncodeRecord(merged)); err != nil {
 					return false
 				}
+				if err = reindex(w, ns, id, local, merged, cur, next); err != nil {
+					return false
+				}
 				changes = append(changes, Change{Namespace: ns, ID: id, Record: merged})
 				return true
 			})
 			if err != nil {
 				return err
 			}
-			cur.Join(d.Context())
-			if err := w.Set(ctxKey(ns), cur.Encode()); err != nil {
+			if err := w.Set(ctxKey(ns), next.Encode()); err != nil {
 				return err
 			}
-			newCtx[ns] = cur
+			newCtx[ns] = next
 		}
 		return nil
 	})

@@ -1,6 +1,7 @@
 package badgerkv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -154,6 +155,24 @@ func (t badgerTxn) Iterate(prefix []byte, fn func(key, value []byte) error) erro
 	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		if err := item.Value(func(v []byte) error { return fn(item.Key(), v) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IterateFrom seeks to start without prefetching values: the Store uses
+// it for short walks (a few index keys), where prefetching a batch of
+// values would read more than the walk does.
+func (t badgerTxn) IterateFrom(prefix, start []byte, fn func(key, value []byte) error) error {
+	if bytes.Compare(start, prefix) < 0 {
+		start = prefix
+	}
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Seek(start); it.Valid(); it.Next() {
 		item := it.Item()
 		if err := item.Value(func(v []byte) error { return fn(item.Key(), v) }); err != nil {
 			return err

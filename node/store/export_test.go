@@ -1,0 +1,16 @@
+package store
+
+import "github.com/mnemohq/mnemo/crdt"
+
+// MissingVia is Missing answered through the dot index (scan false) or by
+// a scan of the namespace (scan true), whatever the requester lacks.
+func (s *Store) MissingVia(scan bool, ns string, have *crdt.Context, first string, fn func(string, *crdt.Record) error) (*crdt.Context, error) {
+	how := missingIndex
+	if scan {
+		how = missingScan
+	}
+	return s.missing(ns, have, first, fn, how)
+}
+
+// IndexRunMax is the longest run of counters one index key covers.
+const IndexRunMax = runMax
