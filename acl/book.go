@@ -28,6 +28,7 @@ type Book struct {
 	keyOf KeyLookup
 	recs  map[namespace.Address]map[string]SignedRecord // root namespace -> id -> record
 	n     int
+	sigs  *SigCache // nil: verify every time
 }
 
 // NewBook returns an empty book that binds principals to keys with keyOf.
@@ -39,6 +40,12 @@ func NewBook(keyOf KeyLookup) *Book {
 	}
 	return &Book{keyOf: keyOf, recs: make(map[namespace.Address]map[string]SignedRecord)}
 }
+
+// SetSigCache makes the book, the forks made from it afterwards and the
+// Policies it builds verify signatures through c (nil: every time), so a
+// record verified on one of the node's paths is not verified again on the
+// next.
+func (b *Book) SetSigCache(c *SigCache) { b.sigs = c }
 
 // Add decodes raw (a GSet element) and adds the record if its signature
 // verifies. Errors wrap ErrCorrupt or ErrBadSignature, and then nothing is
@@ -62,7 +69,7 @@ func (b *Book) AddRecord(r SignedRecord) error {
 	if old, ok := b.recs[r.Namespace][id]; ok && bytes.Equal(old.Sig, r.Sig) {
 		return nil
 	}
-	if err := r.VerifySignature(); err != nil {
+	if err := b.sigs.VerifySignature(r); err != nil {
 		return err
 	}
 	m := b.recs[r.Namespace]
@@ -101,6 +108,7 @@ func (b *Book) AddSet(s *crdt.GSet) error {
 // again. Adding to the fork leaves b as it is.
 func (b *Book) Fork(roots ...namespace.Address) *Book {
 	f := NewBook(b.keyOf)
+	f.sigs = b.sigs
 	for _, root := range roots {
 		if m, ok := b.recs[root]; ok {
 			f.recs[root] = maps.Clone(m)
@@ -140,7 +148,7 @@ func (b *Book) Revocations(ns, principal namespace.Address, perms []Permission) 
 // Policy evaluates the book: which records count, and so who may do what.
 // The result is a pure function of the set of records and the key lookup.
 func (b *Book) Policy() *Policy {
-	p := &Policy{keyOf: b.keyOf, ns: make(map[namespace.Address]*nsState, len(b.recs))}
+	p := &Policy{keyOf: b.keyOf, sigs: b.sigs, ns: make(map[namespace.Address]*nsState, len(b.recs))}
 	for ns, m := range b.recs {
 		recs := make([]SignedRecord, 0, len(m))
 		for _, id := range sortedKeys(m) {

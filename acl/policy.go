@@ -13,6 +13,7 @@ import (
 // concurrent use if the Book's KeyLookup is.
 type Policy struct {
 	keyOf KeyLookup
+	sigs  *SigCache // the Book's; nil: verify every time
 	ns    map[namespace.Address]*nsState
 }
 
@@ -127,7 +128,7 @@ func (p *Policy) Rejected(ns namespace.Address) []Rejection {
 // the creation that won). The node calls it to admit a record before
 // adding it to the namespace's set.
 func (p *Policy) Verify(r SignedRecord) error {
-	if err := r.VerifySignature(); err != nil {
+	if err := p.sigs.VerifySignature(r); err != nil {
 		return err
 	}
 	id := r.ID()

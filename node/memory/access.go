@@ -63,6 +63,10 @@ type aclState struct {
 	policy  atomic.Pointer[acl.Policy]
 	writeMu sync.Mutex                                                        // serialises create, grant and revoke: check, then write
 	keyOf   atomic.Pointer[func(namespace.Address) (ed25519.PublicKey, bool)] // SetKeyOf; overrides Config.KeyOf
+	// sigs is shared by every path that verifies an acl record's
+	// signature (the delta gate, PolicyWithDelta, admission, local
+	// writes), so a record is verified once on this node, not per path.
+	sigs *acl.SigCache
 }
 
 // policyAuthorizer is the default Authorizer: the Service's acl Policy.
@@ -98,7 +102,9 @@ func resolveIdentity(cfg Config) (acl.Identity, error) {
 // runs before the store is scanned.
 func (s *Service) initACL(id acl.Identity) error {
 	s.acl.id = id
+	s.acl.sigs = acl.NewSigCache(0)
 	s.acl.book = acl.NewBook(s.keyOf)
+	s.acl.book.SetSigCache(s.acl.sigs)
 	s.acl.policy.Store(s.acl.book.Policy())
 	if s.auth == nil {
 		s.auth = policyAuthorizer{s}
@@ -227,7 +233,10 @@ func (s *Service) admitACL(ns, id string, rec *crdt.Record) {
 // checkRemoteACL refuses a peer's delta that would retract or edit an acl
 // record, or that holds one that does not decode, verify its signature or
 // belong where it is stored. Whether a well-signed record counts is the
-// Policy's business, not this gate's.
+// Policy's business, not this gate's. A record this node already stores
+// with the same bytes changes nothing here and is not checked again; a
+// new one is verified through the Service's SigCache, so the admission
+// that follows does not verify it again.
 func (s *Service) checkRemoteACL(ns string, delta *crdt.Map) error {
 	for _, id := range delta.RetractedIDs() {
 		if strings.HasPrefix(id, schema.ACLPrefix) {
@@ -247,20 +256,24 @@ func (s *Service) checkRemoteACL(ns string, delta *crdt.Map) error {
 			bad = fmt.Errorf("%w: entry %s in %s is not an acl record", ErrInvalid, id, ns)
 			return false
 		}
-		r, err := decodeACL(ns, id, rec)
-		if err == nil {
-			err = r.VerifySignature()
-		}
-		if err != nil {
-			bad = err
-			return false
-		}
 		cur, err := s.st.Record(ns, id)
 		if err != nil {
 			bad = err
 			return false
 		}
-		if f, ok := cur.Field(schema.FieldACL); ok && !bytes.Equal(f.Value, r.Encode()) {
+		held, isHeld := cur.Field(schema.FieldACL)
+		if in, ok := rec.Field(schema.FieldACL); ok && isHeld && bytes.Equal(in.Value, held.Value) {
+			return true // the record stored here, byte for byte
+		}
+		r, err := decodeACL(ns, id, rec)
+		if err == nil {
+			err = s.acl.sigs.VerifySignature(r)
+		}
+		if err != nil {
+			bad = err
+			return false
+		}
+		if isHeld && !bytes.Equal(held.Value, r.Encode()) {
 			bad = fmt.Errorf("%w: acl record %s in %s cannot be edited", ErrInvalid, id, ns)
 			return false
 		}

@@ -105,7 +105,9 @@ func (s *Service) PolicyWithDelta(ns string, d *crdt.Map) *acl.Policy {
 		return nil
 	}
 	// The held records were verified when they were admitted; the fork
-	// verifies only the incoming ones it does not hold already.
+	// verifies only the incoming ones it does not hold already, through
+	// the Service's SigCache, so the gate and the admission that follow
+	// do not verify them again.
 	s.acl.mu.Lock()
 	book := s.acl.book.Fork(addr.Root())
 	s.acl.mu.Unlock()
