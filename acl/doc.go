@@ -114,4 +114,9 @@
 // unbound, bound to another key (ErrWrongKey) or not authorised
 // (ErrNotAuthorized) are kept, since authority may arrive later, but never
 // count: Policy.Rejected lists them with their errors.
+//
+// A node meets one record on several paths (a peer's delta is checked on
+// arrival, counted in the policy for that delta, then admitted to the
+// book); a SigCache given to the Book (Book.SetSigCache) makes all of
+// them share one ed25519 verification per record.
 package acl
