@@ -74,9 +74,11 @@ func (l *loop) saveBindings() {
 	}
 }
 
-// reindexBindings rebuilds byReplica and everByReplica. Call with knownMu
-// held.
+// reindexBindings rebuilds byReplica and everByReplica, and drops the
+// encoded bindings frames: call it, with knownMu held, whenever dir
+// changes.
 func (l *loop) reindexBindings() {
+	l.bindingsFrames = [2][]byte{}
 	l.byReplica = map[crdt.ReplicaID][]namespace.Address{}
 	l.everByReplica = map[crdt.ReplicaID][]namespace.Address{}
 	for _, b := range l.dir.Bindings() {
@@ -134,19 +136,31 @@ func (l *loop) hostedElsewhere(p namespace.Address) (acl.NodeID, bool) {
 	return acl.NodeIDOf(k), true
 }
 
-// bindingsFrame encodes every known binding; reply asks the peer for its own.
+// bindingsFrame is the frame of every known binding; reply asks the peer
+// for its own. It is encoded once per change of the directory: the same
+// bindings go to every peer on join, every tick until heard, in replies
+// and every BindingsInterval, and encoding them (compressed) each time
+// cost as much as admitting them.
 func (l *loop) bindingsFrame(reply bool) []byte {
-	l.knownMu.RLock()
+	i := 0
+	if reply {
+		i = 1
+	}
+	l.knownMu.Lock()
+	defer l.knownMu.Unlock()
+	if f := l.bindingsFrames[i]; f != nil {
+		return f
+	}
 	m := &wire.Message{Kind: wire.KindBindings, Reply: reply}
 	for _, b := range l.dir.Bindings() {
 		m.Bindings = append(m.Bindings, b.Encode())
 	}
-	l.knownMu.RUnlock()
 	frame, err := l.codec.Encode(m)
 	if err != nil {
 		l.log.Error("encode bindings", "err", err)
 		return nil
 	}
+	l.bindingsFrames[i] = frame
 	return frame
 }
 

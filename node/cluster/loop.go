@@ -129,6 +129,9 @@ type loop struct {
 	dir           *acl.Directory
 	byReplica     map[crdt.ReplicaID][]namespace.Address // the principals each replica's node hosts now
 	everByReplica map[crdt.ReplicaID][]namespace.Address // … or hosted before a hand-over
+	// bindingsFrames are dir's bindings encoded, without and with Reply:
+	// made when first sent, dropped when dir changes (reindexBindings).
+	bindingsFrames [2][]byte
 }
 
 // driver is what the loop needs from what runs it.
