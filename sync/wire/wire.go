@@ -134,8 +134,15 @@ func (m *Message) Size() int {
 // Codec encodes and decodes frames. It is safe for concurrent use.
 type Codec struct {
 	maxFrame int
-	encPool  sync.Pool
-	dec      *zstd.Decoder
+	// encMu guards enc, the zstd encoder the Codec keeps for its life
+	// (made at the first frame it compresses; ~300 KB). Not a sync.Pool:
+	// a GC empties a pool, and making an encoder (~110 µs) costs ten
+	// times compressing a frame of a few KB with a warm one, so a node
+	// whose pool a GC had emptied paid that on most frames it sent.
+	// Concurrent Encodes take turns.
+	encMu sync.Mutex
+	enc   *zstd.Encoder
+	dec   *zstd.Decoder
 }
 
 // NewCodec returns a codec with the given frame limit (0 = DefaultMaxFrame).
@@ -147,12 +154,18 @@ func NewCodec(maxFrame int) *Codec {
 	if err != nil {
 		panic(fmt.Sprintf("wire: zstd decoder: %v", err)) // only fails on invalid options
 	}
-	c := &Codec{maxFrame: maxFrame, dec: dec}
-	c.encPool.New = func() any {
-		e, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-		return e
+	return &Codec{maxFrame: maxFrame, dec: dec}
+}
+
+// compress returns body compressed after the 1-byte header's room.
+func (c *Codec) compress(body []byte) []byte {
+	c.encMu.Lock()
+	defer c.encMu.Unlock()
+	if c.enc == nil {
+		c.enc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+			zstd.WithLowerEncoderMem(true)) // only fails on invalid options
 	}
-	return c
+	return c.enc.EncodeAll(body, make([]byte, 1, 1+len(body)/2))
 }
 
 // Encode returns the frame for m.
@@ -166,9 +179,7 @@ func (c *Codec) Encode(m *Message) ([]byte, error) {
 	body := buf.Bytes()
 	header := byte(Version << 4)
 	if len(body) >= compressMin {
-		z := c.encPool.Get().(*zstd.Encoder)
-		packed := z.EncodeAll(body, make([]byte, 1, 1+len(body)/2))
-		c.encPool.Put(z)
+		packed := c.compress(body)
 		if len(packed)-1 < len(body) {
 			packed[0] = header | flagZstd
 			if len(packed) > c.maxFrame {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mnemohq/mnemo/crdt"
@@ -33,6 +35,33 @@ func TestRoundTripAndCompression(t *testing.T) {
 			t.Fatal("payload changed")
 		}
 	}
+}
+
+// The Codec's one encoder is shared: concurrent Encodes of different
+// messages each get their own frame back (run with -race).
+func TestConcurrentEncodes(t *testing.T) {
+	c := NewCodec(0)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				text := []byte(strings.Repeat(fmt.Sprintf("goroutine %d message %d ", g, i), 40))
+				f, err := c.Encode(&Message{Kind: KindDeltas, Seq: uint64(i), Deltas: []NamespaceDelta{{Namespace: "team://a", Delta: text}}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				m, err := c.Decode(f)
+				if err != nil || f[0]&flagZstd == 0 || m.Seq != uint64(i) || !bytes.Equal(m.Deltas[0].Delta, text) {
+					t.Errorf("goroutine %d message %d: %v", g, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func TestDecodeRejects(t *testing.T) {
