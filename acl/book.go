@@ -29,6 +29,10 @@ type Book struct {
 	recs  map[namespace.Address]map[string]SignedRecord // root namespace -> id -> record
 	n     int
 	sigs  *SigCache // nil: verify every time
+	// evaluated is each root's state as the last Policy evaluated it,
+	// until a record of that root is added (or KeysChanged). States are
+	// immutable once built, so Policies share them.
+	evaluated map[namespace.Address]*nsState
 }
 
 // NewBook returns an empty book that binds principals to keys with keyOf.
@@ -38,7 +42,7 @@ func NewBook(keyOf KeyLookup) *Book {
 	if keyOf == nil {
 		keyOf = func(namespace.Address) (ed25519.PublicKey, bool) { return nil, false }
 	}
-	return &Book{keyOf: keyOf, recs: make(map[namespace.Address]map[string]SignedRecord)}
+	return &Book{keyOf: keyOf, recs: make(map[namespace.Address]map[string]SignedRecord), evaluated: make(map[namespace.Address]*nsState)}
 }
 
 // SetSigCache makes the book, the forks made from it afterwards and the
@@ -82,11 +86,13 @@ func (b *Book) AddRecord(r SignedRecord) error {
 		// the book does not depend on arrival order.
 		if bytes.Compare(r.Encode(), old.Encode()) < 0 {
 			m[id] = cloneRecord(r)
+			delete(b.evaluated, r.Namespace)
 		}
 		return nil
 	}
 	m[id] = cloneRecord(r)
 	b.n++
+	delete(b.evaluated, r.Namespace)
 	return nil
 }
 
@@ -113,6 +119,9 @@ func (b *Book) Fork(roots ...namespace.Address) *Book {
 		if m, ok := b.recs[root]; ok {
 			f.recs[root] = maps.Clone(m)
 			f.n += len(m)
+			if st, ok := b.evaluated[root]; ok {
+				f.evaluated[root] = st
+			}
 		}
 	}
 	return f
@@ -146,18 +155,31 @@ func (b *Book) Revocations(ns, principal namespace.Address, perms []Permission) 
 }
 
 // Policy evaluates the book: which records count, and so who may do what.
-// The result is a pure function of the set of records and the key lookup.
+// The result is a pure function of the set of records and the key lookup's
+// answers. A root namespace whose records have not changed since the last
+// Policy is not evaluated again (a node holds many namespaces and adds a
+// record to one at a time), so when the key lookup's answers may have
+// changed (a principal bound, moved or added), call KeysChanged first.
 func (b *Book) Policy() *Policy {
 	p := &Policy{keyOf: b.keyOf, sigs: b.sigs, ns: make(map[namespace.Address]*nsState, len(b.recs))}
 	for ns, m := range b.recs {
-		recs := make([]SignedRecord, 0, len(m))
-		for _, id := range sortedKeys(m) {
-			recs = append(recs, m[id])
+		st, ok := b.evaluated[ns]
+		if !ok {
+			recs := make([]SignedRecord, 0, len(m))
+			for _, id := range sortedKeys(m) {
+				recs = append(recs, m[id])
+			}
+			st = evaluate(ns, recs, b.keyOf)
+			b.evaluated[ns] = st
 		}
-		p.ns[ns] = evaluate(ns, recs, b.keyOf)
+		p.ns[ns] = st
 	}
 	return p
 }
+
+// KeysChanged makes the next Policy evaluate every namespace again: call
+// it when what the key lookup answers may have changed.
+func (b *Book) KeysChanged() { clear(b.evaluated) }
 
 func overlaps(a, b []Permission) bool {
 	for _, p := range a {

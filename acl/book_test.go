@@ -1,7 +1,11 @@
 package acl
 
 import (
+	"crypto/ed25519"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -49,5 +53,74 @@ func TestBookFork(t *testing.T) {
 	}
 	if w.book.Policy().Allowed(agent("bob"), core, Write) || len(w.book.Records(core)) != 1 {
 		t.Fatal("adding to the fork changed the book it came from")
+	}
+}
+
+// Policy evaluates again only the namespaces whose records changed, and
+// KeysChanged makes it evaluate all of them: over seeded random histories
+// across several namespaces, with key bindings that move, the book's
+// policy after every step decides exactly as a fresh book holding the
+// same records.
+func TestBookPolicyIncremental(t *testing.T) {
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		names := []string{"a", "b", "c", "d"}
+		w := newWorld(t, names...)
+		host := map[string]string{} // agent -> the agent whose node key it is bound to (default itself)
+		keyOf := func(p namespace.Address) (ed25519.PublicKey, bool) {
+			if h, ok := host[p.Name]; ok {
+				p = agent(h)
+			}
+			return w.keyOf(p)
+		}
+		b := NewBook(keyOf)
+		sigs := NewSigCache(0) // for the fresh books: verifying each record again is not what this tests
+		nss := []namespace.Address{namespace.MustParse("team://x"), namespace.MustParse("team://y"), namespace.MustParse("project://z"), agent("a")}
+		var all []SignedRecord
+		for step := range 120 {
+			by, to := names[rng.IntN(len(names))], names[rng.IntN(len(names))]
+			ns := nss[rng.IntN(len(nss))]
+			ps := []Permission{AllPermissions()[rng.IntN(4)]}
+			var r SignedRecord
+			var err error
+			switch op := rng.IntN(10); {
+			case op == 0:
+				host[by] = names[rng.IntN(len(names))] // a binding moved
+				b.KeysChanged()
+			case op < 3 && ns.Kind != namespace.KindAgent:
+				r, err = NewCreate(w.ids[by], agent(by), ns, w.next())
+			case op < 5:
+				r, err = NewRevoke(w.ids[by], agent(by), ns, agent(to), ps, w.next())
+			default:
+				r, err = NewGrant(w.ids[by], agent(by), ns, agent(to), ps, b.Revocations(ns, agent(to), ps), w.next())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Sig != nil {
+				if err := b.AddRecord(r); err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, r)
+			}
+			fresh := NewBook(keyOf)
+			fresh.SetSigCache(sigs)
+			for _, r := range all {
+				if err := fresh.AddRecord(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, want := b.Policy(), fresh.Policy()
+			for _, ns := range nss {
+				if !reflect.DeepEqual(got.Effective(ns), want.Effective(ns)) || fmt.Sprint(got.Rejected(ns)) != fmt.Sprint(want.Rejected(ns)) {
+					t.Fatalf("seed %d step %d: %s decided otherwise than a fresh book", seed, step, ns)
+				}
+				for _, who := range names {
+					if !slices.Equal(got.Permissions(agent(who), ns), want.Permissions(agent(who), ns)) {
+						t.Fatalf("seed %d step %d: %s's permissions on %s differ from a fresh book's", seed, step, who, ns)
+					}
+				}
+			}
+		}
 	}
 }

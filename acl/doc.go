@@ -8,7 +8,8 @@
 // crdt.GSet whose elements are encoded SignedRecords, so the log is
 // append-only by construction) and a KeyLookup that binds principals to node
 // keys (membership and local configuration). Book.Policy evaluates the
-// records into an immutable Policy; Allowed (or Check, which returns an error
+// records into an immutable Policy (again only for the namespaces whose
+// records changed since; Book.KeysChanged when the bindings did); Allowed (or Check, which returns an error
 // wrapping ErrDenied) is the one decision, Readable filters search results,
 // Effective lists who holds what for `mnemo acl NAMESPACE`. New records are
 // made with NewCreate, NewGrant and NewRevoke, admitted with Policy.Verify,

@@ -124,6 +124,7 @@ func (s *Service) Policy() *acl.Policy { return s.acl.policy.Load() }
 func (s *Service) RefreshPolicy() {
 	s.acl.mu.Lock()
 	s.acl.dirty = false
+	s.acl.book.KeysChanged()
 	s.acl.policy.Store(s.acl.book.Policy())
 	s.acl.mu.Unlock()
 	for _, o := range s.feat.policy {
@@ -131,7 +132,8 @@ func (s *Service) RefreshPolicy() {
 	}
 }
 
-// refreshPolicy rebuilds the snapshot if records were added since.
+// refreshPolicy rebuilds the snapshot if records were added since (the
+// book evaluates again only the namespaces they belong to).
 func (s *Service) refreshPolicy() {
 	s.acl.mu.Lock()
 	if s.acl.dirty {
