@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -52,6 +53,8 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	total := fs.String("total", "", "print the seeds run clean over every sweep recorded in `LOG`, and exit")
 	shrink := fs.String("shrink", "", "if the run fails, shrink it and write the smallest failing scenario to `FILE`")
 	plot := fs.String("plot", "", "write an SVG of each tracked update's spread to `FILE`")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole command to `FILE` (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a heap profile, taken when the command ends, to `FILE`")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
 		return code
@@ -79,6 +82,16 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *trace {
 		cfg.Trace = stderr
 	}
+	stop, err := startProfiles(*cpuProfile, *memProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "mnemo sim: %v\n", err)
+		return exitError
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			fmt.Fprintf(stderr, "mnemo sim: %v\n", err)
+		}
+	}()
 	if *sweep <= 0 && *soak <= 0 {
 		if *shrink != "" {
 			return shrinkTo(*shrink, cfg, stdout, stderr)
@@ -187,4 +200,39 @@ func shrinkTo(path string, cfg sim.Config, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "FAILED: %s\nshrunk to %s (%d lines); replay: mnemo sim --scenario %s\n",
 		r.FirstViolation(), path, strings.Count(text, "\n"), path)
 	return exitError
+}
+
+// startProfiles starts a CPU profile into cpuFile (if named) and returns the
+// function that ends it and writes a heap profile into memFile (if named).
+func startProfiles(cpuFile, memFile string) (stop func() error, err error) {
+	var cpu *os.File
+	if cpuFile != "" {
+		if cpu, err = os.Create(cpuFile); err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			return nil, err
+		}
+	}
+	return func() error {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			if err := cpu.Close(); err != nil {
+				return err
+			}
+		}
+		if memFile == "" {
+			return nil
+		}
+		f, err := os.Create(memFile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}, nil
 }
