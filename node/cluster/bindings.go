@@ -1,7 +1,10 @@
 package cluster
 
 import (
+	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,18 +23,35 @@ import (
 // binding signed by its key (acl.Binding) and sends every binding it knows
 // to each peer: when the peer joins, asking for the peer's in return, again
 // every tick until the peer's arrive (a frame sent before the peer knew
-// this node is refused by its transport), and to everyone every
-// BindingsInterval and whenever it claims a new principal. A node
-// admits bindings into its acl.Directory — first claim stands, only the
-// current host's hand-over moves an agent — and stores them, so a node
-// restarted alone still knows who signed the grants it holds. Which agents
-// a peer hosts (what it may read and write) is read from the directory,
-// never from gossip metadata.
+// this node is refused by its transport), and to everyone whenever it
+// claims a new principal or hands one over. Every BindingsInterval it sends
+// everyone only a digest of its bindings (a summary); a peer whose digest
+// differs answers with all of its own and asks for the sender's, so a lost
+// frame costs at most that delay while a settled cluster exchanges a few
+// dozen bytes per pair, not every binding (N² frames of N bindings each
+// interval at N nodes). Every frame carries the digest, and a frame whose
+// digest matches the receiver's is not decoded further. A node admits
+// bindings into its acl.Directory — first claim stands, only the current
+// host's hand-over moves an agent — and stores them, so a node restarted
+// alone still knows who signed the grants it holds. Which agents a peer
+// hosts (what it may read and write) is read from the directory, never
+// from gossip metadata.
 
-// BindingsInterval is how often a node sends its bindings to every peer
-// (besides on join and when it claims a new principal), so a lost frame
-// costs at most this delay.
+// BindingsInterval is how often a node sends the digest of its bindings to
+// every peer (its bindings go on join, on a mismatch and when it claims or
+// hands over a principal), so a lost frame costs at most this delay.
 const BindingsInterval = 30 * time.Second
+
+// What a bindings frame carries: the digest always; every binding too,
+// or every binding and a request for the peer's.
+type bindingsForm int
+
+const (
+	bindingsSummary bindingsForm = iota // the digest alone
+	bindingsAll                         // every binding
+	bindingsAsk                         // every binding; send yours back
+	bindingsForms
+)
 
 // MaxBindingsPerFrame bounds the bindings one frame may carry; a frame with
 // more is refused whole.
@@ -74,14 +94,19 @@ func (l *loop) saveBindings() {
 	}
 }
 
-// reindexBindings rebuilds byReplica and everByReplica, and drops the
-// encoded bindings frames: call it, with knownMu held, whenever dir
-// changes.
+// reindexBindings rebuilds byReplica, everByReplica, the held encodings
+// and their digest, and drops the encoded bindings frames: call it, with
+// knownMu held, whenever dir changes.
 func (l *loop) reindexBindings() {
-	l.bindingsFrames = [2][]byte{}
+	l.bindingsFrames = [bindingsForms][]byte{}
 	l.byReplica = map[crdt.ReplicaID][]namespace.Address{}
 	l.everByReplica = map[crdt.ReplicaID][]namespace.Address{}
+	l.heldBindings = map[string]bool{}
+	var encs []string
 	for _, b := range l.dir.Bindings() {
+		e := string(b.Encode())
+		l.heldBindings[e] = true
+		encs = append(encs, e)
 		r := acl.ReplicaIDOf(b.Key)
 		if !slices.Contains(l.everByReplica[r], b.Principal) {
 			l.everByReplica[r] = append(l.everByReplica[r], b.Principal)
@@ -90,6 +115,22 @@ func (l *loop) reindexBindings() {
 			l.byReplica[r] = append(l.byReplica[r], b.Principal)
 		}
 	}
+	l.bindingsSum = bindingsDigest(encs)
+}
+
+// bindingsDigest is the digest of a set of encoded bindings: SHA-256 over
+// the sorted, length-prefixed encodings, so two nodes holding the same
+// bindings agree whatever order they admitted them in.
+func bindingsDigest(encs []string) []byte {
+	slices.Sort(encs)
+	h := sha256.New()
+	var n [4]byte
+	for _, e := range encs {
+		binary.BigEndian.PutUint32(n[:], uint32(len(e)))
+		h.Write(n[:])
+		h.Write([]byte(e))
+	}
+	return h.Sum(nil)
 }
 
 // claimAgents signs a binding for every local principal not yet bound,
@@ -136,44 +177,48 @@ func (l *loop) hostedElsewhere(p namespace.Address) (acl.NodeID, bool) {
 	return acl.NodeIDOf(k), true
 }
 
-// bindingsFrame is the frame of every known binding; reply asks the peer
-// for its own. It is encoded once per change of the directory: the same
-// bindings go to every peer on join, every tick until heard, in replies
-// and every BindingsInterval, and encoding them (compressed) each time
-// cost as much as admitting them.
-func (l *loop) bindingsFrame(reply bool) []byte {
-	i := 0
-	if reply {
-		i = 1
-	}
+// bindingsFrame is the bindings frame of form. Each form is encoded once
+// per change of the directory: the same bindings go to every peer on join,
+// every tick until heard, in replies and on every claim, and encoding them
+// (compressed) each time cost as much as admitting them.
+func (l *loop) bindingsFrame(form bindingsForm) []byte {
 	l.knownMu.Lock()
 	defer l.knownMu.Unlock()
-	if f := l.bindingsFrames[i]; f != nil {
+	if f := l.bindingsFrames[form]; f != nil {
 		return f
 	}
-	m := &wire.Message{Kind: wire.KindBindings, Reply: reply}
-	for _, b := range l.dir.Bindings() {
-		m.Bindings = append(m.Bindings, b.Encode())
+	m := &wire.Message{Kind: wire.KindBindings, Reply: form == bindingsAsk, BindingsSum: l.bindingsSum}
+	if form != bindingsSummary {
+		for _, b := range l.dir.Bindings() {
+			m.Bindings = append(m.Bindings, b.Encode())
+		}
 	}
 	frame, err := l.codec.Encode(m)
 	if err != nil {
 		l.log.Error("encode bindings", "err", err)
 		return nil
 	}
-	l.bindingsFrames[i] = frame
+	l.bindingsFrames[form] = frame
 	return frame
 }
 
-// sendBindings sends every binding to every peer.
-func (l *loop) sendBindings() {
+// sendBindingsSummary sends the digest of the bindings to every peer: the
+// periodic check, each BindingsInterval.
+func (l *loop) sendBindingsSummary() {
 	l.lastBindings = l.cfg.Clock.Now()
-	l.sendBindingsTo(l.senderIDs(func(replica.PeerID) bool { return true }), false)
+	l.sendBindingsTo(l.senderIDs(func(replica.PeerID) bool { return true }), bindingsSummary)
+}
+
+// sendBindings sends every binding to every peer: after a claim or a
+// hand-over, which should not wait for the next summary.
+func (l *loop) sendBindings() {
+	l.sendBindingsTo(l.senderIDs(func(replica.PeerID) bool { return true }), bindingsAll)
 }
 
 // askBindings sends the bindings, asking for theirs, to every peer not yet
 // heard from.
 func (l *loop) askBindings() {
-	l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool { _, ok := l.peers[id]; return ok && !l.heard[id] }), true)
+	l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool { _, ok := l.peers[id]; return ok && !l.heard[id] }), bindingsAsk)
 }
 
 // senderIDs lists, sorted, the peers with an outlet that want picks.
@@ -188,13 +233,12 @@ func (l *loop) senderIDs(want func(replica.PeerID) bool) []replica.PeerID {
 	return ids
 }
 
-// sendBindingsTo sends every binding to ids, in that order; reply asks
-// for theirs.
-func (l *loop) sendBindingsTo(ids []replica.PeerID, reply bool) {
+// sendBindingsTo sends the bindings frame of form to ids, in that order.
+func (l *loop) sendBindingsTo(ids []replica.PeerID, form bindingsForm) {
 	if len(ids) == 0 {
 		return
 	}
-	frame := l.bindingsFrame(reply)
+	frame := l.bindingsFrame(form)
 	for _, id := range ids {
 		if frame == nil {
 			l.dropped.Add(1)
@@ -204,21 +248,40 @@ func (l *loop) sendBindingsTo(ids []replica.PeerID, reply bool) {
 	}
 }
 
-// receiveBindings admits a peer's bindings, and answers with this node's
-// when asked.
-func (l *loop) receiveBindings(from replica.PeerID, raw [][]byte, reply bool) {
+// receiveBindings admits a peer's bindings and answers as the frame asks.
+// A frame whose digest is this node's own holds nothing new (a summary
+// that matches needs no answer; a request gets the summary back, which
+// tells the peer it was heard). A summary that differs gets every binding
+// and a request for the peer's. Bindings already held are not decoded
+// again.
+func (l *loop) receiveBindings(from replica.PeerID, m *wire.Message) {
 	l.heard[from] = true
-	if reply {
-		l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool { return id == from }), false)
+	l.knownMu.RLock()
+	same := bytes.Equal(m.BindingsSum, l.bindingsSum)
+	l.knownMu.RUnlock()
+	switch {
+	case same && m.Reply:
+		l.sendBindingsTo([]replica.PeerID{from}, bindingsSummary)
+		return
+	case same:
+		return
+	case len(m.Bindings) == 0 && !m.Reply:
+		l.sendBindingsTo([]replica.PeerID{from}, bindingsAsk)
+		return
+	case m.Reply:
+		l.sendBindingsTo([]replica.PeerID{from}, bindingsAll)
 	}
-	if len(raw) > MaxBindingsPerFrame {
+	if len(m.Bindings) > MaxBindingsPerFrame {
 		l.rejected.Add(1)
-		l.log.Warn("bindings frame too large", "peer", from, "bindings", len(raw))
+		l.log.Warn("bindings frame too large", "peer", from, "bindings", len(m.Bindings))
 		return
 	}
 	changed := false
 	l.knownMu.Lock()
-	for _, e := range raw {
+	for _, e := range m.Bindings {
+		if l.heldBindings[string(e)] {
+			continue
+		}
 		b, err := acl.DecodeBinding(e)
 		if err == nil {
 			var ch bool

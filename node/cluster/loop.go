@@ -129,9 +129,12 @@ type loop struct {
 	dir           *acl.Directory
 	byReplica     map[crdt.ReplicaID][]namespace.Address // the principals each replica's node hosts now
 	everByReplica map[crdt.ReplicaID][]namespace.Address // … or hosted before a hand-over
-	// bindingsFrames are dir's bindings encoded, without and with Reply:
-	// made when first sent, dropped when dir changes (reindexBindings).
-	bindingsFrames [2][]byte
+	// bindingsFrames are dir's bindings frames, one per bindingsForm: made
+	// when first sent, dropped when dir changes (reindexBindings), as are
+	// heldBindings (the encodings dir holds) and bindingsSum (their digest).
+	bindingsFrames [bindingsForms][]byte
+	heldBindings   map[string]bool
+	bindingsSum    []byte
 }
 
 // driver is what the loop needs from what runs it.
@@ -268,7 +271,7 @@ func (l *loop) receive(from ed25519.PublicKey, frame []byte) {
 		return
 	}
 	if m.Kind == wire.KindBindings {
-		l.receiveBindings(id, m.Bindings, m.Reply)
+		l.receiveBindings(id, m)
 		return
 	}
 	if err := l.eng.Step(id, m); err != nil {
@@ -294,7 +297,7 @@ func (l *loop) tick() {
 	now := l.cfg.Clock.Now()
 	l.eng.Tick(now)
 	if now.Sub(l.lastBindings) >= BindingsInterval {
-		l.sendBindings()
+		l.sendBindingsSummary()
 	} else {
 		l.askBindings()
 	}
@@ -392,7 +395,7 @@ func (l *loop) setMembers(ms []Sighting) {
 		m := next[id].member
 		l.senders[id] = &sender{addr: m.Addr, out: l.drv.open(id, m.Addr, m.PublicKey)}
 	}
-	l.sendBindingsTo(joined, true) // tell the newcomers who hosts whom, and ask them
+	l.sendBindingsTo(joined, bindingsAsk) // tell the newcomers who hosts whom, and ask them
 	slices.SortFunc(peers, func(a, b replica.Peer) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	l.eng.SetPeers(peers)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/store"
 	"github.com/mnemohq/mnemo/sync/replica"
+	"github.com/mnemohq/mnemo/sync/wire"
 )
 
 // steppedNet runs Stepped nodes over real memory services (each on a
@@ -35,6 +36,8 @@ type steppedNet struct {
 	// cut, when set, drops the frames from one node to another it holds
 	// for, as a partition would.
 	cut func(from, to int) bool
+	// observe, when set, sees every frame delivered.
+	observe func(from, to int, frame []byte)
 }
 
 type steppedNode struct {
@@ -126,6 +129,9 @@ func (net *steppedNet) run() {
 		}
 		if net.cut != nil && net.cut(f.from.i, to.i) {
 			continue
+		}
+		if net.observe != nil {
+			net.observe(f.from.i, to.i, f.frame)
 		}
 		to.st.Deliver(f.from.id.Public, slices.Clone(f.frame))
 	}
@@ -267,6 +273,63 @@ func TestSteppedNodesReplicate(t *testing.T) {
 	}
 	if net.sent != before {
 		t.Fatal("a closed node sent frames")
+	}
+}
+
+// Bindings settle by digest: once every node holds the same bindings, an
+// interval of quiet carries only digests (not N bindings per pair), and a
+// hand-over whose frames a cut lost still reaches the node cut off, at the
+// next digest that differs.
+func TestBindingsSettleByDigest(t *testing.T) {
+	net := newSteppedNet(t, 3, 7)
+	net.join()
+	codec := wire.NewCodec(wire.DefaultMaxFrame)
+	summaries, full := 0, 0
+	net.observe = func(from, to int, frame []byte) {
+		m, err := codec.Decode(frame)
+		if err != nil {
+			t.Fatalf("frame %d>%d: %v", from, to, err)
+		}
+		if m.Kind != wire.KindBindings {
+			return
+		}
+		if len(m.BindingsSum) == 0 {
+			t.Fatalf("a bindings frame %d>%d without the sender's digest", from, to)
+		}
+		if len(m.Bindings) == 0 {
+			summaries++
+		} else {
+			full++
+		}
+	}
+	for range int(BindingsInterval/steppedTick) + 1 {
+		net.tick()
+	}
+	if full != 0 || summaries < 6 {
+		t.Fatalf("a settled interval sent %d frames of bindings and %d digests; want 0 and every pair's", full, summaries)
+	}
+
+	n0, n1, n2 := net.nodes[0], net.nodes[1], net.nodes[2]
+	net.cut = func(from, to int) bool { return from == 0 && to == 2 }
+	if _, err := n0.st.Handover(n0.me.Principal, n1.id.Public); err != nil {
+		t.Fatal(err)
+	}
+	net.run()
+	net.cut = nil
+	if host, _ := n1.st.HostedElsewhere(n0.me.Principal); host != "" {
+		t.Fatalf("node 1 does not know it hosts agent://n0 now (host %q)", host)
+	}
+	if host, _ := n2.st.HostedElsewhere(n0.me.Principal); host != n0.id.NodeID() {
+		t.Fatalf("node 2 learnt the hand-over across the cut: host %q", host)
+	}
+	for n := 0; ; n++ {
+		if host, _ := n2.st.HostedElsewhere(n0.me.Principal); host == n1.id.NodeID() {
+			break
+		}
+		if n > int(BindingsInterval/steppedTick)+1 {
+			t.Fatal("a BindingsInterval after the cut, node 2 still has the old host of agent://n0")
+		}
+		net.tick()
 	}
 }
 

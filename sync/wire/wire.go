@@ -114,6 +114,10 @@ type Message struct {
 	Contexts []NamespaceContext `msgpack:"c,omitempty"` // SyncRequest, SyncReply (the sender's)
 	Reply    bool               `msgpack:"r,omitempty"` // SyncRequest: the requester wants our context back too
 	Bindings [][]byte           `msgpack:"b,omitempty"` // Bindings: encoded acl.Binding records
+	// BindingsSum is, in a Bindings frame, a digest of every binding the
+	// sender holds; a frame may carry it alone (a summary), and a peer
+	// whose own digest differs answers with its bindings.
+	BindingsSum []byte `msgpack:"bs,omitempty"`
 }
 
 // Size estimates the encoded size of a message (before compression).
@@ -128,6 +132,7 @@ func (m *Message) Size() int {
 	for _, b := range m.Bindings {
 		n += len(b) + 4
 	}
+	n += len(m.BindingsSum)
 	return n
 }
 
