@@ -112,3 +112,58 @@ func TestOpenNeedsAKV(t *testing.T) {
 		t.Fatal("Open without a KV succeeded")
 	}
 }
+
+// Equal fingerprints mean equal states: a replica given the same state
+// fingerprints the same (whatever else it holds, even a namespace whose
+// name extends this one's), and a write, a retract or a context that
+// differs changes the fingerprint.
+func TestFingerprintFollowsTheState(t *testing.T) {
+	open := func() *Store {
+		s, err := Open(NewMemKV(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	fp := func(s *Store, ns string) [32]byte {
+		t.Helper()
+		f, err := s.Fingerprint(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a, b := open(), open()
+	edit(t, a, "team://x", "m1", 1, "ti", "one")
+	edit(t, a, "team://x", "m2", 2, "ti", "two")
+	copyTo := func(dst *Store, ns string) {
+		st, err := a.State(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dst.Apply(map[string]*crdt.Map{ns: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyTo(b, "team://x")
+	edit(t, b, "team://x0", "m9", 3, "ti", "elsewhere")
+	if fp(a, "team://x") != fp(b, "team://x") {
+		t.Fatal("two stores with one state of team://x fingerprint it differently")
+	}
+	if fp(a, "team://x") == fp(a, "team://none") {
+		t.Fatal("a namespace fingerprints as an unknown one")
+	}
+	same := fp(a, "team://x")
+	edit(t, a, "team://x", "m2", 4, "ti", "two, amended")
+	if fp(a, "team://x") == same {
+		t.Fatal("a write left the fingerprint unchanged")
+	}
+	copyTo(b, "team://x")
+	if _, err := a.Update(7, func(tx *Tx) error { return tx.Retract("team://x", "m1") }); err != nil {
+		t.Fatal(err)
+	}
+	if fp(a, "team://x") == fp(b, "team://x") {
+		t.Fatal("a retract left the fingerprint unchanged")
+	}
+}
