@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -60,8 +61,8 @@ func limited(v []string, prefix string, viols []string) []string {
 
 // check runs every invariant over the quiet cluster, through the nodes'
 // own store and queries, and returns the violations, most fundamental
-// first.
-func (s *Sim) check() []string {
+// first, and the survey of the states it read.
+func (s *Sim) check() ([]string, *survey) {
 	var v []string
 	if s.cfg.hooks.tamper {
 		s.tamperOne()
@@ -73,10 +74,11 @@ func (s *Sim) check() []string {
 	if s.cfg.hooks.auditShrank {
 		s.audits[[2]int{s.creator[0], 0}] += 1000
 	}
-	v = s.checkConvergence(v)
+	sv := s.surveyStates()
+	v = s.checkConvergence(v, sv)
 	v = s.checkAcked(v)
-	v = s.checkWrites(v)
-	v = s.checkReads(v)
+	v = s.checkWrites(v, sv)
+	v = s.checkReads(v, sv)
 	v = s.checkRetracts(v)
 	v = s.checkQueries(v)
 	v = s.checkCapsules(v)
@@ -88,7 +90,7 @@ func (s *Sim) check() []string {
 	if q := s.totals().maxQueue; q > bound {
 		v = append(v, fmt.Sprintf("queue: depth %d over the bound %d", q, bound))
 	}
-	return v
+	return v, sv
 }
 
 // inboxPair is an inbox namespace (capsules, projection views) and the
@@ -124,12 +126,99 @@ func (s *Sim) inboxPairs() []inboxPair {
 	return out
 }
 
+// held is what the survey found of one namespace on one node.
+type held struct {
+	digest crdt.Digest
+	len    int
+	fp     [32]byte
+}
+
+// stateFindings are what the write check found in one distinct state of
+// a namespace: forged ids and records written by replicas without write.
+type stateFindings struct {
+	forged       []forgedOp
+	unauthorized [][2]string // id, replica
+}
+
+// survey is every live node's namespaces, read once for all the checks
+// that look at states. A state is decoded once per distinct fingerprint
+// (store.Store.Fingerprint: equal fingerprints are equal states), so 100
+// holders of one converged namespace cost one decode, not 100 (the checks
+// took a quarter of a 100-node run's CPU decoding every copy several
+// times).
+type survey struct {
+	held     []map[string]held // [node] ns → what it holds
+	findings map[[32]byte]stateFindings
+	none     held // a namespace not held: the empty state
+}
+
+// of is what n holds of ns (the empty state if nothing).
+func (sv *survey) of(n *simNode, ns string) held {
+	if h, ok := sv.held[n.idx][ns]; ok {
+		return h
+	}
+	return sv.none
+}
+
+// surveyStates reads every live node's namespaces, checking each distinct
+// state for writes without permission as it first meets it.
+func (s *Sim) surveyStates() *survey {
+	sv := &survey{held: make([]map[string]held, len(s.nodes)), findings: map[[32]byte]stateFindings{},
+		none: held{digest: crdt.NewMap().Digest()}}
+	decoded := map[[32]byte]held{}
+	for i, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		sv.held[i] = map[string]held{}
+		for _, ns := range n.svc.Store().Namespaces() {
+			fp, err := n.svc.Store().Fingerprint(ns)
+			h, ok := decoded[fp]
+			if !ok || err != nil {
+				m := n.state(ns)
+				h = held{digest: m.Digest(), len: m.Len(), fp: fp}
+				if err == nil {
+					decoded[fp] = h
+				}
+				sv.findings[fp] = s.writeFindings(ns, m)
+			}
+			sv.held[i][ns] = h
+		}
+	}
+	return sv
+}
+
+// writeFindings checks one state of ns: no forged id, and every dot held
+// was written by a replica whose agent held write on ns at some point.
+func (s *Sim) writeFindings(ns string, m *crdt.Map) stateFindings {
+	var f stateFindings
+	for _, op := range s.forged {
+		if op.ns == ns && m.Entry(op.id) != nil {
+			f.forged = append(f.forged, op)
+		}
+	}
+	j, ok := s.nsIdx[ns]
+	if !ok {
+		return f // a node's own agent namespace, or an inbox
+	}
+	m.Records(func(id string, r *crdt.Record) bool {
+		for _, d := range r.Dots() {
+			if w, ok := s.byRep[d.Replica]; !ok || !s.everWrit[w][j] {
+				f.unauthorized = append(f.unauthorized, [2]string{id, fmt.Sprint(d.Replica)})
+				return false
+			}
+		}
+		return true
+	})
+	return f
+}
+
 // checkConvergence: every holder of a namespace has the same state
 // digest, and an inbox's target the writer's.
-func (s *Sim) checkConvergence(v []string) []string {
+func (s *Sim) checkConvergence(v []string, sv *survey) []string {
 	for _, p := range s.inboxPairs() {
-		if a, b := p.writer.state(p.ns), p.target.state(p.ns); a.Digest() != b.Digest() {
-			v = append(v, fmt.Sprintf("convergence: inbox %s on %s (target) has %d records, on %s (writer) %d", p.ns, p.target.id, b.Len(), p.writer.id, a.Len()))
+		if a, b := sv.of(p.writer, p.ns), sv.of(p.target, p.ns); a.digest != b.digest {
+			v = append(v, fmt.Sprintf("convergence: inbox %s on %s (target) has %d records, on %s (writer) %d", p.ns, p.target.id, b.len, p.writer.id, a.len))
 		}
 	}
 	for j, ns := range s.nss {
@@ -137,11 +226,11 @@ func (s *Sim) checkConvergence(v []string) []string {
 		if len(hs) == 0 {
 			continue
 		}
-		ref := hs[0].state(ns)
+		ref := sv.of(hs[0], ns)
 		for _, n := range hs[1:] {
-			if m := n.state(ns); m.Digest() != ref.Digest() {
+			if m := sv.of(n, ns); m.digest != ref.digest {
 				v = append(v, fmt.Sprintf("convergence: %s on %s has digest %.12s, on %s %.12s (%d vs %d records)",
-					ns, n.id, m.Digest(), hs[0].id, ref.Digest(), m.Len(), ref.Len()))
+					ns, n.id, m.digest, hs[0].id, ref.digest, m.len, ref.len))
 			}
 		}
 	}
@@ -189,33 +278,17 @@ func (s *Sim) retractedSet() map[string]bool {
 // checkWrites: nothing written without write permission is applied
 // anywhere: no forged id on any node, and every dot held was written by a
 // replica whose agent held write on that namespace at some point.
-func (s *Sim) checkWrites(v []string) []string {
+func (s *Sim) checkWrites(v []string, sv *survey) []string {
 	var bad []string
-	for _, f := range s.forged {
-		for _, n := range s.nodes {
-			if n.up && n.holds(f.ns) && n.state(f.ns).Entry(f.id) != nil {
-				bad = append(bad, fmt.Sprintf("write: forged %s %s by %s applied on %s", f.ns, f.id, s.nodes[f.by].id, n.id))
-			}
-		}
-	}
 	for _, n := range s.nodes {
-		if !n.up {
-			continue
-		}
-		for _, ns := range n.svc.Store().Namespaces() {
-			j, ok := s.nsIdx[ns]
-			if !ok {
-				continue // the node's own agent namespace
+		for _, ns := range slices.Sorted(maps.Keys(sv.held[n.idx])) {
+			f := sv.findings[sv.held[n.idx][ns].fp]
+			for _, op := range f.forged {
+				bad = append(bad, fmt.Sprintf("write: forged %s %s by %s applied on %s", op.ns, op.id, s.nodes[op.by].id, n.id))
 			}
-			n.state(ns).Records(func(id string, r *crdt.Record) bool {
-				for _, d := range r.Dots() {
-					if w, ok := s.byRep[d.Replica]; !ok || !s.everWrit[w][j] {
-						bad = append(bad, fmt.Sprintf("write: %s on %s holds %s written by replica %v without write", ns, n.id, id, d.Replica))
-						return false
-					}
-				}
-				return true
-			})
+			for _, u := range f.unauthorized {
+				bad = append(bad, fmt.Sprintf("write: %s on %s holds %s written by replica %v without write", ns, n.id, u[0], u[1]))
+			}
 		}
 	}
 	return limited(v, "write:", bad)
@@ -224,14 +297,11 @@ func (s *Sim) checkWrites(v []string) []string {
 // checkReads: nothing was sent to a node that may not read it (checked at
 // send time), and no node holds a shared namespace its agent was never
 // granted read on.
-func (s *Sim) checkReads(v []string) []string {
+func (s *Sim) checkReads(v []string, sv *survey) []string {
 	bad := slices.Clone(s.sentViols)
 	for _, n := range s.nodes {
-		if !n.up {
-			continue
-		}
-		for _, ns := range n.svc.Store().Namespaces() {
-			if j, ok := s.nsIdx[ns]; ok && !s.everRead[n.idx][j] && n.state(ns).Len() > 0 {
+		for _, ns := range slices.Sorted(maps.Keys(sv.held[n.idx])) {
+			if j, ok := s.nsIdx[ns]; ok && !s.everRead[n.idx][j] && sv.held[n.idx][ns].len > 0 {
 				bad = append(bad, fmt.Sprintf("read: %s holds %s, never granted to its agent", n.id, ns))
 			}
 		}
@@ -369,13 +439,13 @@ func (s *Sim) totals() totals {
 	return t
 }
 
-// finalDigest hashes every holder's per-namespace digest, sorted by
-// namespace then node.
-func (s *Sim) finalDigest() string {
+// finalDigest hashes every holder's per-namespace digest (from the
+// survey), sorted by namespace then node.
+func (s *Sim) finalDigest(sv *survey) string {
 	h := sha256.New()
 	for j, ns := range s.nss {
 		for _, n := range s.finalHolders(j) {
-			d := n.state(ns).Digest()
+			d := sv.of(n, ns).digest
 			fmt.Fprintf(h, "%s %s ", ns, n.id)
 			h.Write(d[:])
 		}

@@ -60,12 +60,12 @@ type Report struct {
 }
 
 func (s *Sim) report(wall time.Duration) *Report {
-	v := s.check()
+	v, sv := s.check()
 	t := s.totals()
 	r := &Report{
 		Seed: s.cfg.Seed, Nodes: len(s.nodes),
 		Converged: s.convergedAt != 0 && len(v) == 0, Violations: v,
-		Digest:   s.finalDigest(),
+		Digest:   s.finalDigest(sv),
 		Messages: s.stats.messages, Bytes: s.stats.bytes,
 		DeltaMessages: s.stats.deltaMsgs, DeltaBytes: s.stats.deltaBytes,
 		SyncMessages: s.stats.syncMsgs, SyncBytes: s.stats.syncBytes,
