@@ -77,6 +77,7 @@ func TestBookPolicyIncremental(t *testing.T) {
 		sigs := NewSigCache(0) // for the fresh books: verifying each record again is not what this tests
 		nss := []namespace.Address{namespace.MustParse("team://x"), namespace.MustParse("team://y"), namespace.MustParse("project://z"), agent("a")}
 		var all []SignedRecord
+		var prev *Policy // the last step's snapshot
 		for step := range 120 {
 			by, to := names[rng.IntN(len(names))], names[rng.IntN(len(names))]
 			ns := nss[rng.IntN(len(nss))]
@@ -112,6 +113,18 @@ func TestBookPolicyIncremental(t *testing.T) {
 			}
 			got, want := b.Policy(), fresh.Policy()
 			for _, ns := range nss {
+				// Unchanged is what lets a feature skip a namespace:
+				// it must never claim so for one whose answers moved.
+				if got.Unchanged(prev, ns) {
+					if !reflect.DeepEqual(got.Effective(ns), prev.Effective(ns)) {
+						t.Fatalf("seed %d step %d: %s is Unchanged but its effective records moved", seed, step, ns)
+					}
+					for _, who := range names {
+						if !slices.Equal(got.Permissions(agent(who), ns), prev.Permissions(agent(who), ns)) {
+							t.Fatalf("seed %d step %d: %s is Unchanged but %s's permissions moved", seed, step, ns, who)
+						}
+					}
+				}
 				if !reflect.DeepEqual(got.Effective(ns), want.Effective(ns)) || fmt.Sprint(got.Rejected(ns)) != fmt.Sprint(want.Rejected(ns)) {
 					t.Fatalf("seed %d step %d: %s decided otherwise than a fresh book", seed, step, ns)
 				}
@@ -121,6 +134,7 @@ func TestBookPolicyIncremental(t *testing.T) {
 					}
 				}
 			}
+			prev = got
 		}
 	}
 }

@@ -32,6 +32,20 @@ func (p *Policy) state(ns namespace.Address) *nsState {
 	return defaultState(root)
 }
 
+// Unchanged reports whether p answers every question about ns as since
+// does: both snapshots hold the same evaluation of ns's root (Book.Policy
+// evaluates again only the roots whose records changed, and every root
+// after KeysChanged). A nil since has changed.
+func (p *Policy) Unchanged(since *Policy, ns namespace.Address) bool {
+	if since == nil {
+		return false
+	}
+	root := ns.Root()
+	a, inP := p.ns[root]
+	b, inSince := since.ns[root]
+	return inP == inSince && a == b
+}
+
 // Allowed reports whether principal (an agent root) may exercise perm on ns
 // or, through inheritance from its root, on any path below it. It is the one
 // decision every path takes; see the package documentation for the rules.

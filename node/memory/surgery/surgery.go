@@ -180,8 +180,10 @@ func (s *Surgery) admitDecision(ns, id string, rec *crdt.Record) {
 func (s *Surgery) review(ns, target string) { s.core.Reindex(ns, target) }
 
 // revisitEdits re-views the targets whose edits need approval when the
-// policy changed since they were last viewed: who holds admin decides
-// which decisions count.
+// policy of their namespace changed since they were last viewed: who holds
+// admin decides which decisions count. A namespace whose policy is
+// unchanged (acl.Policy.Unchanged) keeps its views: a grant in one team
+// does not re-view every governed memory of every other.
 func (s *Surgery) revisitEdits() {
 	if s.core.Loading() {
 		return
@@ -193,14 +195,24 @@ func (s *Surgery) revisitEdits() {
 		st.mu.Unlock()
 		return
 	}
+	since := st.policy
 	st.policy = p
 	targets := make(map[string]string, len(st.governed))
 	for t, ns := range st.governed {
 		targets[t] = ns
 	}
 	st.mu.Unlock()
+	changed := map[string]bool{}
 	for t, ns := range targets {
-		s.review(ns, t)
+		c, ok := changed[ns]
+		if !ok {
+			addr, err := namespace.Parse(ns)
+			c = err != nil || !p.Unchanged(since, addr)
+			changed[ns] = c
+		}
+		if c {
+			s.review(ns, t)
+		}
 	}
 }
 
