@@ -29,6 +29,12 @@ type Config struct {
 	SendQueue  int                        // frames waiting per peer; default 256 (Start only)
 	Logger     *slog.Logger               // default: discard
 	Clock      Clock                      // default: the wall clock (Start); required by NewStepped
+	// Codec encodes and decodes the loop's frames; default a new
+	// wire.NewCodec(0). Loops in one process may share one (a Codec is safe
+	// for concurrent use, and its output does not depend on what it
+	// encoded before): the simulator does, since each codec's compressor
+	// keeps a history buffer the size of the largest frame it made.
+	Codec *wire.Codec
 
 	// StartTransport opens the node's frame transport; required by Start.
 	// node/cluster/realnet.Transport is QUIC (sync/quicnet).
@@ -191,12 +197,15 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 	if cfg.SendQueue <= 0 {
 		cfg.SendQueue = 256
 	}
+	if cfg.Codec == nil {
+		cfg.Codec = wire.NewCodec(0)
+	}
 	if cfg.Agents == nil {
 		owner := cfg.Service.Owner()
 		cfg.Agents = func() []namespace.Address { return []namespace.Address{owner} }
 	}
 	l := &loop{
-		cfg: cfg, svc: cfg.Service, log: cfg.Logger.With("component", "cluster"), codec: wire.NewCodec(0),
+		cfg: cfg, svc: cfg.Service, log: cfg.Logger.With("component", "cluster"), codec: cfg.Codec,
 		self:    replica.PeerID(cfg.Identity.NodeID()),
 		drv:     drv,
 		local:   make(chan localDelta, cfg.LocalQueue),
