@@ -165,11 +165,12 @@ func (b *Book) Policy() *Policy {
 	for ns, m := range b.recs {
 		st, ok := b.evaluated[ns]
 		if !ok {
+			ids := sortedKeys(m)
 			recs := make([]SignedRecord, 0, len(m))
-			for _, id := range sortedKeys(m) {
+			for _, id := range ids {
 				recs = append(recs, m[id])
 			}
-			st = evaluate(ns, recs, b.keyOf)
+			st = evaluate(ns, recs, ids, b.keyOf) // the keys are the records' ids
 			b.evaluated[ns] = st
 		}
 		p.ns[ns] = st
