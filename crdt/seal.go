@@ -288,9 +288,12 @@ func (r *Record) holdsAny(s *Seal) bool {
 	return found
 }
 
-// SealCache remembers seals whose signatures verified, so a seal relayed
-// many times is verified once. It holds at most its capacity of entries
-// (then it starts afresh). Safe for concurrent use; nil verifies every time.
+// SealCache remembers signatures that verified, so a seal relayed many
+// times is verified once (and, in the simulator, a delta signature every
+// holder receives). An entry is the key, the message and the signature
+// together: a signature remembered for one key is no proof for another.
+// It holds at most its capacity of entries (then it starts afresh). Safe
+// for concurrent use; nil verifies every time.
 type SealCache struct {
 	mu   sync.Mutex
 	max  int
@@ -305,13 +308,16 @@ func NewSealCache(capacity int) *SealCache {
 	return &SealCache{max: capacity, seen: make(map[[32]byte]struct{})}
 }
 
-func (c *SealCache) verify(key, msg, sig []byte) bool {
+// Verify reports whether sig is key's ed25519 signature of msg, from
+// memory if it verified before.
+func (c *SealCache) Verify(key, msg, sig []byte) bool {
 	if len(key) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
 		return false
 	}
 	var h [32]byte
 	if c != nil {
 		hs := sha256.New()
+		hs.Write(key)
 		hs.Write(msg)
 		hs.Write(sig)
 		copy(h[:], hs.Sum(nil))
@@ -364,7 +370,7 @@ func (r *Record) VerifySeals(ns, id string, cache *SealCache) error {
 				continue
 			}
 			if !verified[i] {
-				if len(s.Leaves) != LeafSize*len(s.Counters) || !cache.verify(s.Key, s.signedBytes(ns, id), s.Sig) {
+				if len(s.Leaves) != LeafSize*len(s.Counters) || !cache.Verify(s.Key, s.signedBytes(ns, id), s.Sig) {
 					bad = fmt.Errorf("%w: record %q: the seal of %v from %d does not verify", ErrBadSeal, id, s.Replica(), s.first())
 					return false
 				}

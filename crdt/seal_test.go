@@ -280,3 +280,24 @@ func BenchmarkVerifySave(b *testing.B) {
 		}
 	}
 }
+
+// A remembered signature proves nothing for another key: a relay cannot
+// pass off one node's signed bytes as another's once a cache saw them.
+func TestSealCacheBindsTheKey(t *testing.T) {
+	a := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, ed25519.SeedSize))
+	b := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, ed25519.SeedSize))
+	msg := []byte("a delta")
+	sig := ed25519.Sign(a, msg)
+	c := NewSealCache(0)
+	for range 2 { // the second time from memory
+		if !c.Verify(a.Public().(ed25519.PublicKey), msg, sig) {
+			t.Fatal("a good signature refused")
+		}
+	}
+	if c.Verify(b.Public().(ed25519.PublicKey), msg, sig) {
+		t.Fatal("a signature remembered for one key accepted for another")
+	}
+	if c.Verify(a.Public().(ed25519.PublicKey), []byte("another delta"), sig) {
+		t.Fatal("a signature remembered for one message accepted for another")
+	}
+}

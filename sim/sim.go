@@ -65,21 +65,22 @@ func (q *eventQueue) Pop() any {
 // Sim is one simulated cluster. Build it with New and drive it with Run;
 // it is single-threaded and deterministic.
 type Sim struct {
-	cfg    Config
-	seals  *crdt.SealCache
-	rng    *rand.Rand // the run's: network, faults, setup
-	wr     *rand.Rand // the operation in progress's, from its own seed (so a scenario can drop operations)
-	codec  *wire.Codec
-	now    time.Duration
-	seq    uint64
-	q      eventQueue
-	nodes  []*simNode
-	byAddr map[string]int
-	byRep  map[crdt.ReplicaID]int
-	nss    []string
-	nsIdx  map[string]int
-	lat    [][]time.Duration // per-link base latency, drawn lazily
-	part   []int             // partition group per node; all equal when healed
+	cfg       Config
+	seals     *crdt.SealCache // the seals verified, for every node
+	deltaSigs *crdt.SealCache // the delta signatures verified, for every node
+	rng       *rand.Rand      // the run's: network, faults, setup
+	wr        *rand.Rand      // the operation in progress's, from its own seed (so a scenario can drop operations)
+	codec     *wire.Codec
+	now       time.Duration
+	seq       uint64
+	q         eventQueue
+	nodes     []*simNode
+	byAddr    map[string]int
+	byRep     map[crdt.ReplicaID]int
+	nss       []string
+	nsIdx     map[string]int
+	lat       [][]time.Duration // per-link base latency, drawn lazily
+	part      []int             // partition group per node; all equal when healed
 
 	// The oracle of permissions: what the namespaces' creators signed, as
 	// their own nodes evaluate it at once (workload.go).
@@ -146,7 +147,7 @@ func New(cfg Config) (*Sim, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{seals: crdt.NewSealCache(1 << 20),
+	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18),
 		cfg:     cfg,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x6d6e656d6f)),
 		codec:   wire.NewCodec(0),

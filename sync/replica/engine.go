@@ -73,6 +73,11 @@ type Config struct {
 	// Seals remembers verified seals; nil gets a cache of its own. The
 	// simulator shares one between its nodes.
 	Seals *crdt.SealCache
+	// DeltaSigs remembers the delta signatures that verified; nil verifies
+	// each one (a node receives a delta from its sender once, barring
+	// retransmissions). The simulator shares one between its nodes, since
+	// every holder receives the same signed delta.
+	DeltaSigs *crdt.SealCache
 	// MaxSyncContexts bounds the distinct namespaces one sync request or
 	// reply may ask about; the rest are refused. Default 4096.
 	MaxSyncContexts int
@@ -662,7 +667,7 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 	if live {
 		kind = wire.KindDeltas
 	}
-	if !nd.Verify(kind, p.Key) {
+	if !e.cfg.DeltaSigs.Verify(p.Key, nd.SignedBytes(kind), nd.Sig) { // nd.Verify, remembered if DeltaSigs is set
 		e.reject(p, nd.Namespace, ErrBadSignature)
 		return
 	}
