@@ -2,6 +2,7 @@ package replica
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -267,6 +268,11 @@ type Engine struct {
 	wait   outcomes // of the deltas to apply, and the acks waiting on them
 	// pending holds live deltas waiting for their dependencies, oldest first.
 	pending []held
+	// sigs, during one flushAll, memoises the signatures of the namespace
+	// deltas it sends (by the hash of the signed bytes): a local delta
+	// queued for every reader goes out as the same bytes to each, and one
+	// signature costs more than hashing them. nil outside flushAll.
+	sigs map[[32]byte][]byte
 }
 
 // held is a checked live delta whose dependencies have not all arrived.
@@ -445,9 +451,28 @@ func (e *Engine) sortedPeers() []PeerID {
 }
 
 func (e *Engine) flushAll() {
+	e.sigs = map[[32]byte][]byte{}
 	for _, id := range e.sortedPeers() {
 		e.flush(e.peers[id])
 	}
+	e.sigs = nil
+}
+
+// signDelta signs nd for a message of kind, reusing a signature of the
+// same bytes made in this flushAll.
+func (e *Engine) signDelta(nd *wire.NamespaceDelta, kind wire.Kind) {
+	if e.sigs == nil {
+		nd.Sign(kind, e.cfg.Signer)
+		return
+	}
+	b := nd.SignedBytes(kind)
+	k := sha256.Sum256(b)
+	if sig, ok := e.sigs[k]; ok {
+		nd.Sig = sig
+		return
+	}
+	nd.Sig = e.cfg.Signer.Sign(b)
+	e.sigs[k] = nd.Sig
 }
 
 // flush sends queued deltas and pending sync requests while the window allows.
@@ -472,7 +497,7 @@ func (e *Engine) flush(p *peerState) {
 				break
 			}
 			nd := wire.NamespaceDelta{Namespace: q.ns, Delta: enc, From: q.from}
-			nd.Sign(wire.KindDeltas, e.cfg.Signer)
+			e.signDelta(&nd, wire.KindDeltas)
 			msg.Deltas = append(msg.Deltas, nd)
 			nss = append(nss, q.ns)
 			size += len(enc)

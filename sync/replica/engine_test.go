@@ -326,3 +326,55 @@ func TestNewReaderSyncsBeforeLiveDeltas(t *testing.T) {
 		t.Fatal("the new reader did not converge")
 	}
 }
+
+// A local delta queued for every peer goes out as the same bytes to each:
+// flushAll signs it once, and every copy carries a signature that
+// verifies; the cluster converges.
+func TestLocalDeltaSignedOncePerFlush(t *testing.T) {
+	c := newCluster(t, 4, Config{}, openPolicy{}, 1)
+	c.pump(20)
+	n0 := c.nodes[0]
+	cc := testConfig(Config{Seed: 1}, n0.id, 0)
+	sign, signs := cc.Signer.Sign, 0
+	cc.Signer.Sign = func(m []byte) []byte { signs++; return sign(m) }
+	n0.eng = New(cc, n0.st, openPolicy{})
+	var peers []Peer
+	for i, nd := range c.nodes {
+		peers = append(peers, testPeer(nd.id, i))
+	}
+	n0.eng.SetPeers(peers)
+	for n0.eng.HasReady() {
+		n0.eng.Ready()
+		n0.eng.Advance(nil)
+	}
+	signs = 0
+	c.write(0, "team://a", "m1", "ti", "hello")
+	rd := n0.eng.Ready()
+	sent := 0
+	for _, env := range rd.Messages {
+		for _, nd := range env.Msg.Deltas {
+			sent++
+			if env.Msg.Kind != wire.KindDeltas || !nd.Verify(wire.KindDeltas, cc.Signer.Key) {
+				t.Fatalf("the delta to %s does not verify", env.To)
+			}
+		}
+	}
+	if sent != 3 || signs != 1 {
+		t.Fatalf("%d copies of the delta sent with %d signatures, want 3 with 1", sent, signs)
+	}
+	n0.eng.Advance(nil)
+	for _, env := range rd.Messages {
+		f, err := c.codec.Encode(env.Msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.byID(env.To).inbox = append(c.byID(env.To).inbox, envelopeFrom{from: n0.id, frame: f})
+	}
+	c.pump(50)
+	want := n0.st.Map("team://a").Digest()
+	for _, nd := range c.nodes[1:] {
+		if nd.st.Map("team://a").Digest() != want {
+			t.Fatalf("%s did not converge", nd.id)
+		}
+	}
+}
