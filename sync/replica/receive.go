@@ -1,0 +1,178 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// The receiving path: a peer's message, its namespace deltas checked
+// (signature, holding, decoding, seals, policy) and handed out to apply,
+// or held until their dependencies arrive.
+
+// Step handles one message from a peer. It returns an error only for a
+// message that is unusable as a whole (unknown peer); per-namespace
+// rejections are reported in Ready.Rejected and counted.
+func (e *Engine) Step(from PeerID, m *wire.Message) error {
+	p, ok := e.peers[from]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownPeer, from)
+	}
+	e.release() // what was applied since the last input may free held deltas
+	switch m.Kind {
+	case wire.KindAck:
+		delete(p.inflight, m.Seq)
+	case wire.KindDeltas:
+		n := len(e.ready.Apply)
+		for _, nd := range m.Deltas {
+			e.receiveDelta(p, nd, true)
+		}
+		// Acked once the node has applied what the batch brought (Advance):
+		// an ack says the batch arrived and applied.
+		e.ackAfter(from, m.Seq, n)
+	case wire.KindSyncRequest:
+		e.answerSync(p, m)
+	case wire.KindSyncReply:
+		for _, nd := range m.Deltas {
+			delete(p.asked, nd.Namespace) // answered
+		}
+		for _, nc := range m.Contexts {
+			delete(p.asked, nc.Namespace)
+		}
+		// What this reply brings may complete what held deltas wait for:
+		// they are released once it is applied (Advance).
+		for _, nd := range m.Deltas {
+			e.receiveDelta(p, nd, false)
+		}
+		if len(m.Contexts) > 0 {
+			// The responder's contexts: answer with what it lacks.
+			e.answerSync(p, &wire.Message{Kind: wire.KindSyncRequest, Contexts: m.Contexts})
+		}
+	}
+	e.flush(p)
+	return nil
+}
+
+func (e *Engine) reject(p *peerState, ns string, err error) {
+	p.stats.Rejected++
+	e.ready.Rejected = append(e.ready.Rejected, Rejection{From: p.ID, Namespace: ns, Err: err})
+}
+
+// receiveDelta checks a namespace delta and, if it passes, hands it out to apply.
+func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
+	kind := wire.KindSyncReply
+	if live {
+		kind = wire.KindDeltas
+	}
+	if !e.cfg.DeltaSigs.Verify(p.Key, nd.SignedBytes(kind), nd.Sig) { // nd.Verify, remembered if DeltaSigs is set
+		e.reject(p, nd.Namespace, ErrBadSignature)
+		return
+	}
+	if !e.pol.ShouldHold(nd.Namespace) {
+		e.reject(p, nd.Namespace, ErrNotHeld)
+		return
+	}
+	d, err := crdt.DecodeMap(nd.Delta, e.cfg.Limits)
+	if err != nil {
+		e.reject(p, nd.Namespace, err)
+		return
+	}
+	if err := d.VerifySeals(nd.Namespace, e.cfg.Seals); err != nil {
+		e.reject(p, nd.Namespace, err)
+		return
+	}
+	pol := e.pol
+	if dp, ok := pol.(DeltaPolicy); ok {
+		pol = dp.ForDelta(nd.Namespace, d)
+	}
+	var bad error
+	d.Records(func(id string, r *crdt.Record) bool {
+		for _, dot := range r.Dots() {
+			if live && dot.Replica != p.Replica {
+				bad = fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAuthor, id, dot.Replica)
+				return false
+			}
+			if !pol.ReplicaMayWrite(dot.Replica, nd.Namespace) {
+				bad = fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAllowed, id, dot.Replica)
+				return false
+			}
+		}
+		return true
+	})
+	// Removals only by writers: a delta's causal context removes whatever
+	// the receiver holds that the delta claims without carrying, so only a
+	// peer that may write ns may send one, live or in a sync answer.
+	if bad == nil && !pol.ReplicaMayWrite(p.Replica, nd.Namespace) {
+		bad = fmt.Errorf("%w: %s may not write %s, so it may not send it", ErrNotAllowed, p.ID, nd.Namespace)
+	}
+	if bad != nil {
+		e.reject(p, nd.Namespace, bad)
+		return
+	}
+	p.stats.DeltasRecv++
+	// (A delta that overwrote nothing depends on nothing: no need to build
+	// what this node has seen.)
+	if live && !d.DependsOn(noDots, p.Replica, nd.From) && !d.DependsOn(e.haveFor(nd.Namespace), p.Replica, nd.From) {
+		e.hold(p, nd.Namespace, d, nd.From)
+		return
+	}
+	e.toApply(Apply{From: p.ID, Namespace: nd.Namespace, Delta: d})
+}
+
+// noDots is the empty context. Never modified.
+var noDots = crdt.NewContext()
+
+// haveFor is what this node has applied of ns. Deltas handed out to apply
+// do not count until they are in the state: the node may refuse one
+// (Advance), and a delta released on its account would then claim dots this
+// node never got.
+func (e *Engine) haveFor(ns string) *crdt.Context { return e.st.Context(ns) }
+
+// hold keeps a live delta until what it depends on has arrived. The buffer
+// is bounded: the oldest entry goes first, and its namespace is synced with
+// its sender instead.
+func (e *Engine) hold(p *peerState, ns string, d *crdt.Map, first uint64) {
+	if len(e.pending) >= e.cfg.PendingMax {
+		old := e.pending[0]
+		e.pending = e.pending[1:]
+		if op, ok := e.peers[old.from]; ok {
+			op.needSync[old.ns] = true
+			op.stats.Fallbacks++
+		}
+	}
+	e.pending = append(e.pending, held{from: p.ID, origin: p.Replica, first: first, ns: ns, d: d})
+}
+
+// release applies held deltas whose dependencies have arrived, and drops
+// those that became redundant.
+func (e *Engine) release() {
+	if len(e.pending) == 0 {
+		return
+	}
+	// haves[ns] is haveFor(ns), built once per namespace. A delta released
+	// here does not count for the next one: its outcome is not known yet,
+	// so a delta that depends on it waits for the Advance that applies it.
+	haves := map[string]*crdt.Context{}
+	kept := e.pending[:0]
+	for _, h := range e.pending {
+		have, ok := haves[h.ns]
+		if !ok {
+			have = e.haveFor(h.ns)
+			haves[h.ns] = have
+		}
+		switch {
+		case allIn(h.d, have):
+			// everything it carries is already here
+		case h.d.DependsOn(have, h.origin, h.first):
+			e.toApply(Apply{From: h.from, Namespace: h.ns, Delta: h.d})
+		default:
+			kept = append(kept, h)
+		}
+	}
+	clear(e.pending[len(kept):])
+	e.pending = kept
+}
+
+// allIn reports whether every dot of d's context is in have.
+func allIn(d *crdt.Map, have *crdt.Context) bool { return len(have.Missing(d.Context())) == 0 }
