@@ -32,11 +32,16 @@ type MemKV struct {
 	head   *btree.BTreeG[memItem]
 	snap   atomic.Pointer[btree.BTreeG[memItem]] // what Views read
 	closed atomic.Bool
+	values *ValueTable // shares equal values with other MemKVs; nil: each value its own
 }
 
 // memItem is one key and its value, never changed once in a tree: a
-// write replaces the item.
-type memItem struct{ key, val []byte }
+// write replaces the item. shared, when the KV has a ValueTable, holds
+// val's bytes alive in the table.
+type memItem struct {
+	key, val []byte
+	shared   *sharedValue
+}
 
 func memLess(a, b memItem) bool { return bytes.Compare(a.key, b.key) < 0 }
 
@@ -49,8 +54,12 @@ const memDegree = 16
 var _ KV = (*MemKV)(nil)
 
 // NewMemKV returns an empty MemKV.
-func NewMemKV() *MemKV {
-	k := &MemKV{head: btree.NewG(memDegree, memLess)}
+func NewMemKV() *MemKV { return NewSharedMemKV(nil) }
+
+// NewSharedMemKV returns an empty MemKV that keeps each value once in
+// values for every MemKV sharing the table (nil: NewMemKV).
+func NewSharedMemKV(values *ValueTable) *MemKV {
+	k := &MemKV{head: btree.NewG(memDegree, memLess), values: values}
 	k.snap.Store(k.head.Clone())
 	return k
 }
@@ -66,7 +75,7 @@ func (k *MemKV) PowerCut() { k.closed.Store(true) }
 func (k *MemKV) Restart() *MemKV {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	n := &MemKV{head: k.head.Clone()} // k's and n's writes copy, not share
+	n := &MemKV{head: k.head.Clone(), values: k.values} // k's and n's writes copy, not share
 	n.snap.Store(k.snap.Load())
 	return n
 }
@@ -93,7 +102,7 @@ func (k *MemKV) Update(fn func(w Writer) error) error {
 	if k.closed.Load() {
 		return ErrClosed
 	}
-	w := &memWriter{memReader: memReader{k.snap.Load()}, head: k.head}
+	w := &memWriter{memReader: memReader{k.snap.Load()}, head: k.head, values: k.values}
 	if err := fn(w); err != nil {
 		return err // w.work, never published, is dropped
 	}
@@ -147,6 +156,7 @@ type memWriter struct {
 	memReader // the snapshot the Update started from
 	head      *btree.BTreeG[memItem]
 	work      *btree.BTreeG[memItem] // nil until the first write
+	values    *ValueTable
 }
 
 func (w *memWriter) Get(key []byte) ([]byte, error) {
@@ -173,7 +183,14 @@ func (w *memWriter) Set(key, value []byte) error {
 	}
 	// Clipped, so that a caller appending to a key or value it was handed
 	// reallocates rather than writing into memory the tree shares.
-	w.work.ReplaceOrInsert(memItem{slices.Clip(bytes.Clone(key)), slices.Clip(bytes.Clone(value))})
+	it := memItem{key: slices.Clip(bytes.Clone(key))}
+	if w.values != nil {
+		it.shared = w.values.intern(value)
+		it.val = it.shared.b
+	} else {
+		it.val = slices.Clip(bytes.Clone(value))
+	}
+	w.work.ReplaceOrInsert(it)
 	return nil
 }
 
