@@ -57,7 +57,7 @@ func (s *Sim) newNode(i int) (*simNode, error) {
 	}
 	p := namespace.MustParse(fmt.Sprintf("agent://a%d", i))
 	return &simNode{idx: i, id: replica.PeerID(ident.NodeID()), ident: ident, principal: p,
-		me: memory.Caller{Principal: p}, kv: store.NewMemKV()}, nil
+		me: memory.Caller{Principal: p}, kv: store.NewSharedMemKV(s.values)}, nil
 }
 
 // wall is the node's own wall clock: virtual time plus its skew.

@@ -16,6 +16,7 @@ import (
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/store"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
@@ -68,19 +69,23 @@ type Sim struct {
 	cfg       Config
 	seals     *crdt.SealCache // the seals verified, for every node
 	deltaSigs *crdt.SealCache // the delta signatures verified, for every node
-	rng       *rand.Rand      // the run's: network, faults, setup
-	wr        *rand.Rand      // the operation in progress's, from its own seed (so a scenario can drop operations)
-	codec     *wire.Codec
-	now       time.Duration
-	seq       uint64
-	q         eventQueue
-	nodes     []*simNode
-	byAddr    map[string]int
-	byRep     map[crdt.ReplicaID]int
-	nss       []string
-	nsIdx     map[string]int
-	lat       [][]time.Duration // per-link base latency, drawn lazily
-	part      []int             // partition group per node; all equal when healed
+	// values holds once the stored bytes equal between nodes (each node's
+	// store.MemKV shares it): converged nodes hold the same records, which
+	// real nodes would each keep on their own disk.
+	values *store.ValueTable
+	rng    *rand.Rand // the run's: network, faults, setup
+	wr     *rand.Rand // the operation in progress's, from its own seed (so a scenario can drop operations)
+	codec  *wire.Codec
+	now    time.Duration
+	seq    uint64
+	q      eventQueue
+	nodes  []*simNode
+	byAddr map[string]int
+	byRep  map[crdt.ReplicaID]int
+	nss    []string
+	nsIdx  map[string]int
+	lat    [][]time.Duration // per-link base latency, drawn lazily
+	part   []int             // partition group per node; all equal when healed
 
 	// The oracle of permissions: what the namespaces' creators signed, as
 	// their own nodes evaluate it at once (workload.go).
@@ -147,7 +152,7 @@ func New(cfg Config) (*Sim, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18),
+	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18), values: store.NewValueTable(),
 		cfg:     cfg,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x6d6e656d6f)),
 		codec:   wire.NewCodec(0),
