@@ -3,10 +3,12 @@ package acl
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
@@ -33,6 +35,76 @@ type Book struct {
 	// until a record of that root is added (or KeysChanged). States are
 	// immutable once built, so Policies share them.
 	evaluated map[namespace.Address]*nsState
+	// memo remembers recent evaluations by root and record set, shared
+	// with the book's forks; gen is the memo generation the book reads
+	// and writes (KeysChanged starts a new one).
+	memo *evalMemo
+	gen  uint64
+}
+
+// evalMemo remembers the last evaluations of a book and its forks by root
+// and set of records. A peer's delta that brings acl records is checked
+// against a fork holding them (memory.Service.PolicyWithDelta), and the
+// book evaluates the same set again once the delta is applied: the second
+// evaluation is found here. At most evalMemoMax entries (then it starts
+// afresh); entries of an older generation (before KeysChanged) are never
+// read. Safe for concurrent use: a fork is evaluated outside the lock
+// that guards its book.
+type evalMemo struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[evalKey]*nsState
+}
+
+type evalKey struct {
+	root namespace.Address
+	ids  [32]byte // SHA-256 over the sorted record ids and signatures
+}
+
+const evalMemoMax = 64
+
+func (m *evalMemo) get(gen uint64, k evalKey) *nsState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if gen != m.gen {
+		return nil
+	}
+	return m.m[k]
+}
+
+func (m *evalMemo) put(gen uint64, k evalKey, st *nsState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if gen != m.gen {
+		return
+	}
+	if len(m.m) >= evalMemoMax {
+		clear(m.m)
+	}
+	m.m[k] = st
+}
+
+// next starts a new generation and returns it.
+func (m *evalMemo) next() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gen++
+	clear(m.m)
+	return m.gen
+}
+
+// idsKey is the memo key of a root's records: their sorted ids and the
+// signatures kept (two valid signatures of one body: AddRecord).
+func idsKey(root namespace.Address, ids []string, recs map[string]SignedRecord) evalKey {
+	h := sha256.New()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+		h.Write(recs[id].Sig)
+	}
+	k := evalKey{root: root}
+	h.Sum(k.ids[:0])
+	return k
 }
 
 // NewBook returns an empty book that binds principals to keys with keyOf.
@@ -42,7 +114,8 @@ func NewBook(keyOf KeyLookup) *Book {
 	if keyOf == nil {
 		keyOf = func(namespace.Address) (ed25519.PublicKey, bool) { return nil, false }
 	}
-	return &Book{keyOf: keyOf, recs: make(map[namespace.Address]map[string]SignedRecord), evaluated: make(map[namespace.Address]*nsState)}
+	return &Book{keyOf: keyOf, recs: make(map[namespace.Address]map[string]SignedRecord), evaluated: make(map[namespace.Address]*nsState),
+		memo: &evalMemo{m: map[evalKey]*nsState{}}}
 }
 
 // SetSigCache makes the book, the forks made from it afterwards and the
@@ -115,6 +188,7 @@ func (b *Book) AddSet(s *crdt.GSet) error {
 func (b *Book) Fork(roots ...namespace.Address) *Book {
 	f := NewBook(b.keyOf)
 	f.sigs = b.sigs
+	f.memo, f.gen = b.memo, b.gen
 	for _, root := range roots {
 		if m, ok := b.recs[root]; ok {
 			f.recs[root] = maps.Clone(m)
@@ -166,11 +240,15 @@ func (b *Book) Policy() *Policy {
 		st, ok := b.evaluated[ns]
 		if !ok {
 			ids := sortedKeys(m)
-			recs := make([]SignedRecord, 0, len(m))
-			for _, id := range ids {
-				recs = append(recs, m[id])
+			k := idsKey(ns, ids, m)
+			if st = b.memo.get(b.gen, k); st == nil {
+				recs := make([]SignedRecord, 0, len(m))
+				for _, id := range ids {
+					recs = append(recs, m[id])
+				}
+				st = evaluate(ns, recs, ids, b.keyOf) // the keys are the records' ids
+				b.memo.put(b.gen, k, st)
 			}
-			st = evaluate(ns, recs, ids, b.keyOf) // the keys are the records' ids
 			b.evaluated[ns] = st
 		}
 		p.ns[ns] = st
@@ -180,7 +258,10 @@ func (b *Book) Policy() *Policy {
 
 // KeysChanged makes the next Policy evaluate every namespace again: call
 // it when what the key lookup answers may have changed.
-func (b *Book) KeysChanged() { clear(b.evaluated) }
+func (b *Book) KeysChanged() {
+	clear(b.evaluated)
+	b.gen = b.memo.next()
+}
 
 func overlaps(a, b []Permission) bool {
 	for _, p := range a {

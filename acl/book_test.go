@@ -166,3 +166,42 @@ func BenchmarkBookPolicy(b *testing.B) {
 		}
 	}
 }
+
+// A fork's evaluation serves the book once the book holds the same
+// records (a peer's delta checked on a fork, then applied), but never
+// across KeysChanged: a fork made before it evaluated with the old keys.
+func TestForkEvaluationServesTheBook(t *testing.T) {
+	w := newWorld(t, "a", "b", "c")
+	ns := namespace.MustParse("team://x")
+	w.create("a", "team://x")
+	grant := func(to string) SignedRecord {
+		return w.must(NewGrant(w.ids["a"], agent("a"), ns, agent(to), []Permission{Read}, nil, w.next()))
+	}
+	before := w.book.Policy()
+
+	g := grant("b")
+	f := w.book.Fork(ns)
+	if err := f.AddRecord(g); err != nil {
+		t.Fatal(err)
+	}
+	fp := f.Policy()
+	if !fp.Allowed(agent("b"), ns, Read) || before.Allowed(agent("b"), ns, Read) {
+		t.Fatal("the fork does not count the grant it holds, or the book counted it before it was added")
+	}
+	w.add(g)
+	if p := w.book.Policy(); !p.Unchanged(fp, ns) || !p.Allowed(agent("b"), ns, Read) {
+		t.Fatal("the book evaluated again the records its fork had evaluated")
+	}
+
+	g2 := grant("c")
+	stale := w.book.Fork(ns)
+	w.book.KeysChanged()
+	if err := stale.AddRecord(g2); err != nil {
+		t.Fatal(err)
+	}
+	sp := stale.Policy()
+	w.add(g2)
+	if p := w.book.Policy(); p.Unchanged(sp, ns) || !p.Allowed(agent("c"), ns, Read) {
+		t.Fatal("the book took an evaluation made before KeysChanged")
+	}
+}
