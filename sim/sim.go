@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
@@ -69,6 +70,7 @@ type Sim struct {
 	cfg       Config
 	seals     *crdt.SealCache // the seals verified, for every node
 	deltaSigs *crdt.SealCache // the delta signatures verified, for every node
+	aclSigs   *acl.SigCache   // the acl record signatures verified, for every node
 	// values holds once the stored bytes equal between nodes (each node's
 	// store.MemKV shares it): converged nodes hold the same records, which
 	// real nodes would each keep on their own disk.
@@ -152,7 +154,7 @@ func New(cfg Config) (*Sim, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18), values: store.NewValueTable(),
+	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18), aclSigs: acl.NewSigCache(1 << 16), values: store.NewValueTable(),
 		cfg:     cfg,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x6d6e656d6f)),
 		codec:   wire.NewCodec(0),

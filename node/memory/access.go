@@ -102,7 +102,10 @@ func resolveIdentity(cfg Config) (acl.Identity, error) {
 // runs before the store is scanned.
 func (s *Service) initACL(id acl.Identity) error {
 	s.acl.id = id
-	s.acl.sigs = acl.NewSigCache(0)
+	s.acl.sigs = s.cfg.ACLSigs
+	if s.acl.sigs == nil {
+		s.acl.sigs = acl.NewSigCache(0)
+	}
 	s.acl.book = acl.NewBook(s.keyOf)
 	s.acl.book.SetSigCache(s.acl.sigs)
 	s.acl.policy.Store(s.acl.book.Policy())

@@ -62,6 +62,10 @@ type Config struct {
 	// KeyOf binds principals of other nodes to their node keys (membership).
 	// Default: none. Must be safe for concurrent use.
 	KeyOf func(namespace.Address) (ed25519.PublicKey, bool)
+	// ACLSigs remembers the acl record signatures verified; default one
+	// of the Service's own. The simulator shares one between its nodes
+	// (every node verifies the same records, with the same result).
+	ACLSigs *acl.SigCache
 	// AutoPromote mirrors eligible saves into a shared namespace; default off.
 	AutoPromote AutoPromote
 	// Features are the feature packages to attach (Feature.Attach), after
