@@ -244,13 +244,21 @@ func (s *Sim) checkAcked(v []string) []string {
 	ctx := context.Background()
 	retracted := s.retractedSet()
 	var lost []string
+	contexts := map[string]map[int]*crdt.Context{} // ns → node → its context, read once (a copy each time)
 	for _, op := range s.acked {
 		j, ok := s.nsIdx[op.ns]
 		if !ok {
 			continue
 		}
+		if contexts[op.ns] == nil {
+			contexts[op.ns] = map[int]*crdt.Context{}
+		}
 		for _, n := range s.finalHolders(j) {
-			c := n.svc.Store().Context(op.ns)
+			c := contexts[op.ns][n.idx]
+			if c == nil {
+				c = n.svc.Store().Context(op.ns)
+				contexts[op.ns][n.idx] = c
+			}
 			ok := true
 			for _, d := range op.dots {
 				ok = ok && c.Contains(d)
