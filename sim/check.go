@@ -221,6 +221,7 @@ func (s *Sim) checkConvergence(v []string, sv *survey) []string {
 			v = append(v, fmt.Sprintf("convergence: inbox %s on %s (target) has %d records, on %s (writer) %d", p.ns, p.target.id, b.len, p.writer.id, a.len))
 		}
 	}
+	diffs := 0
 	for j, ns := range s.nss {
 		hs := s.finalHolders(j)
 		if len(hs) == 0 {
@@ -229,8 +230,12 @@ func (s *Sim) checkConvergence(v []string, sv *survey) []string {
 		ref := sv.of(hs[0], ns)
 		for _, n := range hs[1:] {
 			if m := sv.of(n, ns); m.digest != ref.digest {
-				v = append(v, fmt.Sprintf("convergence: %s on %s has digest %.12s, on %s %.12s (%d vs %d records)",
-					ns, n.id, m.digest, hs[0].id, ref.digest, m.len, ref.len))
+				how := "" // what differs, for the first few (each decodes both states)
+				if diffs++; diffs <= 3 {
+					how = ": " + stateDiff(n.state(ns), hs[0].state(ns))
+				}
+				v = append(v, fmt.Sprintf("convergence: %s on %s has digest %.12s, on %s %.12s (%d vs %d records)%s",
+					ns, n.id, m.digest, hs[0].id, ref.digest, m.len, ref.len, how))
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -92,6 +93,10 @@ func TestCheckersCatchViolations(t *testing.T) {
 			}
 			if !found {
 				t.Fatalf("no %q violation in %q", c.prefix, r.Violations)
+			}
+			// A divergence says what differs: the tampered holder's record.
+			if c.hook.tamper && !regexp.MustCompile(`only in the (first|second): 1 \(\w+\)`).MatchString(r.Violations[0]) {
+				t.Fatalf("the divergence does not name the record only one holder has: %q", r.Violations[0])
 			}
 		})
 	}
