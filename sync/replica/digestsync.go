@@ -65,50 +65,59 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 		if len(ret) == 0 {
 			sendRetracted = false
 		}
-		// Records stream out in batches. A batch's context claims the dots
-		// both sides have seen (so a dot the requester holds in a sent record
-		// and this side removed is dropped there) plus the batch's own dots;
-		// the last batch also claims the dots removed here that the requester
-		// never saw. No batch claims a dot of a record still to come, so a
-		// lost batch is found missing again by the next sync.
+		// Records go out in batches. Every batch's context claims the dots
+		// both sides have seen (so a dot the requester holds in a sent
+		// record and this side removed is dropped there) and the dots
+		// removed here that the requester never saw: a batch that brought
+		// a record past a removal without the removed dot would let the
+		// requester take that dot back from a peer that never saw the
+		// removal, and then hold it for good with a context equal to
+		// everyone's (the simulator found this at 100 nodes). Which dots
+		// were removed is known once every record is found, so the
+		// batches are made first and sent then. No batch claims a dot of
+		// a record still to come (no record holds a removed dot), so a
+		// lost batch is found missing again by the next sync. The last
+		// batch carries the retracted ids.
 		shared := ctx.Intersect(have)
+		var batches []map[string]*crdt.Record
 		batch := map[string]*crdt.Record{}
 		size := 0
-		emit := func(last bool, removed *crdt.Context) {
-			ctx := shared.Clone()
-			var rids []string
-			if last {
-				if removed != nil {
-					ctx.Join(removed)
-				}
-				if sendRetracted {
-					rids = ret
-				}
+		removed, err := e.st.Missing(ns, have, func(id string, rec *crdt.Record) error {
+			batch[id] = rec
+			size += len(crdt.EncodeRecord(rec)) + len(id)
+			if size >= e.cfg.BatchMaxBytes {
+				batches = append(batches, batch)
+				batch, size = map[string]*crdt.Record{}, 0
 			}
-			d := crdt.AssembleMap(ctx, batch, rids)
+			return nil
+		})
+		if err != nil {
+			// The batches made so far go, claiming only what both sides
+			// have seen: the removals wait for the next sync.
+			e.stateErr(p, fmt.Errorf("replica: answering %s's sync of %s: %w", p.ID, ns, err))
+			removed, sendRetracted = nil, false
+		} else if len(batch) > 0 || (removed != nil && !removed.IsEmpty()) || sendRetracted {
+			batches = append(batches, batch)
+		}
+		claims := shared
+		if removed != nil && !removed.IsEmpty() {
+			claims = shared.Clone()
+			claims.Join(removed)
+		}
+		for i, b := range batches {
+			var rids []string
+			if sendRetracted && i == len(batches)-1 {
+				rids = ret
+			}
+			d := crdt.AssembleMap(claims.Clone(), b, rids)
 			nd := wire.NamespaceDelta{Namespace: ns, Delta: d.Encode()}
 			nd.Sign(wire.KindSyncReply, e.cfg.Signer)
 			msg := &wire.Message{Kind: wire.KindSyncReply, Deltas: []wire.NamespaceDelta{nd}}
 			p.stats.BytesSent += uint64(msg.Size())
 			e.send(p.ID, msg)
-			batch, size = map[string]*crdt.Record{}, 0
 		}
-		removed, err := e.st.Missing(ns, have, func(id string, rec *crdt.Record) error {
-			batch[id] = rec
-			size += len(crdt.EncodeRecord(rec)) + len(id)
-			if size >= e.cfg.BatchMaxBytes {
-				emit(false, nil)
-			}
-			return nil
-		})
 		if err != nil {
-			// Batches already sent stand (each claims only its own dots and
-			// what both sides have seen); the rest waits for the next sync.
-			e.stateErr(p, fmt.Errorf("replica: answering %s's sync of %s: %w", p.ID, ns, err))
 			continue
-		}
-		if len(batch) > 0 || (removed != nil && !removed.IsEmpty()) || sendRetracted {
-			emit(true, removed)
 		}
 		p.answered[ns] = e.now
 		delete(p.joining, ns)

@@ -60,10 +60,12 @@
 // holding a dot outside that context, in batches. A batch's context claims
 // the dots both sides have seen plus the batch's own dots, so a dot the
 // requester still holds in a sent record but this side removed is dropped
-// there; the last batch also claims the dots removed here that the requester
-// never saw, and carries the retracted ids when the digests differ. No batch
-// claims a dot of a record still to come, so a lost batch is found missing
-// again by the next sync. Sync runs on queue overflow, after an ack timeout
+// there; every batch also claims the dots removed here that the requester
+// never saw (a batch that carried a record past a removal without them would
+// let the requester take the removed dot back from a peer that never saw the
+// removal, and keep it for good), and the last carries the retracted ids
+// when the digests differ. No batch claims a dot of a record still to come,
+// so a lost batch is found missing again by the next sync. Sync runs on queue overflow, after an ack timeout
 // (unless this side has answered a sync of that namespace from the peer
 // since the batch left: that answer already carried what the batch did),
 // on request (RequestSync: catch-up), when a peer joins, and every

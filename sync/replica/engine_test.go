@@ -29,6 +29,8 @@ type cluster struct {
 	loss  float64
 	bytes int
 	msgs  int
+	// drop, when set, loses the messages it picks.
+	drop func(from, to PeerID, m *wire.Message) bool
 }
 
 type node struct {
@@ -145,6 +147,9 @@ func (c *cluster) drain(nd *node) (moved bool) {
 		c.msgs++
 		c.bytes += len(f)
 		if c.loss > 0 && c.rng.Float64() < c.loss {
+			continue
+		}
+		if c.drop != nil && c.drop(nd.id, env.To, env.Msg) {
 			continue
 		}
 		to := c.byID(env.To)
