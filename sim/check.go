@@ -29,9 +29,12 @@ func (s *Sim) finalHolders(j int) []*simNode {
 // converged is the cheap test the quiet phase polls: every holder of each
 // namespace has the same causal context as the first. Equal digests are
 // checked after (check), and a difference there is a violation.
+// When it is not, s.lagging says which holder lagged where (the report's
+// LastToConverge: what held the quiet phase longest).
 func (s *Sim) converged() bool {
 	for _, p := range s.inboxPairs() {
-		if !p.target.svc.Store().Context(p.ns).Equal(p.writer.svc.Store().Context(p.ns)) {
+		if a, b := p.target.svc.Store().Context(p.ns), p.writer.svc.Store().Context(p.ns); !a.Equal(b) {
+			s.lagging = lagging(p.ns, p.target, a, p.writer, b)
 			return false
 		}
 	}
@@ -42,12 +45,19 @@ func (s *Sim) converged() bool {
 		}
 		want := hs[0].svc.Store().Context(ns)
 		for _, n := range hs[1:] {
-			if !n.svc.Store().Context(ns).Equal(want) {
+			if c := n.svc.Store().Context(ns); !c.Equal(want) {
+				s.lagging = lagging(ns, n, c, hs[0], want)
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// lagging describes two holders of ns whose contexts differ: the dot
+// ranges each lacks of the other's.
+func lagging(ns string, a *simNode, ac *crdt.Context, b *simNode, bc *crdt.Context) string {
+	return fmt.Sprintf("%s: %s lacks %v of %s, which lacks %v", ns, a.id, ac.Missing(bc), b.id, bc.Missing(ac))
 }
 
 // limited appends at most three of viols, then a count of the rest.

@@ -19,7 +19,11 @@ type Report struct {
 	Violations []string `json:"violations"`
 	// VirtualMS is the virtual time from the end of the last fault (the
 	// network healed) to convergence.
-	VirtualMS      int64    `json:"virtual_ms"`
+	VirtualMS int64 `json:"virtual_ms"`
+	// LastToConverge is the last difference the quiet phase saw before
+	// convergence (or at its limit): a namespace, two holders and the dot
+	// ranges each lacked of the other's.
+	LastToConverge string   `json:"last_to_converge,omitempty"`
 	TotalVirtualMS int64    `json:"total_virtual_ms"`
 	Messages       uint64   `json:"messages"`
 	Bytes          uint64   `json:"bytes"`
@@ -89,6 +93,7 @@ func (s *Sim) report(wall time.Duration) *Report {
 	if s.convergedAt != 0 {
 		r.VirtualMS = (s.convergedAt - s.quietAt).Milliseconds()
 	}
+	r.LastToConverge = s.lagging
 	if t.applied > 0 {
 		r.BytesPerDelta = float64(s.stats.bytes) / float64(t.applied)
 	}
@@ -137,6 +142,9 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "governance: %d shares and promotions, %d edits, %d decisions, %d capsules (%d revoked), %d projections\n",
 		r.Shares, r.Edits, r.Decisions, r.Capsules, r.CapsuleRevokes, r.Projections)
 	fmt.Fprintf(w, "virtual time to converge after the last fault: %d ms (run: %d ms)\n", r.VirtualMS, r.TotalVirtualMS)
+	if r.LastToConverge != "" {
+		fmt.Fprintf(w, "  the last to converge: %s\n", r.LastToConverge)
+	}
 	fmt.Fprintf(w, "messages: %d, %d bytes; deltas applied %d (%.0f bytes per delta)\n", r.Messages, r.Bytes, r.DeltasApplied, r.BytesPerDelta)
 	fmt.Fprintf(w, "  delta frames %d (%d bytes), sync frames %d (%d bytes); minimum K·(N−1)·delta %d bytes\n",
 		r.DeltaMessages, r.DeltaBytes, r.SyncMessages, r.SyncBytes, r.MinDeltaBytes)

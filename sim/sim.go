@@ -100,7 +100,8 @@ type Sim struct {
 	quiet              bool
 	quietAt            time.Duration
 	convergedAt        time.Duration
-	pending            int // deliveries scheduled
+	lagging            string // the last pair of holders converged found apart
+	pending            int    // deliveries scheduled
 	trace              hash.Hash
 	traceOut           io.Writer
 
