@@ -40,16 +40,19 @@ type Book struct {
 	// and writes (KeysChanged starts a new one).
 	memo *evalMemo
 	gen  uint64
+	fork bool // made by Fork: its evaluations go into memo for the book
 }
 
-// evalMemo remembers the last evaluations of a book and its forks by root
-// and set of records. A peer's delta that brings acl records is checked
-// against a fork holding them (memory.Service.PolicyWithDelta), and the
-// book evaluates the same set again once the delta is applied: the second
-// evaluation is found here. At most evalMemoMax entries (then it starts
-// afresh); entries of an older generation (before KeysChanged) are never
-// read. Safe for concurrent use: a fork is evaluated outside the lock
-// that guards its book.
+// evalMemo hands a fork's evaluations to its book, by root and set of
+// records. A peer's delta that brings acl records is checked against a fork
+// holding them (memory.Service.PolicyWithDelta), and the book evaluates the
+// same set again once the delta is applied: it finds the fork's evaluation
+// here and takes it out. Forks put, books take; at most evalMemoMax entries
+// (then it starts afresh), since each holds a whole namespace's evaluation
+// (64 of them per node were 40% of a 100-node simulation's heap). Entries
+// of an older generation (before KeysChanged) are never read. Safe for
+// concurrent use: a fork is evaluated outside the lock that guards its
+// book.
 type evalMemo struct {
 	mu  sync.Mutex
 	gen uint64
@@ -61,15 +64,20 @@ type evalKey struct {
 	ids  [32]byte // SHA-256 over the sorted record ids and signatures
 }
 
-const evalMemoMax = 64
+const evalMemoMax = 8
 
-func (m *evalMemo) get(gen uint64, k evalKey) *nsState {
+// get returns the evaluation of k, taking it out if take.
+func (m *evalMemo) get(gen uint64, k evalKey, take bool) *nsState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if gen != m.gen {
 		return nil
 	}
-	return m.m[k]
+	st := m.m[k]
+	if take {
+		delete(m.m, k)
+	}
+	return st
 }
 
 func (m *evalMemo) put(gen uint64, k evalKey, st *nsState) {
@@ -188,7 +196,7 @@ func (b *Book) AddSet(s *crdt.GSet) error {
 func (b *Book) Fork(roots ...namespace.Address) *Book {
 	f := NewBook(b.keyOf)
 	f.sigs = b.sigs
-	f.memo, f.gen = b.memo, b.gen
+	f.memo, f.gen, f.fork = b.memo, b.gen, true
 	for _, root := range roots {
 		if m, ok := b.recs[root]; ok {
 			f.recs[root] = maps.Clone(m)
@@ -241,13 +249,15 @@ func (b *Book) Policy() *Policy {
 		if !ok {
 			ids := sortedKeys(m)
 			k := idsKey(ns, ids, m)
-			if st = b.memo.get(b.gen, k); st == nil {
+			if st = b.memo.get(b.gen, k, !b.fork); st == nil {
 				recs := make([]SignedRecord, 0, len(m))
 				for _, id := range ids {
 					recs = append(recs, m[id])
 				}
 				st = evaluate(ns, recs, ids, b.keyOf) // the keys are the records' ids
-				b.memo.put(b.gen, k, st)
+				if b.fork {
+					b.memo.put(b.gen, k, st)
+				}
 			}
 			b.evaluated[ns] = st
 		}
