@@ -111,6 +111,19 @@
 // seed 1097, shrunk from 150 operations and 13 faults to 3 and 4:
 // testdata/scenarios/lost-sync-answer.txt). Fixed in sync/replica: a
 // sync answer owed is asked for again (TestLostSyncAnswerAskedAgain).
+// (4) At 100 nodes × 10k ops, one node of a team namespace kept a set
+// element every other node had removed, with a context equal to everyone's
+// (944 vs 944 records, one record apart by one dot; the divergence report
+// names it since). A sync answer goes out in batches and only the last
+// claimed the dots removed on the answering side; with that batch lost,
+// the requester held a record past a removal without the removed dot,
+// took the old element back from a peer that never saw the removal, and
+// kept it for good. Fixed in sync/replica: every batch claims the removed
+// dots (TestSplitSyncAnswerCarriesRemovals). Not fixed: a batch of a sync
+// answer lost after an earlier batch arrived is repaired only when
+// anti-entropy picks that pair again (the requester stops asking once an
+// answer begins), which at 100 nodes took one projection inbox 210 s of
+// quiet to converge (the report's "last to converge" line).
 //
 // # Scenarios (testdata/scenarios, format on Scenario)
 //
