@@ -64,8 +64,9 @@
 // agents a member hosts is never taken from what it advertises: every node
 // claims its local principals with bindings signed by its key (bindings.go,
 // acl.Binding), sends them to each member that joins (asking for the
-// member's in return, every tick until they arrive) and to every member
-// each BindingsInterval, and admits what it receives into its acl.Directory
+// member's in return, every tick until they arrive), sends every member a
+// digest of them each BindingsInterval (a peer whose digest differs answers
+// with its own and asks for the sender's), and admits what it receives into its acl.Directory
 // (first claim stands, a conflicting claim is refused and counted in
 // Status.BindingConflicts, only a hand-over moves an agent). The directory
 // is stored, so a node restarted alone still verifies the grants it holds,
