@@ -92,11 +92,14 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			return nil
 		})
 		if err != nil {
-			// The batches made so far go, claiming only what both sides
-			// have seen: the removals wait for the next sync.
+			// Nothing goes: a batch without the removed dots (known only
+			// once every record is found) could carry a record past a
+			// removal the requester never saw, the very gap the claims
+			// close. The requester's next sync asks again.
 			e.stateErr(p, fmt.Errorf("replica: answering %s's sync of %s: %w", p.ID, ns, err))
-			removed, sendRetracted = nil, false
-		} else if len(batch) > 0 || (removed != nil && !removed.IsEmpty()) || sendRetracted {
+			continue
+		}
+		if len(batch) > 0 || (removed != nil && !removed.IsEmpty()) || sendRetracted {
 			batches = append(batches, batch)
 		}
 		claims := shared
@@ -115,9 +118,6 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			msg := &wire.Message{Kind: wire.KindSyncReply, Deltas: []wire.NamespaceDelta{nd}}
 			p.stats.BytesSent += uint64(msg.Size())
 			e.send(p.ID, msg)
-		}
-		if err != nil {
-			continue
 		}
 		p.answered[ns] = e.now
 		delete(p.joining, ns)

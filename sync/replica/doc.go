@@ -31,8 +31,10 @@
 //     apply then); if the node refuses it once released, the refusal is
 //     reported and anti-entropy repairs it.
 //   - Errors of State while answering or asking for a sync are counted
-//     (PeerStats.StateErrors) and reported in Ready.Errors; that sync is not
-//     (fully) answered, and the requester's next sync asks again.
+//     (PeerStats.StateErrors) and reported in Ready.Errors; that namespace
+//     of the sync is not answered at all (no batch goes without the removal
+//     claims, known only at the walk's end), and the requester's next sync
+//     asks again.
 //   - A Ready taken without Advance since the last one counts the earlier
 //     deltas as all applied (a driver that never refuses).
 //

@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/wire"
@@ -93,4 +95,156 @@ func TestSplitSyncAnswerCarriesRemovals(t *testing.T) {
 	if !c.converged(ns) {
 		t.Fatal("not converged")
 	}
+}
+
+// Like TestSplitSyncAnswerCarriesRemovals, but no sync message is lost:
+// n1 asks n0 and n2 at once, and n2's answer (still holding the tag) lands
+// between n0's batch carrying m1 and n0's last batch (claiming the removed
+// dot). Every message of the exchange is delivered.
+func TestSplitSyncAnswerInterleaved(t *testing.T) {
+	c := newCluster(t, 3, Config{BatchMaxBytes: 1}, openPolicy{}, 9) // one record per batch
+	c.pump(10)
+	n0, n1, n2 := c.nodes[0], c.nodes[1], c.nodes[2]
+	const ns = "team://a"
+	m := n0.st.Map(ns)
+	local := func(d *crdt.Map) { n0.eng.LocalDelta(ns, sealInto(m, ns, d, n0.signer)) }
+
+	// n1 is cut off while n0 saves m1 with the tag "auth" (n2 hears of it) ...
+	c.drop = func(_, to PeerID, _ *wire.Message) bool { return to == n1.id }
+	n0.clock.Observe(m.MaxTimestamp(), c.now)
+	d1, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m1", "title", []byte("t"))
+	d2, _ := m.Add(n0.rep, "m1", "tags", "auth")
+	d1.Join(d2)
+	local(d1)
+	c.pump(10)
+	// ... and n0 is cut off while it removes the tag and saves m2.
+	c.drop = func(from, _ PeerID, _ *wire.Message) bool { return from == n0.id }
+	e, _ := m.Edit(n0.rep, "m1", crdt.DefaultLimits())
+	e.Remove("tags", "auth")
+	_ = e.Set(n0.clock.Now(c.now), "ua", []byte("x"))
+	local(e.Delta())
+	d3, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m2", "title", []byte("u"))
+	local(d3)
+	c.pump(10)
+
+	// Healed. n1 asks n0 and n2 at once; n0's batches after the one
+	// carrying m1 are delayed (not lost) until n2's answer is in.
+	var late []envelopeFrom
+	c.drop = func(from, to PeerID, msg *wire.Message) bool {
+		if from != n0.id || to != n1.id || msg.Kind != wire.KindSyncReply || len(msg.Deltas) == 0 {
+			return false
+		}
+		for _, d := range msg.Deltas {
+			dm, err := crdt.DecodeMap(d.Delta, crdt.DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dm.Entry("m1") != nil {
+				return false
+			}
+		}
+		f, err := c.codec.Encode(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		late = append(late, envelopeFrom{from, f})
+		return true
+	}
+	if err := n1.eng.RequestSync(n0.id, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := n1.eng.RequestSync(n2.id, ns); err != nil {
+		t.Fatal(err)
+	}
+	c.pump(10)
+	if len(late) == 0 {
+		t.Fatal("the scenario did not happen: nothing delayed")
+	}
+	c.drop = nil
+	n1.inbox = append(n1.inbox, late...)
+	c.pump(10)
+
+	for range 3 {
+		for _, a := range c.nodes {
+			for _, b := range c.nodes {
+				if a != b {
+					if err := a.eng.RequestSync(b.id, ns); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		c.pump(20)
+	}
+	for _, nd := range c.nodes {
+		if r, _ := nd.st.Map(ns).Get("m1"); r == nil || r.HasElement("tags", "auth") {
+			t.Errorf("%s: the removed tag survived every sync (m1 %v)", nd.id, r != nil)
+		}
+	}
+	if !c.converged(ns) {
+		t.Error("not converged")
+	}
+}
+
+// A sync answer whose walk of the state fails partway sends no batch of
+// that namespace: the removed dots are known only at the walk's end, and
+// a batch without them could carry a record past a removal the requester
+// never saw. The requester's next sync asks again.
+func TestSyncAnswerFailingPartwaySendsNothing(t *testing.T) {
+	errDisk := errors.New("test: disk")
+	st := partwayState{MemState: NewMemState(), err: errDisk}
+	st.Map("team://a")
+	e0 := New(testConfig(Config{AntiEntropyInterval: time.Hour, BatchMaxBytes: 1}, "n0", 0), st, openPolicy{})
+	signer, rep := testSigner(0)
+	for _, id := range []string{"m1", "m2", "m3"} {
+		m := st.Map("team://a")
+		d, _ := m.Set(rep, crdt.Timestamp(1), id, "title", []byte(id))
+		e0.LocalDelta("team://a", sealInto(m, "team://a", d, signer))
+	}
+	st1 := NewMemState()
+	st1.Map("team://a")
+	e1 := New(testConfig(Config{AntiEntropyInterval: time.Hour}, "n1", 1), st1, openPolicy{})
+	peers := []Peer{testPeer("n0", 0), testPeer("n1", 1)}
+	e0.SetPeers(peers)
+	e1.SetPeers(peers)
+	e0.Ready()
+	e0.Advance(nil)
+	var req *wire.Message
+	for _, env := range e1.Ready().Messages {
+		if env.Msg.Kind == wire.KindSyncRequest {
+			req = env.Msg
+		}
+	}
+	if req == nil {
+		t.Fatal("n1 asked for no sync on joining")
+	}
+	if err := e0.Step("n1", req); err != nil {
+		t.Fatal(err)
+	}
+	rd := e0.Ready()
+	if len(rd.Errors) == 0 || !errors.Is(rd.Errors[0], errDisk) {
+		t.Fatalf("want the walk's error reported, got %v", rd.Errors)
+	}
+	for _, env := range rd.Messages {
+		if env.To == "n1" && env.Msg.Kind == wire.KindSyncReply && len(env.Msg.Deltas) > 0 {
+			t.Fatalf("a batch of a failed walk went out (%d deltas)", len(env.Msg.Deltas))
+		}
+	}
+}
+
+// partwayState is a MemState whose Missing finds one record, then fails.
+type partwayState struct {
+	*MemState
+	err error
+}
+
+func (s partwayState) Missing(ns string, have *crdt.Context, fn func(string, *crdt.Record) error) (*crdt.Context, error) {
+	n := 0
+	_, err := s.MemState.Missing(ns, have, func(id string, r *crdt.Record) error {
+		if n++; n > 1 {
+			return s.err
+		}
+		return fn(id, r)
+	})
+	return nil, err
 }
