@@ -156,8 +156,12 @@ func reindex(w Writer, ns, id string, old, new *crdt.Record, before, after *crdt
 // and returns the dots of ns's context outside have that no record holds:
 // what a replica whose context is have lacks. Entries whose id starts with
 // first come before the others (records that authorise the rest, such as
-// signed grants, should arrive no later than what they authorise); within
-// each group, id order.
+// signed grants, should arrive no later than what they authorise), in the
+// order of their latest timestamp, so that a grant comes after the grant
+// that let its signer make it (the hybrid clock runs ahead of every
+// timestamp a node has seen) and an answer split in batches never holds,
+// in every batch, a grant whose authority is in a later one; the others
+// follow in id order.
 //
 // It reads the dot index for the ranges of the context have lacks, and
 // then only the entries found, so its cost follows what is missing, not
@@ -196,6 +200,11 @@ func (s *Store) missing(ns string, have *crdt.Context, first string, fn func(id 
 		}
 		return fn(id, rec)
 	}
+	var grants *causalFirst
+	if first != "" {
+		grants = &causalFirst{prefix: first, fn: fn}
+		fn = grants.add
+	}
 	err := s.kv.View(func(r Reader) error {
 		if how == missingAuto {
 			how = missingIndex
@@ -208,10 +217,57 @@ func (s *Store) missing(ns string, have *crdt.Context, first string, fn func(id 
 		}
 		return s.missingByIndex(r, ns, ranges, first, report)
 	})
+	if err == nil && grants != nil {
+		err = grants.flush()
+	}
 	if err != nil {
 		return nil, err
 	}
 	return crdt.RemovedDots(ctx, have, attached), nil
+}
+
+// causalFirst passes on the records whose id starts with prefix, which
+// both walks report before the others, in the order of their latest
+// timestamp (then id) rather than id order, and the others as they come.
+type causalFirst struct {
+	prefix  string
+	fn      func(id string, rec *crdt.Record) error
+	held    []heldRecord
+	flushed bool
+}
+
+type heldRecord struct {
+	id  string
+	rec *crdt.Record
+	ts  crdt.Timestamp
+}
+
+func (c *causalFirst) add(id string, rec *crdt.Record) error {
+	if !c.flushed && strings.HasPrefix(id, c.prefix) {
+		c.held = append(c.held, heldRecord{id, rec, rec.MaxTimestamp()})
+		return nil
+	}
+	if err := c.flush(); err != nil {
+		return err
+	}
+	return c.fn(id, rec)
+}
+
+func (c *causalFirst) flush() error {
+	if c.flushed {
+		return nil
+	}
+	c.flushed = true
+	slices.SortFunc(c.held, func(a, b heldRecord) int {
+		return cmp.Or(cmp.Compare(a.ts, b.ts), strings.Compare(a.id, b.id))
+	})
+	for _, h := range c.held {
+		if err := c.fn(h.id, h.rec); err != nil {
+			return err
+		}
+	}
+	c.held = nil
+	return nil
 }
 
 func dotCount(rs []crdt.DotRange) uint64 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +17,16 @@ import (
 )
 
 // scanMissing is Store.Missing as it was before the dot index: two scans of
-// the namespace. It is the oracle of TestMissingMatchesScan.
+// the namespace, the entries starting with first sorted by their latest
+// timestamp. It is the oracle of TestMissingMatchesScan.
 func scanMissing(s *store.Store, ns string, have *crdt.Context, first string, fn func(id string, rec *crdt.Record) error) (*crdt.Context, error) {
 	ctx := s.Context(ns)
 	attached := map[crdt.Dot]struct{}{}
+	type entry struct {
+		id  string
+		rec *crdt.Record
+	}
+	var firsts []entry
 	visit := func(wantFirst bool) error {
 		return s.Scan(ns, func(_, id string, rec *crdt.Record) error {
 			if first != "" && strings.HasPrefix(id, first) != wantFirst {
@@ -32,7 +39,10 @@ func scanMissing(s *store.Store, ns string, have *crdt.Context, first string, fn
 					outside = true
 				}
 			}
-			if outside {
+			switch {
+			case outside && wantFirst:
+				firsts = append(firsts, entry{id, rec})
+			case outside:
 				return fn(id, rec)
 			}
 			return nil
@@ -41,6 +51,12 @@ func scanMissing(s *store.Store, ns string, have *crdt.Context, first string, fn
 	if first != "" {
 		if err := visit(true); err != nil {
 			return nil, err
+		}
+		sort.SliceStable(firsts, func(i, j int) bool { return firsts[i].rec.MaxTimestamp() < firsts[j].rec.MaxTimestamp() })
+		for _, e := range firsts {
+			if err := fn(e.id, e.rec); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := visit(false); err != nil {
