@@ -189,6 +189,9 @@ func (c Config) ReplayCommand() string {
 	if c.SkewedNodes > 0 && c.Skew > 0 {
 		fmt.Fprintf(&b, " --skewed-nodes %d --skew %v", c.SkewedNodes, c.Skew)
 	}
+	if c.Engine.BatchMaxBytes > 0 {
+		fmt.Fprintf(&b, " --batch %d", c.Engine.BatchMaxBytes)
+	}
 	if c.MaxSkew != 5*time.Second {
 		fmt.Fprintf(&b, " --max-skew %v", c.MaxSkew)
 	}
