@@ -48,8 +48,13 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			if len(ctx.Missing(have)) > 0 {
 				// The requester holds dots we lack: its answer to our
 				// context is owed, and asked for again if it is lost
-				// (Tick), as our own requests are.
-				p.asked[ns] = asking{at: e.now, tries: p.asked[ns].tries}
+				// (Tick), as our own requests are, until we hold what it
+				// had (if it may write ns: a reader sends no content).
+				a := asking{at: e.now, tries: p.asked[ns].tries}
+				if e.pol.ReplicaMayWrite(p.Replica, ns) {
+					a.want = have
+				}
+				p.asked[ns] = a
 			}
 		}
 		if !e.pol.PeerMayRead(p.Peer, ns) {

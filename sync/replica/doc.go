@@ -67,7 +67,11 @@
 // let the requester take the removed dot back from a peer that never saw the
 // removal, and keep it for good), and the last carries the retracted ids
 // when the digests differ. No batch claims a dot of a record still to come,
-// so a lost batch is found missing again by the next sync. Sync runs on queue overflow, after an ack timeout
+// so a lost batch is found missing again by the next sync. The answer ends
+// with the responder's context, and the requester holds its request owed
+// until its own context covers that one (if the responder may write the
+// namespace): a lost batch is asked for again after AckTimeout, at most
+// three times in a row, not left to anti-entropy's random pick of a peer. Sync runs on queue overflow, after an ack timeout
 // (unless this side has answered a sync of that namespace from the peer
 // since the batch left: that answer already carried what the batch did),
 // on request (RequestSync: catch-up), when a peer joins, and every

@@ -239,10 +239,17 @@ type peerState struct {
 }
 
 // asking is a sync request waiting for the peer's answer: when it left,
-// and how many requests in a row went unanswered.
+// how many requests in a row went unanswered, and, once known, the
+// peer's context when it answered (want). An answer comes in batches,
+// and its last message is the peer's context: the request stays owed
+// until this node's context covers want, so a lost batch is asked for
+// again on the next timeout instead of waiting for anti-entropy to pick
+// that peer (the simulator found an inbox whose only writer was never
+// picked again in five minutes).
 type asking struct {
 	at    time.Time
 	tries int
+	want  *crdt.Context
 }
 
 // syncTries bounds the requests in a row for one namespace that a peer
@@ -569,7 +576,9 @@ func (e *Engine) requestSync(p *peerState) {
 			continue
 		}
 		msg.Contexts = append(msg.Contexts, nc)
-		p.asked[ns] = asking{at: e.now, tries: p.asked[ns].tries + 1}
+		a := p.asked[ns]
+		a.at, a.tries = e.now, a.tries+1
+		p.asked[ns] = a
 	}
 	if len(msg.Contexts) == 0 {
 		return
@@ -614,6 +623,8 @@ func (e *Engine) Tick(now time.Time) {
 		for _, ns := range slices.Sorted(maps.Keys(p.asked)) {
 			a := p.asked[ns]
 			switch {
+			case a.want != nil && len(e.st.Context(ns).Missing(a.want)) == 0:
+				delete(p.asked, ns) // everything the peer had is here
 			case now.Sub(a.at) < e.cfg.AckTimeout:
 			case a.tries >= syncTries:
 				delete(p.asked, ns) // anti-entropy's turn

@@ -34,11 +34,23 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 	case wire.KindSyncRequest:
 		e.answerSync(p, m)
 	case wire.KindSyncReply:
-		for _, nd := range m.Deltas {
-			delete(p.asked, nd.Namespace) // answered
-		}
 		for _, nc := range m.Contexts {
-			delete(p.asked, nc.Namespace)
+			// The answer's last message: the request is settled once this
+			// node holds what the peer had (Tick), so a lost batch of it
+			// is asked for again. A peer that may not write ns sends no
+			// content, so nothing more is owed by it.
+			a, ok := p.asked[nc.Namespace]
+			if !ok {
+				continue
+			}
+			theirs, err := crdt.DecodeContext(nc.Context, e.cfg.Limits)
+			if err != nil || !e.pol.ReplicaMayWrite(p.Replica, nc.Namespace) ||
+				len(e.st.Context(nc.Namespace).Missing(theirs)) == 0 {
+				delete(p.asked, nc.Namespace)
+				continue
+			}
+			a.want = theirs
+			p.asked[nc.Namespace] = a
 		}
 		// What this reply brings may complete what held deltas wait for:
 		// they are released once it is applied (Advance).

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -247,4 +248,63 @@ func (s partwayState) Missing(ns string, have *crdt.Context, fn func(string, *cr
 		return fn(id, r)
 	})
 	return nil, err
+}
+
+// A sync answer comes in batches; losing one of them must not leave the
+// requester waiting for anti-entropy to pick that peer again (one random
+// peer per interval: with many peers, minutes). The request stays owed
+// until the requester holds what the responder had, and is asked again on
+// the next timeout. Anti-entropy is off here, so only that repairs it.
+// Both ways an answer is owed: n1 asks n0 (its request), or n0 asks n1
+// and n1's answer, its empty context, asks n0 back.
+func TestLostSyncBatchIsAskedAgain(t *testing.T) {
+	for _, n1Asks := range []bool{true, false} {
+		c := newCluster(t, 2, Config{BatchMaxBytes: 1, AntiEntropyInterval: time.Hour}, openPolicy{}, 3)
+		c.pump(10)
+		const ns = "team://a"
+		// n0 writes while it knows no peer (nothing in flight to time out).
+		peers := []Peer{testPeer(c.nodes[0].id, 0), testPeer(c.nodes[1].id, 1)}
+		c.nodes[0].eng.SetPeers(peers[:1])
+		c.nodes[1].st.Map(ns)
+		for i := range 5 {
+			c.write(0, ns, fmt.Sprintf("m%d", i), "title", "t")
+		}
+		c.pump(10)
+		// The second batch of n0's answer is lost.
+		batches := 0
+		c.drop = func(from, _ PeerID, m *wire.Message) bool {
+			if from != c.nodes[0].id {
+				return false
+			}
+			if m.Kind == wire.KindSyncRequest {
+				return n1Asks // only n1's request runs
+			}
+			if m.Kind != wire.KindSyncReply || len(m.Deltas) == 0 {
+				return false
+			}
+			batches++
+			return batches == 2
+		}
+		c.nodes[0].eng.SetPeers(peers)
+		if n1Asks {
+			if err := c.nodes[1].eng.RequestSync(c.nodes[0].id, ns); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.pump(10)
+		if batches < 3 || c.converged(ns) {
+			t.Fatalf("n1 asks %v: the scenario did not happen: %d batches, converged %v", n1Asks, batches, c.converged(ns))
+		}
+		c.drop = func(from, _ PeerID, m *wire.Message) bool {
+			return n1Asks && from == c.nodes[0].id && m.Kind == wire.KindSyncRequest
+		}
+		for range 4 {
+			c.tick(11 * time.Second) // past the ack timeout
+			c.pump(10)
+		}
+		if !c.converged(ns) {
+			t.Fatalf("n1 asks %v: the lost batch was never asked for again: n1 has %d of %d records",
+				n1Asks, c.nodes[1].st.Map(ns).Len(), c.nodes[0].st.Map(ns).Len())
+		}
+	}
 }
