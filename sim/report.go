@@ -31,6 +31,10 @@ type Report struct {
 	DeltaBytes     uint64   `json:"delta_bytes"`
 	SyncMessages   uint64   `json:"sync_messages"`
 	SyncBytes      uint64   `json:"sync_bytes"`
+	BindingMsgs    uint64   `json:"binding_messages"`
+	BindingBytes   uint64   `json:"binding_bytes"`
+	AckMessages    uint64   `json:"ack_messages"`
+	AckBytes       uint64   `json:"ack_bytes"`
 	DeltasApplied  uint64   `json:"deltas_applied"`
 	BytesPerDelta  float64  `json:"bytes_per_delta"`
 	MinDeltaBytes  uint64   `json:"min_delta_bytes"`       // Σ over acknowledged ops of delta size × receivers
@@ -73,6 +77,8 @@ func (s *Sim) report(wall time.Duration) *Report {
 		Messages: s.stats.messages, Bytes: s.stats.bytes,
 		DeltaMessages: s.stats.deltaMsgs, DeltaBytes: s.stats.deltaBytes,
 		SyncMessages: s.stats.syncMsgs, SyncBytes: s.stats.syncBytes,
+		BindingMsgs: s.stats.bindingMsgs, BindingBytes: s.stats.bindingBytes,
+		AckMessages: s.stats.ackMsgs, AckBytes: s.stats.ackBytes,
 		DeltasApplied: t.applied, MinDeltaBytes: s.stats.minDeltaBytes, StateBytes: s.stats.stateBytes,
 		Fallbacks: t.fallbacks, MaxQueue: t.maxQueue, QueueBound: s.cfg.Engine.QueueMaxDeltas,
 		Rejected: t.rejected, Dropped: s.stats.dropped, WallMS: wall.Milliseconds(),
@@ -148,6 +154,7 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "messages: %d, %d bytes; deltas applied %d (%.0f bytes per delta)\n", r.Messages, r.Bytes, r.DeltasApplied, r.BytesPerDelta)
 	fmt.Fprintf(w, "  delta frames %d (%d bytes), sync frames %d (%d bytes); minimum K·(N−1)·delta %d bytes\n",
 		r.DeltaMessages, r.DeltaBytes, r.SyncMessages, r.SyncBytes, r.MinDeltaBytes)
+	fmt.Fprintf(w, "  binding frames %d (%d bytes), acks %d (%d bytes)\n", r.BindingMsgs, r.BindingBytes, r.AckMessages, r.AckBytes)
 	fmt.Fprintf(w, "fallbacks to state sync: %d, max queue depth %d (bound %d), rejected %d, dropped %d\n",
 		r.Fallbacks, r.MaxQueue, r.QueueBound, r.Rejected, r.Dropped)
 	fmt.Fprintf(w, "tracked updates: %.2f hops to the farthest holder, %.0f ms mean / %.0f ms worst to reach all\n",

@@ -126,6 +126,8 @@ type counters struct {
 	messages, bytes                    uint64
 	deltaMsgs, deltaBytes              uint64
 	syncMsgs, syncBytes                uint64
+	bindingMsgs, bindingBytes          uint64
+	ackMsgs, ackBytes                  uint64
 	dropped                            uint64
 	ops, skipped                       int
 	saves, updates, deletes            int
@@ -260,6 +262,12 @@ func (s *Sim) send(from *simNode, addr string, frame []byte) {
 	case wire.KindSyncRequest, wire.KindSyncReply:
 		s.stats.syncMsgs++
 		s.stats.syncBytes += uint64(len(frame))
+	case wire.KindBindings:
+		s.stats.bindingMsgs++
+		s.stats.bindingBytes += uint64(len(frame))
+	case wire.KindAck:
+		s.stats.ackMsgs++
+		s.stats.ackBytes += uint64(len(frame))
 	}
 	for _, d := range msg.Deltas {
 		s.checkMayReceive(from, to, d.Namespace, msg.Kind)
