@@ -174,8 +174,8 @@ func (c *Cluster) do(fn func()) error {
 // RefreshAgents claims the node's new principals (after a token or rule
 // adds one), sends the claims to every peer and re-advertises the names.
 func (c *Cluster) RefreshAgents() error {
-	if c.claimAgents() {
-		_ = c.do(c.sendBindings)
+	if added := c.claimAgents(); len(added) > 0 {
+		_ = c.do(func() { c.sendNewBindings(added) })
 	}
 	return c.ms.UpdateMeta(c.advert(c.tr.Addr()))
 }
@@ -235,6 +235,6 @@ func (c *Cluster) Handover(p namespace.Address, to ed25519.PublicKey) (acl.Bindi
 	if err != nil {
 		return acl.Binding{}, err
 	}
-	_ = c.do(c.announceBindings)
+	_ = c.do(func() { c.announceHandover(b) })
 	return b, nil
 }

@@ -122,9 +122,13 @@ type loop struct {
 
 	// loop-owned
 	peers        map[replica.PeerID]peerInfo
-	lastBindings time.Time               // when the bindings were last sent to every peer
-	heard        map[replica.PeerID]bool // peers whose bindings frame arrived
-	senders      map[replica.PeerID]*sender
+	lastBindings time.Time // when the bindings were last sent to every peer
+	lastIndexAsk time.Time // when this node last sent its bindings index asking for what it lacks
+	// bindingsAsked: peers sent this node's index asking for what it lacks,
+	// whose answer has not come yet (asked again after bindingsAskGap).
+	bindingsAsked map[replica.PeerID]asked
+	heard         map[replica.PeerID]bool // peers whose bindings frame arrived
+	senders       map[replica.PeerID]*sender
 
 	applied, rejected, dropped, localOver, conflicts atomic.Uint64
 
@@ -206,13 +210,14 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 	}
 	l := &loop{
 		cfg: cfg, svc: cfg.Service, log: cfg.Logger.With("component", "cluster"), codec: cfg.Codec,
-		self:    replica.PeerID(cfg.Identity.NodeID()),
-		drv:     drv,
-		local:   make(chan localDelta, cfg.LocalQueue),
-		peers:   map[replica.PeerID]peerInfo{},
-		heard:   map[replica.PeerID]bool{},
-		senders: map[replica.PeerID]*sender{},
-		known:   map[string]bool{},
+		self:          replica.PeerID(cfg.Identity.NodeID()),
+		drv:           drv,
+		local:         make(chan localDelta, cfg.LocalQueue),
+		peers:         map[replica.PeerID]peerInfo{},
+		heard:         map[replica.PeerID]bool{},
+		bindingsAsked: map[replica.PeerID]asked{},
+		senders:       map[replica.PeerID]*sender{},
+		known:         map[string]bool{},
 	}
 	l.loadBindings()
 	l.claimAgents()
@@ -310,6 +315,7 @@ func (l *loop) tick() {
 	} else {
 		l.askBindings()
 	}
+	l.askBindingsAgain(now)
 }
 
 // act drives the engine's outputs as the replica package's loop contract
@@ -382,6 +388,7 @@ func (l *loop) setMembers(ms []Sighting) {
 	for id := range l.heard {
 		if _, ok := next[id]; !ok {
 			delete(l.heard, id) // a member that comes back is asked again
+			delete(l.bindingsAsked, id)
 		}
 	}
 	l.knownMu.Lock()

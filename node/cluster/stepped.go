@@ -171,11 +171,7 @@ func (s *Stepped) RefreshAgents() error {
 		return ErrStopped
 	}
 	added := s.claimAgents()
-	s.step(func() {
-		if added {
-			s.sendBindings()
-		}
-	})
+	s.step(func() { s.sendNewBindings(added) })
 	return nil
 }
 
@@ -196,7 +192,7 @@ func (s *Stepped) Handover(p namespace.Address, to ed25519.PublicKey) (acl.Bindi
 	if err != nil {
 		return acl.Binding{}, err
 	}
-	s.step(s.announceBindings)
+	s.step(func() { s.announceHandover(b) })
 	return b, nil
 }
 

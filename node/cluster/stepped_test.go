@@ -38,6 +38,8 @@ type steppedNet struct {
 	cut func(from, to int) bool
 	// observe, when set, sees every frame delivered.
 	observe func(from, to int, frame []byte)
+	// lose, when set, drops the frames it picks (after cut, before observe).
+	lose func(from, to int, frame []byte) bool
 }
 
 type steppedNode struct {
@@ -128,6 +130,9 @@ func (net *steppedNet) run() {
 			net.t.Fatalf("node %d sent to %s with a key not its own", f.from.i, f.addr)
 		}
 		if net.cut != nil && net.cut(f.from.i, to.i) {
+			continue
+		}
+		if net.lose != nil && net.lose(f.from.i, to.i, f.frame) {
 			continue
 		}
 		if net.observe != nil {
@@ -330,6 +335,69 @@ func TestBindingsSettleByDigest(t *testing.T) {
 			t.Fatal("a BindingsInterval after the cut, node 2 still has the old host of agent://n0")
 		}
 		net.tick()
+	}
+}
+
+// A node that lacks bindings is sent just those, found by index: the
+// frames that repair a hand-over node 2 missed carry that one binding, not
+// the set, and the index carries short ids; and when the answer to its
+// index is lost, node 2 asks again within a few ticks, not a
+// BindingsInterval later.
+func TestBindingsTravelByIndex(t *testing.T) {
+	net := newSteppedNet(t, 4, 11)
+	net.join()
+	for range int(BindingsInterval/steppedTick) + 1 {
+		net.tick() // settled
+	}
+	n0, n1, n2 := net.nodes[0], net.nodes[1], net.nodes[2]
+	net.cut = func(from, to int) bool { return to == 2 }
+	if _, err := n0.st.Handover(n0.me.Principal, n1.id.Public); err != nil {
+		t.Fatal(err)
+	}
+	net.run()
+	net.cut = nil
+	codec := wire.NewCodec(wire.DefaultMaxFrame)
+	decode := func(frame []byte) *wire.Message {
+		m, err := codec.Decode(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	lost, indexes := 0, 0
+	net.lose = func(from, to int, frame []byte) bool {
+		m := decode(frame)
+		if m.Kind == wire.KindBindings && to == 2 && len(m.Bindings) > 0 && lost == 0 {
+			lost++ // the first answer bringing node 2 what it lacks
+			return true
+		}
+		return false
+	}
+	net.observe = func(from, to int, frame []byte) {
+		m := decode(frame)
+		if m.Kind != wire.KindBindings {
+			return
+		}
+		if len(m.Bindings) > 1 {
+			t.Fatalf("a frame %d>%d carried %d bindings; node 2 lacked one", from, to, len(m.Bindings))
+		}
+		if len(m.BindingIDs) > 0 {
+			indexes++
+		}
+	}
+	// Wait for the next summary, then a few ticks.
+	ticks := 0
+	for ; ; ticks++ {
+		if host, _ := n2.st.HostedElsewhere(n0.me.Principal); host == n1.id.NodeID() {
+			break
+		}
+		if ticks > int(BindingsInterval/steppedTick)+int(3*bindingsAskGap/steppedTick)+2 {
+			t.Fatalf("node 2 never learnt the hand-over (lost %d answer, %d indexes)", lost, indexes)
+		}
+		net.tick()
+	}
+	if lost != 1 || indexes == 0 {
+		t.Fatalf("the scenario did not happen: %d answers lost, %d indexes", lost, indexes)
 	}
 }
 

@@ -18,8 +18,10 @@
 //     plus the sender's own context so the requester can answer in kind.
 //   - Ack.
 //   - Bindings: signed acl.Binding records (which node hosts which agent),
-//     handled by the node's cluster loop; Reply asks for the peer's own;
-//     BindingsSum digests the sender's set, alone in a periodic summary.
+//     handled by the node's cluster loop. BindingsSum digests the sender's
+//     set (alone in a periodic summary); BindingIDs is its index (a short
+//     id per binding), so a peer sends only what the sender lacks; Reply
+//     asks for the peer's digest or index in return.
 //
 // Protocol version 2 signs every namespace delta: Sig is the sender's
 // ed25519 signature over the message kind, namespace, From and the delta

@@ -118,7 +118,14 @@ type Message struct {
 	// sender holds; a frame may carry it alone (a summary), and a peer
 	// whose own digest differs answers with its bindings.
 	BindingsSum []byte `msgpack:"bs,omitempty"`
+	// BindingIDs is, in a Bindings frame, the sender's index: the short id
+	// (BindingIDSize bytes of SHA-256 over the encoding) of every binding
+	// it holds, so the peer sends only the bindings the sender lacks.
+	BindingIDs [][]byte `msgpack:"bi,omitempty"`
 }
+
+// BindingIDSize is the length of a binding's short id in BindingIDs.
+const BindingIDSize = 16
 
 // Size estimates the encoded size of a message (before compression).
 func (m *Message) Size() int {
@@ -132,7 +139,7 @@ func (m *Message) Size() int {
 	for _, b := range m.Bindings {
 		n += len(b) + 4
 	}
-	n += len(m.BindingsSum)
+	n += len(m.BindingsSum) + len(m.BindingIDs)*(BindingIDSize+2)
 	return n
 }
 
@@ -246,6 +253,11 @@ func (c *Codec) Decode(frame []byte) (*Message, error) {
 	for _, x := range m.Contexts {
 		if x.Namespace == "" || len(x.Namespace) > 512 || (len(x.RetSum) != 0 && len(x.RetSum) != 32) {
 			return nil, fmt.Errorf("%w: bad namespace context", ErrCorrupt)
+		}
+	}
+	for _, id := range m.BindingIDs {
+		if len(id) != BindingIDSize {
+			return nil, fmt.Errorf("%w: binding id of %d bytes", ErrCorrupt, len(id))
 		}
 	}
 	return &m, nil

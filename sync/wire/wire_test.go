@@ -113,6 +113,7 @@ func FuzzDecode(f *testing.F) {
 		{Kind: KindDeltas, Seq: 2, Deltas: []NamespaceDelta{{Namespace: "team://x", Delta: []byte{1, 2, 3}}}},
 		{Kind: KindSyncRequest, Contexts: []NamespaceContext{{Namespace: "team://x", Context: []byte{9}, Retracted: 1, RetSum: make([]byte, 32)}}, Reply: true},
 		{Kind: KindSyncReply, Deltas: []NamespaceDelta{{Namespace: "project://p", Delta: bytes.Repeat([]byte("abc"), 400)}}},
+		{Kind: KindBindings, Reply: true, BindingsSum: make([]byte, 32), BindingIDs: [][]byte{make([]byte, BindingIDSize), bytes.Repeat([]byte{7}, BindingIDSize)}},
 	} {
 		fr, err := c.Encode(m)
 		if err != nil {
@@ -158,4 +159,17 @@ func BenchmarkDeltaSignVerify(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A binding id of the wrong size is refused as corrupt (an index is
+// compared id by id, so a short id would match nothing and ask for all).
+func TestDecodeRefusesBadBindingID(t *testing.T) {
+	c := NewCodec(1 << 16)
+	fr, err := c.Encode(&Message{Kind: KindBindings, BindingsSum: make([]byte, 32), BindingIDs: [][]byte{make([]byte, BindingIDSize-1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decode(fr); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a short binding id decoded: %v", err)
+	}
 }
