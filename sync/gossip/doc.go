@@ -11,6 +11,19 @@
 // itself. Nothing else travels through gossip: replication data goes over
 // QUIC.
 //
+// Restarts. memberlist v0.7.0 never moves a live member to a new address:
+// an alive message for a known name from another address is a conflict,
+// refused whatever its incarnation number, until the old address has
+// failed its probes and been declared dead (aliveNode in its state.go).
+// A node restarted on new ports (a sidecar on ephemeral ports) would be
+// unreachable for that long, ~30 s. So each start of a node has a name of
+// its own: the node id and the start's [Meta.Incarnation] ([MemberName]),
+// which a restart picks higher. The restarted node is a new member as soon
+// as its join spreads, and [Gossip.Members] lists both incarnations, the
+// old one until it is found dead. Which one to talk to is the caller's
+// choice (node/cluster prefers the newest incarnation once its address has
+// proved the key in a QUIC handshake); nothing here trusts an address.
+//
 //	key, err := gossip.LoadClusterKey("/etc/mnemo/cluster.key")
 //	g, err := gossip.Start(gossip.Config{
 //		BindAddr:  "0.0.0.0:7946",

@@ -232,7 +232,7 @@ func Start(cfg Config) (*Gossip, error) {
 	}
 
 	mc := memberlist.DefaultLANConfig()
-	mc.Name = string(g.self)
+	mc.Name = MemberName(g.self, cfg.Meta.Incarnation)
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertisePort = port
 	if cfg.AdvertiseAddr != "" {
@@ -249,9 +249,11 @@ func Start(cfg Config) (*Gossip, error) {
 	mc.SuspicionMult = cfg.SuspicionMult
 	mc.PushPullInterval = cfg.PushPullInterval
 	mc.TCPTimeout = cfg.TCPTimeout
-	// Names derive from keys, so a dead name reappearing at a new address
-	// is that node restarted; let it reclaim its name at once. (An
-	// impostor gains nothing: QUIC dials pin the key.)
+	// Names derive from keys (and incarnations), so a dead name
+	// reappearing at a new address is that node restarted; let it reclaim
+	// its name at once. (An impostor gains nothing: QUIC dials pin the
+	// key.) A live name never moves in memberlist v0.7.0, whatever its
+	// incarnation number: that is why a restart takes a new name.
 	mc.DeadNodeReclaimTime = time.Nanosecond
 	d := delegate{g}
 	mc.Delegate, mc.Events, mc.Alive = d, d, d
@@ -296,7 +298,10 @@ func (g *Gossip) Join(addrs []string) (int, error) {
 }
 
 // Members returns every member this node knows of, itself included (its
-// NodeID is Config.Meta's), sorted by NodeID. Dead and left members stay
+// NodeID is Config.Meta's), sorted by NodeID, then Incarnation: a node
+// restarted at a new address is listed twice, as its new incarnation and
+// as its old one until that is found dead (this node's own old
+// incarnation too). Dead and left members stay
 // listed, with their state, until they rejoin or until more than 256 are
 // gone (the oldest are dropped). Members with bad metadata are never
 // listed. The slice and its contents are the caller's.
@@ -309,7 +314,9 @@ func (g *Gossip) Members() []Member {
 		out = append(out, m)
 	}
 	g.mu.Unlock()
-	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	slices.SortFunc(out, func(a, b Member) int {
+		return cmp.Or(cmp.Compare(a.NodeID, b.NodeID), cmp.Compare(a.Incarnation, b.Incarnation))
+	})
 	return out
 }
 
@@ -317,8 +324,9 @@ func (g *Gossip) Members() []Member {
 // other nodes put in their Join lists.
 func (g *Gossip) LocalAddr() string { return g.localAddr }
 
-// UpdateMeta replaces this node's metadata (same key and node id; the
-// agent list is cut to fit as for Config.Meta) and broadcasts it, waiting
+// UpdateMeta replaces this node's metadata (same key, node id and
+// incarnation, which may be left zero; the agent list is cut to fit as
+// for Config.Meta) and broadcasts it, waiting
 // up to cfg.BroadcastTimeout for the broadcast to go out. If the wait
 // times out the error says so, but the new metadata is in effect and
 // spreads with later gossip. Other errors: invalid metadata, ErrClosed.
@@ -326,8 +334,11 @@ func (g *Gossip) UpdateMeta(m Meta) error {
 	if m.NodeID == "" {
 		m.NodeID = g.self
 	}
-	if m.NodeID != g.self || !m.PublicKey.Equal(g.cfg.Meta.PublicKey) {
-		return fmt.Errorf("%w: metadata of %s, this node is %s with another key", ErrIdentity, m.NodeID, g.self)
+	if m.Incarnation == 0 {
+		m.Incarnation = g.cfg.Meta.Incarnation
+	}
+	if m.NodeID != g.self || !m.PublicKey.Equal(g.cfg.Meta.PublicKey) || m.Incarnation != g.cfg.Meta.Incarnation {
+		return fmt.Errorf("%w: metadata of %s, this node is %s with another key or incarnation", ErrIdentity, MemberName(m.NodeID, m.Incarnation), MemberName(g.self, g.cfg.Meta.Incarnation))
 	}
 	g.life.RLock()
 	defer g.life.RUnlock()
@@ -450,7 +461,7 @@ func (g *Gossip) upsert(n *memberlist.Node) {
 }
 
 func sameMember(a, b Member) bool {
-	return a.State == b.State && a.GossipAddr == b.GossipAddr && a.NodeID == b.NodeID &&
+	return a.State == b.State && a.GossipAddr == b.GossipAddr && a.NodeID == b.NodeID && a.Incarnation == b.Incarnation &&
 		a.PublicKey.Equal(b.PublicKey) && a.QUICAddr == b.QUICAddr && slices.Equal(a.Agents, b.Agents)
 }
 

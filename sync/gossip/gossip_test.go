@@ -378,6 +378,63 @@ func TestCrashedNodeIsDead(t *testing.T) {
 	}
 }
 
+// A node killed and started again on a new port, as a sidecar on ephemeral
+// ports does, is a member again at once under its new incarnation, while
+// its old incarnation still waits for the failure detector (the default
+// timings: seconds). memberlist would refuse the new address under the old
+// name until then.
+func TestRestartOnNewAddressIsMemberAtOnce(t *testing.T) {
+	log, _ := testLogger(t)
+	key := testKey(t)
+	a := startNode(t, key, log, nil)
+	b := startNode(t, key, log, []string{a.g.LocalAddr()})
+	meta := newMeta(t)
+	start := func(inc uint64) *Gossip {
+		m := meta
+		m.Incarnation = inc
+		g, err := Start(Config{SecretKey: key, Meta: m, Join: []string{a.g.LocalAddr()}, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = g.Shutdown() })
+		return g
+	}
+	old := start(1)
+	incarnation := func(inc uint64, state string) func([]Member) bool {
+		return func(ms []Member) bool {
+			for _, m := range ms {
+				if m.NodeID == meta.NodeID && m.Incarnation == inc && m.State == state {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	for _, n := range []*testNode{a, b} {
+		n.watch.until(t, "the first incarnation joined", incarnation(1, StateAlive))
+	}
+	oldAddr := old.LocalAddr()
+	if err := old.Shutdown(); err != nil { // a crash, as far as the others know
+		t.Fatal(err)
+	}
+	restarted := start(2)
+	if restarted.LocalAddr() == oldAddr {
+		t.Fatalf("restarted on the old address %s", oldAddr)
+	}
+	for _, n := range []*testNode{a, b} {
+		ms := n.watch.until(t, "the restarted incarnation alive", incarnation(2, StateAlive))
+		for _, m := range ms {
+			if m.NodeID == meta.NodeID && m.Incarnation == 2 && m.GossipAddr != restarted.LocalAddr() {
+				t.Fatalf("incarnation 2 at %s, want %s", m.GossipAddr, restarted.LocalAddr())
+			}
+		}
+	}
+	// The old incarnation is retired by the failure detector as usual.
+	for _, n := range []*testNode{a, b} {
+		n.watch.until(t, "the old incarnation dead", incarnation(1, StateDead))
+	}
+}
+
 // rawNode is a memberlist node outside this package's checks, gossiping
 // whatever metadata a test gives it.
 type rawNode struct{ meta []byte }

@@ -45,6 +45,21 @@ type Meta struct {
 	// would exceed MaxMetaBytes the list is cut from the end (so put the
 	// most important first); about 20 names of 20 bytes fit.
 	Agents []string
+	// Incarnation tells the starts of one node apart: each start picks a
+	// higher one (the node uses its start time). It is part of the
+	// memberlist name (MemberName), so a node restarted at a new address
+	// is a new member at once rather than a conflict with its old
+	// incarnation (see doc.go). Zero names the member by NodeID alone.
+	Incarnation uint64
+}
+
+// MemberName is the memberlist name of the incarnation inc of node id:
+// the node id, then "-" and inc in hex unless inc is zero.
+func MemberName(id acl.NodeID, inc uint64) string {
+	if inc == 0 {
+		return string(id)
+	}
+	return string(id) + "-" + strconv.FormatUint(inc, 16)
 }
 
 // wireMeta is Meta as gossiped: a msgpack map with one-letter keys, so
@@ -60,6 +75,8 @@ type wireMeta struct {
 	// whose State is never set), so Leave first gossips this flag and
 	// members that saw it report StateLeft rather than StateDead.
 	L bool `msgpack:"l,omitempty"`
+	// N is Meta.Incarnation.
+	N uint64 `msgpack:"n,omitempty"`
 }
 
 func (m *Meta) check() error {
@@ -89,7 +106,7 @@ func encodeMeta(m Meta, leaving bool) (b []byte, kept int, err error) {
 		return nil, 0, err
 	}
 	enc := func(n int) ([]byte, error) {
-		return msgpack.Marshal(&wireMeta{V: metaVersion, ID: string(m.NodeID), K: m.PublicKey, Q: m.QUICAddr, A: m.Agents[:n], L: leaving})
+		return msgpack.Marshal(&wireMeta{V: metaVersion, ID: string(m.NodeID), K: m.PublicKey, Q: m.QUICAddr, A: m.Agents[:n], L: leaving, N: m.Incarnation})
 	}
 	// The size grows with the number of agents kept: binary search for
 	// the most that fit.
@@ -117,7 +134,8 @@ func encodeMeta(m Meta, leaving bool) (b []byte, kept int, err error) {
 }
 
 // decodeMeta decodes the metadata gossiped by the member called name and
-// checks that its key derives both its node id and name. leaving reports
+// checks that its key derives its node id, and that the node id and the
+// incarnation make its name. leaving reports
 // the flag Leave sets. Errors wrap ErrCorrupt or ErrIdentity.
 func decodeMeta(name string, b []byte) (m Meta, leaving bool, err error) {
 	if len(b) > MaxMetaBytes {
@@ -133,15 +151,15 @@ func decodeMeta(name string, b []byte) (m Meta, leaving bool, err error) {
 	if w.V != metaVersion {
 		return Meta{}, false, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, w.V, metaVersion)
 	}
-	m = Meta{NodeID: acl.NodeID(w.ID), PublicKey: ed25519.PublicKey(w.K), QUICAddr: w.Q, Agents: w.A}
+	m = Meta{NodeID: acl.NodeID(w.ID), PublicKey: ed25519.PublicKey(w.K), QUICAddr: w.Q, Agents: w.A, Incarnation: w.N}
 	if err := m.check(); err != nil {
 		if errors.Is(err, ErrIdentity) {
 			return Meta{}, false, err
 		}
 		return Meta{}, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if string(m.NodeID) != name {
-		return Meta{}, false, fmt.Errorf("%w: member %q gossips node id %s", ErrIdentity, name, m.NodeID)
+	if want := MemberName(m.NodeID, m.Incarnation); name != want {
+		return Meta{}, false, fmt.Errorf("%w: member %q gossips the name %s", ErrIdentity, name, want)
 	}
 	return m, w.L, nil
 }

@@ -59,6 +59,34 @@ func TestMetaRoundTripAndTruncation(t *testing.T) {
 	}
 }
 
+// The incarnation travels in the metadata and is part of the member's
+// name: metadata gossiped under another incarnation's name is refused.
+func TestMetaIncarnationNamesTheMember(t *testing.T) {
+	m := newMeta(t)
+	m.Incarnation = 0x1874a2b3c4d5e6f7
+	b, _, err := encodeMeta(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := MemberName(m.NodeID, m.Incarnation)
+	if name != string(m.NodeID)+"-1874a2b3c4d5e6f7" {
+		t.Fatalf("member name %q", name)
+	}
+	got, _, err := decodeMeta(name, b)
+	if err != nil || got.Incarnation != m.Incarnation {
+		t.Fatalf("decode: %+v, %v", got, err)
+	}
+	for _, wrong := range []string{string(m.NodeID), MemberName(m.NodeID, m.Incarnation+1), MemberName(newMeta(t).NodeID, m.Incarnation)} {
+		if _, _, err := decodeMeta(wrong, b); !errors.Is(err, ErrIdentity) {
+			t.Errorf("metadata of %s gossiped as %s: %v, want ErrIdentity", name, wrong, err)
+		}
+	}
+	// Incarnation zero is the plain node id, as before incarnations.
+	if MemberName(m.NodeID, 0) != string(m.NodeID) {
+		t.Fatalf("incarnation 0 named %q", MemberName(m.NodeID, 0))
+	}
+}
+
 func TestCheckBounds(t *testing.T) {
 	for _, v := range []any{
 		nil, true, 1, -1, 300, -300, 1 << 40, 1.5, float32(2.5), "s", strings.Repeat("x", 300),
