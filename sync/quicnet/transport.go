@@ -165,9 +165,15 @@ type Transport struct {
 
 	mu     sync.Mutex
 	closed bool
-	peers  map[string]*dialing     // outbound connection per pinned key
+	peers  map[peerAddr]*dialing   // outbound connection per pinned key and address
 	conns  map[*quic.Conn]struct{} // every open connection, for Close
 }
+
+// peerAddr names an outbound connection: the pinned key and the address
+// dialed. A node restarted on a new port is the same key at another
+// address; a connection to its old address must not carry frames meant
+// for the new one.
+type peerAddr struct{ key, addr string }
 
 // dialing is one outbound connection, being established until done closes.
 type dialing struct {
@@ -234,7 +240,7 @@ func Listen(cfg Config) (*Transport, error) {
 		log:      cfg.Logger.With("node", string(cfg.Identity.NodeID())),
 		ctx:      ctx,
 		cancel:   cancel,
-		peers:    make(map[string]*dialing),
+		peers:    make(map[peerAddr]*dialing),
 		conns:    make(map[*quic.Conn]struct{}),
 	}
 	t.wg.Go(t.acceptLoop)
@@ -247,8 +253,9 @@ func (t *Transport) Addr() net.Addr { return t.udp.LocalAddr() }
 // Send delivers frame to the peer at addr whose key is peerKey, and
 // returns nil once the peer's Handler has returned with it.
 //
-// It reuses this transport's connection to peerKey or dials one (a dial is
-// shared by concurrent Sends to the same key); a connection found dead
+// It reuses this transport's connection to peerKey at addr or dials one (a
+// dial is shared by concurrent Sends to the same key and address); a
+// connection to the key at another address is not used. A connection found dead
 // before anything was written is redialed once. Each frame uses its own
 // stream. Send blocks while the peer has MaxStreamsPerConn of our frames in
 // flight, and until ctx ends; a frame interrupted by ctx may or may not
@@ -272,7 +279,7 @@ func (t *Transport) Send(ctx context.Context, addr string, peerKey ed25519.Publi
 			if ctx.Err() != nil {
 				return fmt.Errorf("quicnet: send to %s: %w", addr, context.Cause(ctx))
 			}
-			t.forget(peerKey, conn)
+			t.forget(peerKey, addr, conn)
 			if !fresh && attempt == 0 {
 				continue // the cached connection had died; nothing was written
 			}
@@ -288,13 +295,29 @@ func (t *Transport) Send(ctx context.Context, addr string, peerKey ed25519.Publi
 				// earlier frame) before this stream got through: redial once.
 				// A frame that did get handled is delivered twice, which the
 				// replication protocol tolerates.
-				t.forget(peerKey, conn)
+				t.forget(peerKey, addr, conn)
 				continue
 			}
 			return t.sendError(addr, err)
 		}
 		return nil
 	}
+}
+
+// Prove returns nil once the peer at addr has proved in a TLS handshake
+// that it holds key: the connection Send would use, established if it was
+// not (and kept for Send). The proof is the peer's certificate and its
+// handshake signature; whether the peer accepts our key is checked on its
+// side after ours is done, so Prove may succeed where Send is refused. It
+// blocks until then or until ctx ends. Errors: ErrPeerKey (another key
+// answered), ErrClosed, or the context's or network's error. Safe for
+// concurrent use.
+func (t *Transport) Prove(ctx context.Context, addr string, key ed25519.PublicKey) error {
+	if len(key) != ed25519.PublicKeySize {
+		return fmt.Errorf("quicnet: prove: peer key is %d bytes, want %d: %w", len(key), ed25519.PublicKeySize, acl.ErrBadKey)
+	}
+	_, _, err := t.connTo(ctx, addr, key)
+	return err
 }
 
 // exchange runs the sender's half of the stream protocol and finishes both
@@ -381,7 +404,7 @@ func classify(err error) error {
 // none. fresh reports that the connection was not already established when
 // connTo was called.
 func (t *Transport) connTo(ctx context.Context, addr string, key ed25519.PublicKey) (conn *quic.Conn, fresh bool, err error) {
-	k := string(key)
+	k := peerAddr{string(key), addr}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -414,6 +437,15 @@ func (t *Transport) connTo(ctx context.Context, addr string, key ed25519.PublicK
 
 func (t *Transport) dial(d *dialing, addr string, key ed25519.PublicKey) {
 	defer close(d.done)
+	defer func() {
+		if d.err != nil { // failed dials are not kept: the next Send or Prove dials again
+			t.mu.Lock()
+			if k := (peerAddr{string(key), addr}); t.peers[k] == d {
+				delete(t.peers, k)
+			}
+			t.mu.Unlock()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.DialTimeout)
 	defer cancel()
 	raddr, err := net.ResolveUDPAddr("udp", addr)
@@ -444,17 +476,18 @@ func (t *Transport) dial(d *dialing, addr string, key ed25519.PublicKey) {
 	t.wg.Go(func() {
 		<-conn.Context().Done()
 		t.untrack(conn)
-		t.forget(key, conn)
+		t.forget(key, addr, conn)
 	})
 }
 
-// forget drops conn as the cached connection to key, so the next Send
-// redials.
-func (t *Transport) forget(key ed25519.PublicKey, conn *quic.Conn) {
+// forget drops conn as the cached connection to key at addr, so the next
+// Send redials.
+func (t *Transport) forget(key ed25519.PublicKey, addr string, conn *quic.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if d := t.peers[string(key)]; d != nil && d.finished() && d.conn == conn {
-		delete(t.peers, string(key))
+	k := peerAddr{string(key), addr}
+	if d := t.peers[k]; d != nil && d.finished() && d.conn == conn {
+		delete(t.peers, k)
 	}
 }
 

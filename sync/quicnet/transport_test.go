@@ -181,6 +181,57 @@ func TestSendRejectsWrongPeerKey(t *testing.T) {
 	b.expectNothing(t)
 }
 
+// A node restarted on a new port is its key at another address: frames
+// sent there go there, not over the connection to the old address, even
+// while that one is still open.
+func TestSendFollowsTheKeyToANewAddress(t *testing.T) {
+	a, b := pair(t, Config{}, Config{})
+	ctx := ctxWait(t)
+	if err := a.tr.Send(ctx, b.addr(), b.id.Public, []byte("to the first")); err != nil {
+		t.Fatal(err)
+	}
+	b.expect(t, a.id, []byte("to the first"))
+	restarted := newNode(t, Config{Identity: b.id, Allowed: newKeySet(a.id).allowed})
+	if err := a.tr.Prove(ctx, restarted.addr(), b.id.Public); err != nil {
+		t.Fatalf("Prove at the new address: %v", err)
+	}
+	if err := a.tr.Send(ctx, restarted.addr(), b.id.Public, []byte("to the second")); err != nil {
+		t.Fatal(err)
+	}
+	restarted.expect(t, a.id, []byte("to the second"))
+	b.expectNothing(t)
+}
+
+// Prove succeeds only where the key answers the handshake.
+func TestProve(t *testing.T) {
+	a, b := pair(t, Config{}, Config{})
+	ctx := ctxWait(t)
+	if err := a.tr.Prove(ctx, b.addr(), b.id.Public); err != nil {
+		t.Fatalf("Prove of b at b: %v", err)
+	}
+	// An impostor announcing b's key at its own address cannot prove it.
+	impostor := newNode(t, Config{Allowed: newKeySet(a.id).allowed})
+	if err := a.tr.Prove(ctx, impostor.addr(), b.id.Public); !errors.Is(err, ErrPeerKey) {
+		t.Fatalf("Prove of b at an impostor: %v, want ErrPeerKey", err)
+	}
+	// The proof is the peer's certificate and handshake signature: it
+	// holds even where the peer does not (yet) accept our key, which TLS
+	// 1.3 tells the client only after its side of the handshake is done.
+	stranger := newNode(t, Config{Allowed: newKeySet().allowed})
+	if err := a.tr.Prove(ctx, stranger.addr(), stranger.id.Public); err != nil {
+		t.Fatalf("Prove of a node that does not know us: %v", err)
+	}
+	if err := a.tr.Prove(ctx, b.addr(), b.id.Public[:5]); !errors.Is(err, acl.ErrBadKey) {
+		t.Fatalf("Prove with a short key: %v, want acl.ErrBadKey", err)
+	}
+	if err := a.tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.tr.Prove(ctx, b.addr(), b.id.Public); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Prove after Close: %v, want ErrClosed", err)
+	}
+}
+
 func TestInboundUnknownKeyRejected(t *testing.T) {
 	a, b := pair(t, Config{}, Config{})
 	var strangerHandled atomic.Bool
