@@ -74,7 +74,9 @@
 // three times in a row, not left to anti-entropy's random pick of a peer. Sync runs on queue overflow, after an ack timeout
 // (unless this side has answered a sync of that namespace from the peer
 // since the batch left: that answer already carried what the batch did),
-// on request (RequestSync: catch-up), when a peer joins, and every
+// on request (RequestSync: catch-up), when a peer joins or comes back as
+// a new incarnation (Peer.Incarnation: restarted, its old queue and
+// batches in flight dropped), and every
 // AntiEntropyInterval with one random peer. Requests ask for the responder's
 // context back, so one exchange repairs both directions.
 //

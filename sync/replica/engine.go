@@ -28,6 +28,11 @@ type Peer struct {
 	// Principals are the agents bound to the peer's key by verified
 	// records, never what the peer merely advertises.
 	Principals []namespace.Address
+	// Incarnation tells the starts of the peer's node apart. A peer listed
+	// by SetPeers with another incarnation than before has restarted: what
+	// was queued or in flight to its old incarnation is dropped and every
+	// namespace it may read is synced, as for a peer that joins.
+	Incarnation uint64
 }
 
 // Policy answers the permission questions the engine asks. Implementations
@@ -315,7 +320,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 		}
 		seen[p.ID] = true
 		ps, ok := e.peers[p.ID]
-		if !ok {
+		if !ok || ps.Incarnation != p.Incarnation {
 			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, answered: map[string]time.Time{}, asked: map[string]asking{}, readable: map[string]bool{}, joining: map[string]time.Time{}}
 			ps.stats.Peer = p.ID
 			e.peers[p.ID] = ps
