@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
@@ -104,6 +105,32 @@ func (c *Cluster) open(id replica.PeerID, addr string, key ed25519.PublicKey) ou
 
 // members is the driver's: the membership's members now.
 func (c *Cluster) members() []Sighting { return c.ms.Members() }
+
+// proveTimeout bounds one attempt to prove an incarnation's address; a
+// failed attempt is tried again on a later tick.
+const proveTimeout = 5 * time.Second
+
+// prove is the driver's: a goroutine asks the transport's Prover and
+// reports back on the loop. A transport without one authenticates keys
+// itself: proved at once.
+func (c *Cluster) prove(cd candidate, addr string, key ed25519.PublicKey) bool {
+	p, ok := c.tr.(Prover)
+	if !ok {
+		return true
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, proveTimeout)
+		err := p.Prove(ctx, addr, key)
+		cancel()
+		select {
+		case c.requests <- func() { c.proofDone(cd, err == nil) }:
+		case <-c.ctx.Done():
+		}
+	}()
+	return false
+}
 
 // chanOutlet is the channel of a peer's sending goroutine.
 type chanOutlet chan []byte

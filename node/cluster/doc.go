@@ -79,4 +79,29 @@
 // members that may write it (sync/replica/doc.go). A member's replica id
 // derives from its key, which the transport pins (QUIC: the TLS
 // certificate's key must be the one the membership advertised).
+//
+// A node restarted on new ports (issue 14: any sidecar on ephemeral ports)
+// is reachable and caught up in well under a second, not after the
+// failure detector retires its old incarnation (~30 s, and ~100 s when
+// frames kept riding a QUIC connection to the dead address). Each start
+// advertises a higher Advert.Incarnation (Config.Incarnation: the start
+// time), and the membership lists the new incarnation beside the old one
+// at once (sync/gossip names each start apart, since memberlist never
+// moves a live name to a new address). The loop addresses one incarnation
+// per node (incarnations.go): the one it addresses already, until a newer
+// one proves the node's key at its address, then that one. The proof is
+// the transport's (Prover: a QUIC handshake pinned to the key), so anyone
+// who can announce members (whoever holds the cluster key) cannot move a
+// live node's frames to an address of theirs: an announcement that never
+// proves the key moves nothing, and frames never go to an unproved address
+// while a trusted one is alive (and every send pins the key regardless).
+// Once proved, the peer starts over as one that joins: its sender moves,
+// it is sent the bindings and asked for its own, and the engine drops
+// what was queued or in flight to the old incarnation and syncs every
+// shared namespace with it (replica.Peer.Incarnation); the restarted node
+// does the same with each peer it finds, so catch-up runs both ways. The
+// old incarnation's key stays allowed to send until it is found dead: its
+// frames are the node's. A node whose clock stepped back across a restart
+// advertises a lower incarnation and is taken for the old one until that
+// is found dead, as before.
 package cluster

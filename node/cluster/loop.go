@@ -47,6 +47,14 @@ type Config struct {
 	// memberlist gossip (sync/gossip).
 	StartMembership func(self Advert, onChange func([]Sighting)) (Membership, error)
 
+	// Incarnation is this start of the node, advertised in its Advert: each
+	// start must pick a higher one, so that peers address the restarted
+	// node rather than its old incarnation (incarnations.go). Default: the
+	// Clock's time at start, in nanoseconds since 1970 (a restart on a clock
+	// stepped back behind the old start is taken for the old incarnation
+	// until the membership finds that one dead, as before incarnations).
+	Incarnation uint64
+
 	// Addr is what a Stepped advertises as its address (Advert.Addr): the
 	// addr its peers' send functions get for it. Start ignores it and
 	// advertises the transport's address.
@@ -121,7 +129,12 @@ type loop struct {
 	stopped  atomic.Bool // closed: local deltas are ignored
 
 	// loop-owned
-	peers        map[replica.PeerID]peerInfo
+	peers     map[replica.PeerID]peerInfo // the incarnation addressed, per alive member
+	sightings []Sighting                  // the membership last set
+	// proofs that an incarnation's address holds its key (incarnations.go)
+	proved       map[candidate]bool
+	proving      map[candidate]bool
+	wanted       map[candidate]Sighting
 	lastBindings time.Time // when the bindings were last sent to every peer
 	lastIndexAsk time.Time // when this node last sent its bindings index asking for what it lacks
 	// bindingsAsked: peers sent this node's index asking for what it lacks,
@@ -153,6 +166,10 @@ type driver interface {
 	open(id replica.PeerID, addr string, key ed25519.PublicKey) outlet
 	// members is the membership now (a change of the bindings re-reads it).
 	members() []Sighting
+	// prove checks that addr holds key (Prover). True: proved now. False:
+	// the driver runs the proof and reports it with loop.proofDone, on the
+	// loop, once; the loop asks again for a candidate only after that.
+	prove(c candidate, addr string, key ed25519.PublicKey) bool
 }
 
 // outlet takes one peer's frames, in order.
@@ -166,6 +183,7 @@ type outlet interface {
 
 type sender struct {
 	addr string
+	inc  uint64 // the incarnation it sends to
 	out  outlet
 }
 
@@ -218,6 +236,12 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 		bindingsAsked: map[replica.PeerID]asked{},
 		senders:       map[replica.PeerID]*sender{},
 		known:         map[string]bool{},
+		proved:        map[candidate]bool{},
+		proving:       map[candidate]bool{},
+		wanted:        map[candidate]Sighting{},
+	}
+	if l.cfg.Incarnation == 0 {
+		l.cfg.Incarnation = uint64(cfg.Clock.Now().UnixNano())
 	}
 	l.loadBindings()
 	l.claimAgents()
@@ -242,7 +266,7 @@ func (l *loop) advert(addr string) Advert {
 	for _, a := range l.cfg.Agents() {
 		agents = append(agents, a.String())
 	}
-	return Advert{NodeID: l.cfg.Identity.NodeID(), PublicKey: l.cfg.Identity.Public, Addr: addr, Agents: agents}
+	return Advert{NodeID: l.cfg.Identity.NodeID(), PublicKey: l.cfg.Identity.Public, Addr: addr, Agents: agents, Incarnation: l.cfg.Incarnation}
 }
 
 // onLocalDelta is the service's local delta listener, called by its
@@ -308,6 +332,7 @@ func (l *loop) tick() {
 			_ = l.eng.RequestSync(p.ID, ns)
 		}
 	}
+	l.retryProofs()
 	now := l.cfg.Clock.Now()
 	l.eng.Tick(now)
 	if now.Sub(l.lastBindings) >= BindingsInterval {
@@ -368,26 +393,35 @@ func (l *loop) push(id replica.PeerID, frame []byte) {
 	}
 }
 
+// setMembers takes the membership: the peers are its alive members, each
+// at the incarnation choosePeers picks; a peer whose incarnation changed
+// restarted, and is treated as one that joins.
 func (l *loop) setMembers(ms []Sighting) {
+	l.sightings = ms
 	var peers []replica.Peer
 	next := map[replica.PeerID]peerInfo{}
-	known := map[string]bool{}
-	for _, m := range ms {
-		id := replica.PeerID(m.NodeID)
-		if id == l.self || m.State != StateAlive || len(m.PublicKey) != ed25519.PublicKeySize {
-			continue
-		}
+	for id, m := range l.choosePeers(ms) {
 		// Which agents the member hosts comes from verified bindings, never
 		// from the names its metadata advertises.
-		p := replica.Peer{ID: id, Key: m.PublicKey, Replica: acl.ReplicaIDOf(m.PublicKey), Principals: l.principalsOfKey(m.PublicKey)}
+		p := replica.Peer{ID: id, Key: m.PublicKey, Replica: acl.ReplicaIDOf(m.PublicKey), Principals: l.principalsOfKey(m.PublicKey), Incarnation: m.Incarnation}
 		peers = append(peers, p)
 		next[id] = peerInfo{member: m, peer: p}
-		known[string(m.PublicKey)] = true
+		if old, ok := l.peers[id]; ok && old.member.Incarnation != m.Incarnation {
+			l.log.Info("peer restarted: addressing its new incarnation", "peer", id, "addr", m.Addr, "was", old.member.Addr)
+		}
+	}
+	// Every alive incarnation's key may connect: the old one's frames are
+	// the node's as much as the new one's.
+	known := map[string]bool{}
+	for _, m := range ms {
+		if m.State == StateAlive && replica.PeerID(m.NodeID) != l.self {
+			known[string(m.PublicKey)] = true
+		}
 	}
 	l.peers = next
 	for id := range l.heard {
-		if _, ok := next[id]; !ok {
-			delete(l.heard, id) // a member that comes back is asked again
+		if pi, ok := next[id]; !ok || l.senders[id] != nil && l.senders[id].inc != pi.member.Incarnation {
+			delete(l.heard, id) // a member that comes back, or restarted, is asked again
 			delete(l.bindingsAsked, id)
 		}
 	}
@@ -395,7 +429,7 @@ func (l *loop) setMembers(ms []Sighting) {
 	l.known = known
 	l.knownMu.Unlock()
 	for id, s := range l.senders {
-		if pi, ok := next[id]; !ok || pi.member.Addr != s.addr {
+		if pi, ok := next[id]; !ok || pi.member.Addr != s.addr || pi.member.Incarnation != s.inc {
 			s.out.close()
 			delete(l.senders, id)
 		}
@@ -409,7 +443,7 @@ func (l *loop) setMembers(ms []Sighting) {
 	slices.Sort(joined)
 	for _, id := range joined {
 		m := next[id].member
-		l.senders[id] = &sender{addr: m.Addr, out: l.drv.open(id, m.Addr, m.PublicKey)}
+		l.senders[id] = &sender{addr: m.Addr, inc: m.Incarnation, out: l.drv.open(id, m.Addr, m.PublicKey)}
 	}
 	l.sendBindingsTo(joined, bindingsAsk) // tell the newcomers who hosts whom, and ask them
 	slices.SortFunc(peers, func(a, b replica.Peer) int { return strings.Compare(string(a.ID), string(b.ID)) })
@@ -453,10 +487,34 @@ func (l *loop) status(peers []replica.PeerStats, digests bool) Status {
 	return st
 }
 
-// memberList is ms as Members shows it. Any goroutine.
+// memberList is ms as Members shows it, one entry per node: this node's
+// own incarnation, and for the others the newest alive (else the newest),
+// so that a restarted node is not listed beside its old incarnation. Any
+// goroutine.
 func (l *loop) memberList(ms []Sighting) []Member {
 	var out []Member
-	for _, m := range ms {
+	shown := map[acl.NodeID]int{} // index in ms
+	for i, m := range ms {
+		j, ok := shown[m.NodeID]
+		switch {
+		case !ok:
+			shown[m.NodeID] = i
+		case replica.PeerID(m.NodeID) == l.self:
+			if m.Incarnation == l.cfg.Incarnation {
+				shown[m.NodeID] = i
+			}
+		case (m.State == StateAlive) != (ms[j].State == StateAlive):
+			if m.State == StateAlive {
+				shown[m.NodeID] = i
+			}
+		case m.Incarnation > ms[j].Incarnation:
+			shown[m.NodeID] = i
+		}
+	}
+	for i, m := range ms {
+		if shown[m.NodeID] != i {
+			continue
+		}
 		agents := []string{}
 		for _, p := range l.principalsOfKey(m.PublicKey) {
 			agents = append(agents, p.String())

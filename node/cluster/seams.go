@@ -31,6 +31,22 @@ type Transport interface {
 	Close() error
 }
 
+// Prover is an optional Transport capability: checking that an address
+// holds a key before the loop sends there instead of to where the key was
+// already reached. A node restarted on new ports is announced by the
+// membership as a second incarnation at a new address (Advert.Incarnation);
+// the loop moves its frames there only once the new address has proved the
+// key (incarnations.go), so that whoever can announce members (anyone with
+// the cluster key) cannot turn a live node's frames away. A transport
+// without it is taken to authenticate keys itself: the loop moves at once.
+type Prover interface {
+	// Prove returns nil once the member at addr has proved that it holds
+	// key (QUIC: the TLS handshake, pinned to key). It blocks until then
+	// or until ctx ends. The loop calls it from goroutines of their own,
+	// concurrently with Send and with each other.
+	Prove(ctx context.Context, addr string, key ed25519.PublicKey) error
+}
+
 // Inbound is what a transport hands arriving frames to. Both functions are
 // called from transport goroutines, concurrently.
 type Inbound struct {
@@ -69,6 +85,11 @@ type Advert struct {
 	// Agents names the node's principals. Informational only: which
 	// agents a member hosts is read from its signed bindings (bindings.go).
 	Agents []string
+	// Incarnation tells the starts of one node apart: each start
+	// advertises a higher one (Config.Incarnation). A membership may list
+	// a node twice, a restarted incarnation beside the old one it has not
+	// yet found dead; the loop addresses one of them (incarnations.go).
+	Incarnation uint64
 }
 
 // Sighting is one member as the membership sees it.
