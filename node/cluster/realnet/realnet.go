@@ -75,12 +75,20 @@ func Membership(cfg Gossip, log *slog.Logger) func(cluster.Advert, func([]cluste
 // quicTransport is a quicnet.Transport as a cluster.Transport.
 type quicTransport struct{ t *quicnet.Transport }
 
-var _ cluster.Transport = quicTransport{}
+var (
+	_ cluster.Transport = quicTransport{}
+	_ cluster.Prover    = quicTransport{}
+)
 
 func (q quicTransport) Send(ctx context.Context, addr string, key ed25519.PublicKey, frame []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
 	return q.t.Send(ctx, addr, key, frame)
+}
+
+// Prove is the TLS handshake with addr, pinned to key.
+func (q quicTransport) Prove(ctx context.Context, addr string, key ed25519.PublicKey) error {
+	return q.t.Prove(ctx, addr, key)
 }
 
 func (q quicTransport) Addr() string { return q.t.Addr().String() }
@@ -101,7 +109,7 @@ func (m gossipMembership) Close() error {
 }
 
 func gossipMeta(a cluster.Advert) gossip.Meta {
-	return gossip.Meta{NodeID: a.NodeID, PublicKey: a.PublicKey, QUICAddr: a.Addr, Agents: a.Agents}
+	return gossip.Meta{NodeID: a.NodeID, PublicKey: a.PublicKey, QUICAddr: a.Addr, Agents: a.Agents, Incarnation: a.Incarnation}
 }
 
 func sightings(ms []gossip.Member) []cluster.Sighting {
@@ -115,7 +123,7 @@ func sightings(ms []gossip.Member) []cluster.Sighting {
 			state = cluster.StateLeft
 		}
 		out = append(out, cluster.Sighting{State: state,
-			Advert: cluster.Advert{NodeID: m.NodeID, PublicKey: m.PublicKey, Addr: m.QUICAddr, Agents: m.Agents}})
+			Advert: cluster.Advert{NodeID: m.NodeID, PublicKey: m.PublicKey, Addr: m.QUICAddr, Agents: m.Agents, Incarnation: m.Incarnation}})
 	}
 	return out
 }
