@@ -148,8 +148,8 @@ func TestE2EReplication(t *testing.T) {
 	}
 
 	// kill -9 and restart: the node catches up on what it missed. It comes
-	// back on the same addresses, as a configured node does, so membership
-	// takes it as the same member at once.
+	// back on the same addresses, as a configured node does
+	// (TestE2ERestartOnNewPorts restarts one on new ports).
 	carolAddrs := []string{"--gossip", carol.gossip, "--quic", carol.quic}
 	carol.stop(syscall.SIGKILL)
 	var missed []string
