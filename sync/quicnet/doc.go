@@ -9,6 +9,12 @@
 // clients whose key [Config.Allowed] recognises and hands each received frame
 // to [Config.Handler] together with the authenticated sender key.
 //
+// Outbound connections are kept per pinned key and address: a node
+// restarted on a new port is its key at another address, and frames for it
+// never ride the connection to the old one. [Transport.Prove] makes (or
+// finds) that connection without sending anything, so a caller can check
+// that an address announced for a key holds it before trusting it.
+//
 // Every frame travels on its own bidirectional stream: the sender writes a
 // 5-byte header (version, big-endian length) and the frame, finishes its
 // side, and waits for a 1-byte acknowledgement that the receiver writes after
