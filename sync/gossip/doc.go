@@ -29,7 +29,8 @@
 //		BindAddr:  "0.0.0.0:7946",
 //		Join:      []string{"10.0.0.5:7946"},
 //		SecretKey: key,
-//		Meta:      gossip.Meta{PublicKey: id.Public, QUICAddr: "10.0.0.7:7947", Agents: agents},
+//		Meta:      gossip.Meta{PublicKey: id.Public, QUICAddr: "10.0.0.7:7947", Agents: agents,
+//			Incarnation: uint64(time.Now().UnixNano())}, // higher at each start
 //		OnChange:  func(ms []gossip.Member) { events <- ms },
 //	})
 //	...
