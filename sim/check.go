@@ -438,8 +438,8 @@ func (s *Sim) tamperOne() {
 // totals sums the loops' counters over every node, the incarnations lost
 // in crashes included.
 type totals struct {
-	applied, rejected, fallbacks uint64
-	maxQueue                     int
+	applied, rejected, fallbacks, retransmits uint64
+	maxQueue                                  int
 }
 
 func (s *Sim) totals() totals {
@@ -448,6 +448,7 @@ func (s *Sim) totals() totals {
 		t.applied += n.dead.applied
 		t.rejected += n.dead.rejected
 		t.fallbacks += n.dead.fallbacks
+		t.retransmits += n.dead.retransmits
 		t.maxQueue = max(t.maxQueue, n.dead.maxQueue)
 		if n.up {
 			st := n.loop.Status(false)
@@ -455,6 +456,7 @@ func (s *Sim) totals() totals {
 			t.rejected += st.Rejected
 			for _, p := range st.Peers {
 				t.fallbacks += p.Fallbacks
+				t.retransmits += p.Retransmits
 				t.maxQueue = max(t.maxQueue, p.MaxQueueDepth)
 			}
 		}

@@ -165,6 +165,7 @@ func (s *Sim) crash(n *simNode) {
 	for _, p := range st.Peers {
 		n.dead.maxQueue = max(n.dead.maxQueue, p.MaxQueueDepth)
 		n.dead.fallbacks += p.Fallbacks
+		n.dead.retransmits += p.Retransmits
 	}
 	n.dead.applied += st.Applied
 	n.dead.rejected += st.Rejected

@@ -40,6 +40,7 @@ type Report struct {
 	MinDeltaBytes  uint64   `json:"min_delta_bytes"`       // Σ over acknowledged ops of delta size × receivers
 	StateBytes     uint64   `json:"state_bytes,omitempty"` // the same pushes carrying the origin's full namespace state
 	Fallbacks      uint64   `json:"fallbacks"`
+	Retransmits    uint64   `json:"retransmits"`
 	MaxQueue       int      `json:"max_queue"`
 	QueueBound     int      `json:"queue_bound"`
 	Rejected       uint64   `json:"rejected"`
@@ -80,7 +81,7 @@ func (s *Sim) report(wall time.Duration) *Report {
 		BindingMsgs: s.stats.bindingMsgs, BindingBytes: s.stats.bindingBytes,
 		AckMessages: s.stats.ackMsgs, AckBytes: s.stats.ackBytes,
 		DeltasApplied: t.applied, MinDeltaBytes: s.stats.minDeltaBytes, StateBytes: s.stats.stateBytes,
-		Fallbacks: t.fallbacks, MaxQueue: t.maxQueue, QueueBound: s.cfg.Engine.QueueMaxDeltas,
+		Fallbacks: t.fallbacks, Retransmits: t.retransmits, MaxQueue: t.maxQueue, QueueBound: s.cfg.Engine.QueueMaxDeltas,
 		Rejected: t.rejected, Dropped: s.stats.dropped, WallMS: wall.Milliseconds(),
 		Ops: s.stats.ops, Acked: len(s.acked), Shares: s.stats.shares,
 		Edits: s.stats.edits, Decisions: s.stats.decisions, Capsules: s.stats.capsules, CapsuleRevokes: s.stats.capsuleRevokes,
@@ -155,8 +156,8 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  delta frames %d (%d bytes), sync frames %d (%d bytes); minimum K·(N−1)·delta %d bytes\n",
 		r.DeltaMessages, r.DeltaBytes, r.SyncMessages, r.SyncBytes, r.MinDeltaBytes)
 	fmt.Fprintf(w, "  binding frames %d (%d bytes), acks %d (%d bytes)\n", r.BindingMsgs, r.BindingBytes, r.AckMessages, r.AckBytes)
-	fmt.Fprintf(w, "fallbacks to state sync: %d, max queue depth %d (bound %d), rejected %d, dropped %d\n",
-		r.Fallbacks, r.MaxQueue, r.QueueBound, r.Rejected, r.Dropped)
+	fmt.Fprintf(w, "fallbacks to state sync: %d, retransmits %d, max queue depth %d (bound %d), rejected %d, dropped %d\n",
+		r.Fallbacks, r.Retransmits, r.MaxQueue, r.QueueBound, r.Rejected, r.Dropped)
 	fmt.Fprintf(w, "tracked updates: %.2f hops to the farthest holder, %.0f ms mean / %.0f ms worst to reach all\n",
 		r.MeanHops, r.MeanReachMS, r.WorstReachMS)
 	fmt.Fprintf(w, "wall time: %d ms\n", r.WallMS)

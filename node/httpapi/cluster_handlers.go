@@ -207,6 +207,7 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
 			{"mnemo_peer_rejected_total", "counter", "Deltas from the peer rejected.", func(p replica.PeerStats) uint64 { return p.Rejected }},
 			{"mnemo_peer_state_errors_total", "counter", "Local store errors while syncing with the peer.", func(p replica.PeerStats) uint64 { return p.StateErrors }},
 			{"mnemo_peer_fallbacks_total", "counter", "Queue overflows or ack timeouts that fell back to digest sync.", func(p replica.PeerStats) uint64 { return p.Fallbacks }},
+			{"mnemo_peer_retransmits_total", "counter", "Batches sent to the peer again for want of an ack.", func(p replica.PeerStats) uint64 { return p.Retransmits }},
 		} {
 			metric(g.name, g.kind, g.help)
 			for _, p := range peers {

@@ -100,6 +100,12 @@ type Config struct {
 	// AckTimeout: a batch unacknowledged this long is presumed lost and the
 	// pair falls back to digest sync. Default 10s.
 	AckTimeout time.Duration
+	// Retransmits is how many times an unacknowledged batch is sent again
+	// before AckTimeout; RetransmitAfter is the least wait before the
+	// first resend (see retransmit.go for the wait). Defaults 2 and 1s;
+	// Retransmits < 0 sends every batch once.
+	Retransmits     int
+	RetransmitAfter time.Duration
 	// AntiEntropyInterval between digest syncs with a random peer. Default 10s.
 	AntiEntropyInterval time.Duration
 	// Limits for decoding peers' deltas. Default crdt.DefaultLimits.
@@ -126,6 +132,15 @@ func (c *Config) withDefaults() {
 	}
 	if c.AckTimeout <= 0 {
 		c.AckTimeout = 10 * time.Second
+	}
+	switch {
+	case c.Retransmits == 0:
+		c.Retransmits = 2
+	case c.Retransmits < 0:
+		c.Retransmits = 0
+	}
+	if c.RetransmitAfter <= 0 {
+		c.RetransmitAfter = time.Second
 	}
 	if c.AntiEntropyInterval <= 0 {
 		c.AntiEntropyInterval = 10 * time.Second
@@ -206,6 +221,7 @@ type PeerStats struct {
 	Rejected      uint64    `json:"rejected"`
 	StateErrors   uint64    `json:"state_errors"`
 	Fallbacks     uint64    `json:"fallbacks"`
+	Retransmits   uint64    `json:"retransmits"`
 	SyncsSent     uint64    `json:"syncs_sent"`
 	BytesSent     uint64    `json:"bytes_sent"`
 	LastSync      time.Time `json:"last_sync,omitzero"`
@@ -218,9 +234,15 @@ type queued struct {
 	from  uint64 // first counter of this replica created by the joined deltas
 }
 
+// inflight is a batch sent and not acknowledged yet: kept whole, so that
+// it can be sent again (at most Window per peer).
 type inflight struct {
-	sentAt time.Time
+	first  time.Time // first sent
+	sentAt time.Time // last sent
+	sends  int
 	nss    []string
+	msg    *wire.Message
+	size   int
 }
 
 type peerState struct {
@@ -231,10 +253,13 @@ type peerState struct {
 	qBytes   int
 	inflight map[uint64]inflight
 	nextSeq  uint64
-	needSync map[string]bool
-	answered map[string]time.Time // ns → when the peer was last sent all of ns it lacked (answerSync)
-	asked    map[string]asking    // ns → the sync request of ns the peer has not answered yet
-	readable map[string]bool      // namespaces the peer could read when last asked
+	// the round trip measured from acks (retransmit.go)
+	srtt, rttvar time.Duration
+	rttSamples   int
+	needSync     map[string]bool
+	answered     map[string]time.Time // ns → when the peer was last sent all of ns it lacked (answerSync)
+	asked        map[string]asking    // ns → the sync request of ns the peer has not answered yet
+	readable     map[string]bool      // namespaces the peer could read when last asked
 	// joining: namespaces the peer has just become a reader of, until its
 	// first sync answer goes out. Live deltas wait for that answer (which
 	// carries them), so they cannot reach the peer before the records —
@@ -531,7 +556,7 @@ func (e *Engine) flush(p *peerState) {
 		}
 		p.nextSeq++
 		msg.Seq = p.nextSeq
-		p.inflight[msg.Seq] = inflight{sentAt: e.now, nss: nss}
+		p.inflight[msg.Seq] = inflight{first: e.now, sentAt: e.now, sends: 1, nss: nss, msg: msg, size: size}
 		p.stats.DeltasSent += uint64(len(nss))
 		p.stats.BytesSent += uint64(size)
 		e.send(p.ID, msg)
@@ -599,29 +624,7 @@ func (e *Engine) Tick(now time.Time) {
 	e.now = now
 	e.release()
 	for _, id := range e.sortedPeers() {
-		p := e.peers[id]
-		for seq, f := range p.inflight {
-			if now.Sub(f.sentAt) >= e.cfg.AckTimeout {
-				delete(p.inflight, seq)
-				fell := false
-				for _, ns := range f.nss {
-					// The peer was sent everything of ns it lacked (a sync
-					// answer to its context) after this batch left, so from
-					// a state that held the batch's deltas: another sync now
-					// would only repeat that answer. (An answer lost on the
-					// way is what anti-entropy and the next timeout repair,
-					// as for any sync.)
-					if t, ok := p.answered[ns]; ok && t.After(f.sentAt) {
-						continue
-					}
-					p.needSync[ns] = true
-					fell = true
-				}
-				if fell {
-					p.stats.Fallbacks++
-				}
-			}
-		}
+		e.checkInflight(e.peers[id], now)
 	}
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]

@@ -22,7 +22,10 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 	e.release() // what was applied since the last input may free held deltas
 	switch m.Kind {
 	case wire.KindAck:
-		delete(p.inflight, m.Seq)
+		if f, ok := p.inflight[m.Seq]; ok {
+			delete(p.inflight, m.Seq)
+			p.observeAck(f, e.now)
+		}
 	case wire.KindDeltas:
 		n := len(e.ready.Apply)
 		for _, nd := range m.Deltas {

@@ -20,7 +20,7 @@ import (
 // delivered, dropped or left waiting by the script. `go test -run
 // TestScenarios -rewrite` regenerates the outputs. Commands:
 //
-//	node NAME [write=NS|(NS,…)] [read=NS|(NS,…)] [window=N] [queue=N] [ack=DUR] [ae=DUR]
+//	node NAME [write=NS|(NS,…)] [read=NS|(NS,…)] [window=N] [queue=N] [ack=DUR] [ae=DUR] [rtx=N]
 //	                          a node, its keys derived from its position; it
 //	                          holds and may read what it may write or read
 //	members                   every node learns every other (SetPeers)
@@ -286,6 +286,8 @@ func (w *scWorld) newNode(pos []string, args map[string][]string) error {
 			cfg.AckTimeout, err = time.ParseDuration(v[0])
 		case "ae":
 			cfg.AntiEntropyInterval, err = time.ParseDuration(v[0])
+		case "rtx":
+			cfg.Retransmits, err = strconv.Atoi(v[0])
 		default:
 			err = fmt.Errorf("unknown option %q", k)
 		}
@@ -483,8 +485,8 @@ func (n *scNode) show(out *strings.Builder) {
 		fmt.Fprintf(out, "held deltas: %d\n", len(n.eng.pending))
 	}
 	for _, s := range n.eng.Stats() {
-		fmt.Fprintf(out, "peer %s: queue=%d inflight=%d sent=%d recv=%d rejected=%d fallbacks=%d syncs=%d maxqueue=%d\n",
-			s.Peer, s.QueueDeltas, s.InFlight, s.DeltasSent, s.DeltasRecv, s.Rejected, s.Fallbacks, s.SyncsSent, s.MaxQueueDepth)
+		fmt.Fprintf(out, "peer %s: queue=%d inflight=%d sent=%d recv=%d rejected=%d retransmits=%d fallbacks=%d syncs=%d maxqueue=%d\n",
+			s.Peer, s.QueueDeltas, s.InFlight, s.DeltasSent, s.DeltasRecv, s.Rejected, s.Retransmits, s.Fallbacks, s.SyncsSent, s.MaxQueueDepth)
 	}
 }
 

@@ -1,0 +1,110 @@
+package replica
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Acks and retransmission. A batch not acknowledged in time is sent again
+// (Config.Retransmits times) before the pair falls back to digest sync at
+// AckTimeout: with 10% loss, a lost batch or a lost ack then costs one
+// batch again instead of a sync exchange (requests with a context per
+// namespace, answers, and the answers' own contexts), and the repair comes
+// after about a second instead of ten. A batch whose namespaces a sync
+// answer has carried since it left is not sent again, and one holding a
+// namespace the peer may no longer read is never sent again (it waits for
+// the fallback, which syncs only what the peer may read).
+//
+// The wait before a resend adapts to the peer's round trip as TCP's does
+// (RFC 6298): srtt + 4·rttvar, from the acks of batches sent once (Karn's
+// rule), at least Config.RetransmitAfter and at most AckTimeout/2,
+// doubled for each resend. The engine knows the time only from Tick, so a
+// round trip is measured in whole ticks: on a LAN it reads zero and the
+// wait is RetransmitAfter; a slow link lengthens it.
+
+// checkInflight resends the overdue batches to p and falls back to digest
+// sync for those unacknowledged after AckTimeout.
+func (e *Engine) checkInflight(p *peerState, now time.Time) {
+	for _, seq := range slices.Sorted(maps.Keys(p.inflight)) {
+		f := p.inflight[seq]
+		switch {
+		case now.Sub(f.first) >= e.cfg.AckTimeout:
+			delete(p.inflight, seq)
+			e.fallBack(p, f)
+		case f.sends > e.cfg.Retransmits || now.Sub(f.sentAt) < p.retransmitWait(e.cfg)<<(f.sends-1):
+		case e.answeredSince(p, f):
+			delete(p.inflight, seq) // a sync answer carried what it did
+		case !e.mayStillRead(p, f):
+		default:
+			f.sends++
+			f.sentAt = now
+			p.inflight[seq] = f
+			p.stats.Retransmits++
+			p.stats.BytesSent += uint64(f.size)
+			e.send(p.ID, f.msg)
+		}
+	}
+}
+
+// fallBack asks p for a digest sync of the namespaces of a batch it never
+// acknowledged.
+func (e *Engine) fallBack(p *peerState, f inflight) {
+	fell := false
+	for _, ns := range f.nss {
+		// The peer was sent everything of ns it lacked (a sync answer to
+		// its context) after this batch left, so from a state that held
+		// the batch's deltas: another sync now would only repeat that
+		// answer. (An answer lost on the way is what anti-entropy and the
+		// next timeout repair, as for any sync.)
+		if t, ok := p.answered[ns]; ok && t.After(f.first) {
+			continue
+		}
+		p.needSync[ns] = true
+		fell = true
+	}
+	if fell {
+		p.stats.Fallbacks++
+	}
+}
+
+// answeredSince reports whether p was sent a sync answer of every
+// namespace of f since f first left.
+func (e *Engine) answeredSince(p *peerState, f inflight) bool {
+	for _, ns := range f.nss {
+		if t, ok := p.answered[ns]; !ok || !t.After(f.first) {
+			return false
+		}
+	}
+	return true
+}
+
+// mayStillRead reports whether p may still read every namespace of f.
+func (e *Engine) mayStillRead(p *peerState, f inflight) bool {
+	for _, ns := range f.nss {
+		if !e.pol.PeerMayRead(p.Peer, ns) {
+			return false
+		}
+	}
+	return true
+}
+
+// observeAck takes the round trip of an acknowledged batch sent once.
+func (p *peerState) observeAck(f inflight, now time.Time) {
+	if f.sends != 1 {
+		return // Karn: whose ack this is, is not known
+	}
+	r := max(0, now.Sub(f.sentAt))
+	if p.rttSamples == 0 {
+		p.srtt, p.rttvar = r, r/2
+	} else {
+		p.rttvar = (3*p.rttvar + (p.srtt - r).Abs()) / 4
+		p.srtt = (7*p.srtt + r) / 8
+	}
+	p.rttSamples++
+}
+
+// retransmitWait is the wait before the first resend of a batch to p.
+func (p *peerState) retransmitWait(cfg Config) time.Duration {
+	return min(max(cfg.RetransmitAfter, p.srtt+4*p.rttvar), cfg.AckTimeout/2)
+}

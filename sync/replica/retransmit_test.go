@@ -1,0 +1,84 @@
+package replica
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// revocable is openPolicy whose peers lose read once revoked.
+type revocable struct {
+	openPolicy
+	revoked map[PeerID]bool
+}
+
+func (p *revocable) PeerMayRead(peer Peer, _ string) bool { return !p.revoked[peer.ID] }
+
+// A batch is never sent again to a peer that may no longer read it: the
+// resend waits for the fallback, which syncs only what the peer may read.
+func TestNoRetransmitAfterRevocation(t *testing.T) {
+	pol := &revocable{revoked: map[PeerID]bool{}}
+	c := newCluster(t, 2, Config{AntiEntropyInterval: time.Hour}, pol, 5)
+	c.pump(10)
+	c.drop = func(_, _ PeerID, _ *wire.Message) bool { return true }
+	c.write(0, "team://a", "m1", "title", "secret")
+	c.pump(10)
+	pol.revoked[c.nodes[1].id] = true
+	sent := 0
+	c.drop = func(from, to PeerID, m *wire.Message) bool {
+		if from == c.nodes[0].id && len(m.Deltas) > 0 {
+			sent++
+		}
+		return false
+	}
+	for range 12 {
+		c.tick(time.Second)
+		c.pump(10)
+	}
+	if sent > 0 {
+		t.Fatalf("%d messages with content went to a peer whose read was revoked", sent)
+	}
+	if st := c.nodes[0].eng.Stats()[0]; st.Retransmits != 0 || st.InFlight != 0 {
+		t.Fatalf("retransmits %d, in flight %d; want 0 and 0 (the batch timed out)", st.Retransmits, st.InFlight)
+	}
+}
+
+// Under loss, resending batches repairs what digest sync repaired before,
+// with fewer fallbacks: the same seeded run with and without retransmits.
+func TestRetransmitsReplaceFallbacks(t *testing.T) {
+	run := func(rtx int) (fallbacks, retransmits uint64, bytes int) {
+		c := newCluster(t, 4, Config{AntiEntropyInterval: time.Hour, Retransmits: rtx}, openPolicy{}, 8)
+		c.tick(time.Second)
+		c.loss = 0.1
+		c.pump(10)
+		for i := range 200 {
+			c.write(i%4, "team://a", "m"+string(rune('a'+i%26)), "title", "v"+string(rune('a'+i%7)))
+			c.pump(3)
+			if i%10 == 9 {
+				c.tick(time.Second)
+			}
+		}
+		c.loss = 0
+		for range 30 {
+			c.tick(time.Second)
+			c.pump(20)
+		}
+		if !c.converged("team://a") {
+			t.Fatalf("rtx %d: not converged", rtx)
+		}
+		for _, nd := range c.nodes {
+			for _, s := range nd.eng.Stats() {
+				fallbacks += s.Fallbacks
+				retransmits += s.Retransmits
+			}
+		}
+		return fallbacks, retransmits, c.bytes
+	}
+	fOff, rOff, bOff := run(-1)
+	fOn, rOn, bOn := run(0)
+	t.Logf("without retransmits: %d fallbacks, %d bytes; with: %d fallbacks, %d retransmits, %d bytes", fOff, bOff, fOn, rOn, bOn)
+	if rOff != 0 || rOn == 0 || fOn*2 > fOff {
+		t.Fatalf("fallbacks %d → %d with %d retransmits: want at most half", fOff, fOn, rOn)
+	}
+}
