@@ -1,0 +1,81 @@
+package epidemic
+
+import "time"
+
+// received remembers the payloads this node has received, so each is
+// delivered once, and keeps the recent ones to answer grafts. Both are
+// first in, first out over one queue in order of receipt: ids are
+// forgotten past CacheMaxIDs or CacheTTL, payloads (earlier) past
+// PayloadTTL or PayloadMaxBytes. A forgotten payload is answered by no
+// graft; a forgotten id is delivered again if the payload comes back.
+type received struct {
+	maxIDs   int
+	ttl      time.Duration
+	pTTL     time.Duration
+	maxBytes int
+
+	m     map[MsgID]*entry
+	queue []MsgID // order of receipt; queue[head:] are remembered
+	head  int
+	pHead int // queue[pHead:] may still hold their payload; head ≤ pHead
+	bytes int // payload bytes held
+}
+
+type entry struct {
+	at      time.Time
+	payload []byte // nil once dropped
+	round   int    // hops it took to arrive (0: broadcast here)
+	from    PeerID // "" when broadcast here
+	origin  PeerID
+	// asked: peers sent a KindWant for it; their answers are not pushes.
+	asked []PeerID
+}
+
+func newReceived(c *Config) *received {
+	return &received{maxIDs: c.CacheMaxIDs, ttl: c.CacheTTL, pTTL: c.PayloadTTL, maxBytes: c.PayloadMaxBytes, m: map[MsgID]*entry{}}
+}
+
+func (r *received) get(id MsgID) *entry { return r.m[id] }
+
+func (r *received) add(id MsgID, e *entry) {
+	r.m[id] = e
+	r.queue = append(r.queue, id)
+	r.bytes += len(e.payload)
+	r.trim(e.at)
+}
+
+// trim forgets what is past its bounds at now.
+func (r *received) trim(now time.Time) {
+	for r.head < len(r.queue) {
+		e := r.m[r.queue[r.head]]
+		if len(r.queue)-r.head <= r.maxIDs && now.Sub(e.at) < r.ttl {
+			break
+		}
+		r.dropPayload(e)
+		delete(r.m, r.queue[r.head])
+		r.head++
+	}
+	r.pHead = max(r.pHead, r.head)
+	for r.pHead < len(r.queue) {
+		e := r.m[r.queue[r.pHead]]
+		if r.bytes <= r.maxBytes && now.Sub(e.at) < r.pTTL {
+			break
+		}
+		r.dropPayload(e)
+		r.pHead++
+	}
+	if r.head > 1024 && r.head > len(r.queue)/2 {
+		n := copy(r.queue, r.queue[r.head:])
+		clear(r.queue[n:])
+		r.queue = r.queue[:n]
+		r.pHead -= r.head
+		r.head = 0
+	}
+}
+
+func (r *received) dropPayload(e *entry) {
+	r.bytes -= len(e.payload)
+	e.payload = nil
+}
+
+func (r *received) len() int { return len(r.queue) - r.head }

@@ -1,0 +1,119 @@
+// Package epidemic disseminates broadcasts along epidemic broadcast trees:
+// Plumtree (Leitão, Pereira, Rodrigues, SRDS 2007) over a HyParView active
+// view (Leitão, Pereira, Rodrigues, DSN 2007). Each node keeps a connection
+// to a few peers only (Config.ActiveSize, default 5: O(log N)), and a
+// broadcast costs about one payload send per node, N−1 in all, plus small
+// announcements: no node sends a write to every holder itself.
+//
+// Like the replica engine it is pure: a Node takes inputs — Broadcast,
+// Step (a message from a peer), Tick (the time), Join, Hint and PeerFailed
+// (membership and transport news) — and returns outputs through Ready:
+// messages to send, payloads to deliver, and the changes to its active
+// view, which are the connections the driver keeps open. It starts no
+// goroutines, opens no sockets, reads no clock and draws from no global
+// random source (Config.Seed), so a simulation replays exactly.
+//
+// # The loop
+//
+// The driver owns the loop. After each input it takes Ready (while
+// HasReady), hands each Delivery to the application, opens connections to
+// Ready.Connect, sends Ready.Messages in order (a message to a peer outside
+// the active view — a neighbor request, a shuffle reply — goes over a
+// connection opened for it), then closes the connections to
+// Ready.Disconnect. It calls Tick regularly, at most IHaveInterval apart.
+// It reports PeerFailed when a connection breaks or cannot be opened, or
+// when membership declares a peer dead; the transport's failure detector
+// is HyParView's.
+//
+// The driver checks a KindGossip's payload before Step (for mnemo: the
+// author's signature and seals, and that the author may write): a node
+// forwards what it steps, so a payload that fails is not stepped, and a
+// forged one stops at the first honest node. A peer is known by the key
+// its transport authenticates, so From cannot be forged either.
+//
+// # Membership (HyParView)
+//
+// The active view is symmetric: a peer is in this node's active view when
+// this node is in its. A new node joins through a contact (Join); the
+// contact takes it in and walks a forward-join ActiveWalk hops from each
+// of its active peers, and where a walk ends that node takes the newcomer
+// into its active view too (into its passive view where the walk passes
+// PassiveWalk). A full view that must take a peer drops a random one into
+// its passive view with a KindDisconnect. When an active peer fails, a
+// random passive one is asked to take its place (KindNeighbor, with
+// priority when the active view is empty, so a lone node always gets a
+// link); each passive peer is asked at most once per ShuffleInterval.
+// Every ShuffleInterval a sample of both views walks to a random node,
+// which answers with a sample of its passive view: passive views stay
+// fresh and random. Hint feeds the passive view with members the
+// membership layer (memberlist) knows.
+//
+// A lost KindDisconnect or neighbor reply can leave a link known at one
+// end only; Plumtree traffic over such a link is answered with a
+// KindDisconnect, so links end up symmetric or gone (and then refilled).
+//
+// # Broadcast (Plumtree)
+//
+// Each origin (the node that broadcast a payload) has its own tree: at
+// each node, the links of the active view that origin's payloads are
+// pushed over (eager); the others only carry announcements (KindIHave,
+// batched per peer for IHaveInterval). A payload received for the first
+// time is delivered, pushed over the origin's eager links and announced
+// over the rest. A pushed duplicate prunes its link from the origin's
+// tree at both ends (KindPrune), so each tree settles into a spanning
+// tree: each node then receives each payload once, N−1 sends per
+// broadcast.
+//
+// A node that hears of a payload only by announcement waits GraftTimeout,
+// then asks an announcer for it (KindWant), and the next announcer every
+// GraftRetry, at most GraftTries times. If the answer comes before the
+// tree's copy (lost, or on a longer path), the answering link joins the
+// origin's tree (KindGraft), and the tree's copy, if it still comes,
+// prunes the slower link: a lost payload or a failed parent is repaired,
+// and the tree with it. The tree optimisation (Config.Threshold) does the
+// same without waiting: a payload that arrives Threshold hops later than
+// a peer announced having it moves the origin's tree to that peer.
+//
+// Why a tree per origin, where the paper shares one: a tree shared by
+// every source is a good tree for none. Its paths from a random source
+// are longer than the overlay's (twice its depth at worst), so
+// announcements overtake payloads, wants and grafts follow, and each
+// graft that shortens one source's paths lengthens another's; the
+// simulation found the shared tree never settled (about 2.3 payload sends
+// per node per broadcast at N=100) unless GraftTimeout exceeded the
+// tree's stretch, which made repairs under loss slower than the epidemic
+// model. Trees per origin settle after a few broadcasts of each origin to
+// one payload send per node, on paths as short as the overlay's. The
+// cost is a list of eager links per origin (at most ActiveSize ids; at
+// most MaxTrees origins, least recently used dropped); a new origin's
+// tree starts from the links' last states, so its first broadcasts cost
+// some extra sends (measured: under 2·(N−1)) while it settles. For mnemo
+// the origins are the writers of a namespace.
+//
+// Announcements are what make a tree reliable: a node misses a payload
+// only if its eager copy and every neighbour's announcement of it are
+// lost. Over reliable links (QUIC streams) that takes a failure; under
+// independent message loss p it happens with probability about p^d for a
+// node of d links, and is left to the application's own repair (for
+// mnemo, anti-entropy).
+//
+// # Payloads and ids
+//
+// A payload is the application's bytes, never read here; it is named by a
+// MsgID the application derives from it (a hash), so equal ids mean equal
+// payloads. The node keeps a bounded map from id to payload (PayloadTTL,
+// PayloadMaxBytes, not copied) to answer grafts, so the driver keeps
+// nothing; and the ids received (CacheMaxIDs, CacheTTL) to deliver each
+// payload once. A payload arriving again after its id is forgotten is
+// delivered again: the application's apply must be idempotent (a CRDT join
+// is).
+//
+// # Bounds
+//
+// Everything a peer can grow is bounded: the views (ActiveSize,
+// PassiveSize), the requests under way (ActiveSize), the announcements
+// waiting per peer (IHaveMaxBatch: a full batch leaves at once), the
+// payloads awaited (MaxMissing, oldest given up) and their announcers
+// (MaxAnnouncers), the received ids and payloads (above). Step refuses
+// messages beyond them (ErrMalformed).
+package epidemic

@@ -1,0 +1,266 @@
+package epidemic
+
+import "slices"
+
+// tree is one origin's spanning tree as this node sees it: the links its
+// payloads are pushed over. Each origin has its own, so a tree is cut and
+// grafted for one source's paths only, and settles (doc.go, "Broadcast").
+type tree struct {
+	eager []PeerID
+	used  uint64 // Node.treeClock when last used
+}
+
+// tree returns origin's tree, made from the links' last states if new
+// (dropping the least recently used tree beyond MaxTrees).
+func (n *Node) tree(origin PeerID) *tree {
+	n.treeClock++
+	if t := n.trees[origin]; t != nil {
+		t.used = n.treeClock
+		return t
+	}
+	if len(n.trees) >= n.cfg.MaxTrees {
+		var old PeerID
+		var oldest uint64
+		for o, t := range n.trees {
+			if old == "" || t.used < oldest || t.used == oldest && o < old {
+				old, oldest = o, t.used
+			}
+		}
+		delete(n.trees, old)
+	}
+	t := &tree{used: n.treeClock}
+	for _, l := range n.active {
+		if l.eager {
+			t.eager = append(t.eager, l.id)
+		}
+	}
+	n.trees[origin] = t
+	return t
+}
+
+// setEager makes p's link eager or lazy in t (if p is in the active view),
+// and records it as the link's last state.
+func (n *Node) setEager(t *tree, p PeerID, eager bool) {
+	l := n.link(p)
+	if l == nil {
+		return
+	}
+	l.eager = eager
+	i := slices.Index(t.eager, p)
+	switch {
+	case eager && i < 0:
+		t.eager = append(t.eager, p)
+	case !eager && i >= 0:
+		t.eager = slices.Delete(t.eager, i, i+1)
+	}
+}
+
+// Broadcast sends a payload originated here to the overlay: eagerly over
+// this node's tree, announced over the other links. It reports false (and
+// sends nothing) if id was already broadcast or received. The payload is
+// kept, not copied, for PayloadTTL to answer grafts: the caller must not
+// modify it. It is not delivered back to this node.
+func (n *Node) Broadcast(id MsgID, payload []byte) bool {
+	if n.rcv.get(id) != nil {
+		return false
+	}
+	self := n.cfg.Self
+	n.rcv.add(id, &entry{at: n.now, payload: payload, origin: self})
+	var skip []PeerID
+	if ms := n.missing[id]; ms != nil {
+		skip = ms.announcers
+		n.dropMissing(id)
+	}
+	n.forward(n.tree(self), self, id, payload, 0, "", skip)
+	return true
+}
+
+// forward passes on a payload of origin that arrived in round hops from
+// from ("" when broadcast here): eagerly over t's links, announced over
+// the others except those that announced it here (skip).
+func (n *Node) forward(t *tree, origin PeerID, id MsgID, payload []byte, round int, from PeerID, skip []PeerID) {
+	for _, l := range n.active {
+		switch {
+		case l.id == from:
+		case contains(t.eager, l.id):
+			n.send(l.id, Message{Kind: KindGossip, ID: id, Origin: origin, Payload: payload, Round: round + 1})
+		case !contains(skip, l.id):
+			n.announce(l, Announcement{ID: id, Round: round})
+		}
+	}
+}
+
+func contains(s []PeerID, p PeerID) bool {
+	for _, q := range s {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// announce queues an announcement for l's next IHave.
+func (n *Node) announce(l *link, a Announcement) {
+	if len(l.lazy) == 0 {
+		l.lazySince = n.now
+	}
+	l.lazy = append(l.lazy, a)
+	if len(l.lazy) >= n.cfg.IHaveMaxBatch {
+		n.flushLazy(l)
+	}
+}
+
+func (n *Node) flushLazy(l *link) {
+	n.send(l.id, Message{Kind: KindIHave, IHave: l.lazy})
+	l.lazy = nil
+}
+
+func (n *Node) onGossip(from PeerID, m Message) {
+	t := n.tree(m.Origin)
+	if e := n.rcv.get(m.ID); e != nil {
+		n.stats.Duplicates++
+		if !contains(e.asked, from) && n.link(from) != nil {
+			// A push of a payload already here: origin's tree has a
+			// cycle through from, or a slower path than the one that
+			// won. Cut it: both ends make the link lazy in that tree
+			// (from pushes over it, whatever this end thought). The
+			// answer to a want the eager copy beat is no push.
+			n.setEager(t, from, false)
+			n.send(from, Message{Kind: KindPrune, Origin: m.Origin})
+		}
+		return
+	}
+	e := &entry{at: n.now, payload: m.Payload, round: m.Round, from: from, origin: m.Origin}
+	var skip []PeerID
+	ms := n.missing[m.ID]
+	if ms != nil {
+		skip, e.asked = ms.announcers, ms.asked
+		n.dropMissing(m.ID)
+	}
+	n.rcv.add(m.ID, e)
+	n.stats.Delivered++
+	n.ready.Deliver = append(n.ready.Deliver, Delivery{ID: m.ID, Payload: m.Payload, Origin: m.Origin, From: from, Round: m.Round})
+	if contains(e.asked, from) && n.link(from) != nil && !contains(t.eager, from) {
+		// Pulled before origin's tree brought it (lost, or late): the
+		// link that answered joins the tree; the eager copy, if it still
+		// comes, prunes the slower link.
+		n.send(from, Message{Kind: KindGraft, Origin: m.Origin})
+	}
+	n.setEager(t, from, true)
+	if ms != nil && ms.best != "" {
+		// Announced here by a peer on a shorter path than the eager copy
+		// took: the tree optimisation, before the payload goes on.
+		n.optimize(e, ms.best, ms.bestRound)
+	}
+	n.forward(t, m.Origin, m.ID, m.Payload, m.Round, from, skip)
+}
+
+func (n *Node) onIHave(from PeerID, anns []Announcement) {
+	for _, a := range anns {
+		if e := n.rcv.get(a.ID); e != nil {
+			n.optimize(e, from, a.Round)
+			continue
+		}
+		ms := n.missing[a.ID]
+		if ms == nil {
+			if len(n.missing) >= n.cfg.MaxMissing {
+				n.dropOldestMissing()
+			}
+			n.seq++
+			ms = &missing{seq: n.seq, deadline: n.now.Add(n.cfg.GraftTimeout)}
+			n.missing[a.ID] = ms
+			n.order = append(n.order, missingRef{a.ID, n.seq})
+		}
+		if len(ms.announcers) < n.cfg.MaxAnnouncers && !contains(ms.announcers, from) {
+			ms.announcers = append(ms.announcers, from)
+		}
+		if ms.best == "" || a.Round < ms.bestRound {
+			ms.best, ms.bestRound = from, a.Round
+		}
+	}
+}
+
+// optimize is Plumtree's tree optimisation: a payload that reached from in
+// round hops would have come here in round+1; if that beats the path it
+// came by by Threshold hops, from's link joins the origin's tree and the
+// other leaves it.
+func (n *Node) optimize(e *entry, from PeerID, round int) {
+	if n.cfg.Threshold < 0 || e.from == "" || e.from == from || contains(e.asked, e.from) || e.round-(round+1) < n.cfg.Threshold {
+		return
+	}
+	if n.link(from) == nil || n.link(e.from) == nil {
+		return
+	}
+	t := n.tree(e.origin)
+	n.setEager(t, from, true)
+	n.send(from, Message{Kind: KindGraft, Origin: e.origin})
+	n.setEager(t, e.from, false)
+	n.send(e.from, Message{Kind: KindPrune, Origin: e.origin})
+	e.from, e.round = from, round+1
+}
+
+// answer sends from the payloads ids that are still kept.
+func (n *Node) answer(from PeerID, ids []MsgID) {
+	for _, id := range ids {
+		if e := n.rcv.get(id); e != nil && e.payload != nil {
+			n.send(from, Message{Kind: KindGossip, ID: id, Origin: e.origin, Payload: e.payload, Round: e.round + 1})
+		}
+	}
+}
+
+// pullMissing asks, for each payload whose wait is over, its next
+// announcer (KindWant), one message per peer.
+func (n *Node) pullMissing() {
+	var to []PeerID
+	wants := map[PeerID][]MsgID{}
+	live := n.order[:0]
+	for _, r := range n.order {
+		ms := n.missing[r.id]
+		if ms == nil || ms.seq != r.seq {
+			continue
+		}
+		if n.now.Before(ms.deadline) {
+			live = append(live, r)
+			continue
+		}
+		if len(ms.announcers) == 0 || ms.tries >= n.cfg.GraftTries {
+			n.stats.GaveUp++
+			delete(n.missing, r.id)
+			continue
+		}
+		p := ms.announcers[ms.next%len(ms.announcers)]
+		ms.next++
+		ms.tries++
+		ms.deadline = n.now.Add(n.cfg.GraftRetry)
+		if !contains(ms.asked, p) {
+			ms.asked = append(ms.asked, p)
+		}
+		if _, ok := wants[p]; !ok {
+			to = append(to, p)
+		}
+		if len(wants[p]) < n.cfg.IHaveMaxBatch {
+			wants[p] = append(wants[p], r.id)
+		}
+		live = append(live, r)
+	}
+	clear(n.order[len(live):])
+	n.order = live
+	for _, p := range to {
+		n.send(p, Message{Kind: KindWant, IDs: wants[p]})
+	}
+}
+
+func (n *Node) dropMissing(id MsgID) { delete(n.missing, id) }
+
+// dropOldestMissing gives up the payload awaited longest.
+func (n *Node) dropOldestMissing() {
+	for i, r := range n.order {
+		if ms := n.missing[r.id]; ms != nil && ms.seq == r.seq {
+			delete(n.missing, r.id)
+			n.order = n.order[i+1:]
+			n.stats.GaveUp++
+			return
+		}
+	}
+	n.order = n.order[:0]
+}
