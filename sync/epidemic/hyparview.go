@@ -173,10 +173,10 @@ func (n *Node) onForwardJoin(from, p PeerID, ttl int) {
 		}
 	}
 	if len(next) == 0 {
-		if n.link(p) == nil {
-			n.addActive(p)
-			n.send(p, Message{Kind: KindNeighbor, Priority: true})
-		}
+		// The walk ends here. A link to p this node already has may be
+		// one p lost (p joins again when alone): ask all the same.
+		n.addActive(p)
+		n.send(p, Message{Kind: KindNeighbor, Priority: true})
 		return
 	}
 	n.send(next[n.rng.IntN(len(next))], Message{Kind: KindForwardJoin, Peer: p, TTL: ttl - 1})

@@ -288,6 +288,7 @@ func (n *Node) Step(from PeerID, m Message) error {
 	case KindDisconnect:
 		if n.removeActive(from) != nil {
 			n.addPassive(from, nil)
+			n.tried[from] = true // it has just said no
 			n.fill()
 		}
 	case KindShuffle:

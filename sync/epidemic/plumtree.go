@@ -77,11 +77,11 @@ func (n *Node) Broadcast(id MsgID, payload []byte) bool {
 
 // forward passes on a payload of origin that arrived in round hops from
 // from ("" when broadcast here): eagerly over t's links, announced over
-// the others except those that announced it here (skip).
+// the others except those that announced it here (skip) and origin.
 func (n *Node) forward(t *tree, origin PeerID, id MsgID, payload []byte, round int, from PeerID, skip []PeerID) {
 	for _, l := range n.active {
 		switch {
-		case l.id == from:
+		case l.id == from, l.id == origin:
 		case contains(t.eager, l.id):
 			n.send(l.id, Message{Kind: KindGossip, ID: id, Origin: origin, Payload: payload, Round: round + 1})
 		case !contains(skip, l.id):
@@ -158,6 +158,10 @@ func (n *Node) onGossip(from PeerID, m Message) {
 func (n *Node) onIHave(from PeerID, anns []Announcement) {
 	for _, a := range anns {
 		if e := n.rcv.get(a.ID); e != nil {
+			if l := n.link(from); l != nil {
+				// from has it: the announcement waiting for it is moot.
+				l.lazy = slices.DeleteFunc(l.lazy, func(b Announcement) bool { return b.ID == a.ID })
+			}
 			n.optimize(e, from, a.Round)
 			continue
 		}
