@@ -79,3 +79,14 @@ func (r *received) dropPayload(e *entry) {
 }
 
 func (r *received) len() int { return len(r.queue) - r.head }
+
+// recent calls fn for the ids received since, newest first, until fn
+// returns false.
+func (r *received) recent(since time.Time, fn func(MsgID, *entry) bool) {
+	for i := len(r.queue) - 1; i >= r.head; i-- {
+		e := r.m[r.queue[i]]
+		if e.at.Before(since) || !fn(r.queue[i], e) {
+			return
+		}
+	}
+}

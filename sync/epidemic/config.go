@@ -72,6 +72,11 @@ type Config struct {
 	// the optimisation off.
 	Threshold int
 
+	// RecentAnnounce: a new link is sent announcements of the payloads
+	// received this recently (at most IHaveMaxBatch), which a payload
+	// under way when the link was made may have missed its new end by.
+	// Default 2s; negative turns it off.
+	RecentAnnounce time.Duration
 	// MaxTrees bounds the origins whose trees are kept; the least recently
 	// used is dropped, and its origin's next payload starts a tree again
 	// from the links' last states. Default 1024.
@@ -128,6 +133,7 @@ func (c *Config) withDefaults() {
 	def(&c.MaxAnnouncers, 8)
 	def(&c.Threshold, 2)
 	def(&c.MaxTrees, 1024)
+	defD(&c.RecentAnnounce, 2*time.Second)
 	def(&c.CacheMaxIDs, 65536)
 	defD(&c.CacheTTL, 10*time.Minute)
 	defD(&c.PayloadTTL, 30*time.Second)

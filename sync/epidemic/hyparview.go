@@ -57,7 +57,20 @@ func (n *Node) addActive(p PeerID) {
 	}
 	// A new link starts eager (Plumtree's NeighborUp): the first
 	// broadcasts over it find out whether it belongs to the tree.
-	n.active = append(n.active, &link{id: p, eager: true})
+	l := &link{id: p, eager: true}
+	n.active = append(n.active, l)
+	// Links are made when others fail, while payloads are under way: a
+	// payload that passed before this link existed may have missed p
+	// with its old links. Announce what came lately; p asks for what it
+	// lacks.
+	k := 0
+	n.rcv.recent(n.now.Add(-n.cfg.RecentAnnounce), func(id MsgID, e *entry) bool {
+		if e.origin != p && e.from != p {
+			n.announce(l, Announcement{ID: id, Round: e.round})
+			k++
+		}
+		return k < n.cfg.IHaveMaxBatch
+	})
 }
 
 // removeActive takes p out of the active view, dropping its waiting
@@ -100,9 +113,14 @@ func (n *Node) addPassive(p PeerID, prefer []PeerID) {
 
 // fill asks passive peers for a place while the active view and the
 // requests under way fall short of ActiveSize. Each passive peer is asked
-// at most once per ShuffleInterval; with priority only when the active
-// view is empty (HyParView's high priority: the receiver must accept). A
-// node with neither view joins through its contact again.
+// at most once per ShuffleInterval. A request with priority must be
+// accepted (the receiver drops a random peer if full): HyParView asks so
+// only when the active view is empty; here also when it is two or more
+// short, since a node that failures left with few links otherwise waits
+// for the rare peer with room, and broadcasts reach it over few links.
+// The peer dropped goes from full to one short, and asks without
+// priority, so requests do not cascade. A node with neither view joins
+// through its contact again.
 func (n *Node) fill() {
 	for len(n.active)+len(n.pending) < n.cfg.ActiveSize {
 		var cands []PeerID
@@ -116,7 +134,7 @@ func (n *Node) fill() {
 		}
 		p := cands[n.rng.IntN(len(cands))]
 		n.tried[p] = true
-		prio := len(n.active) == 0
+		prio := len(n.active) <= n.cfg.ActiveSize-2 || len(n.active) == 0
 		n.pending = append(n.pending, request{peer: p, at: n.now, priority: prio})
 		n.send(p, Message{Kind: KindNeighbor, Priority: prio})
 	}

@@ -30,7 +30,10 @@ func (n *Node) tree(origin PeerID) *tree {
 	}
 	t := &tree{used: n.treeClock}
 	for _, l := range n.active {
-		if l.eager {
+		if l.eager || origin == n.cfg.Self {
+			// This node's own tree starts with every link: it is the
+			// root, and its first broadcast leaves now, not with the
+			// next announcements.
 			t.eager = append(t.eager, l.id)
 		}
 	}

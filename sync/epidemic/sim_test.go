@@ -256,23 +256,36 @@ func (s *simNet) asymmetric() int {
 }
 
 // connected reports whether the live nodes' active views connect them.
-func (s *simNet) connected() bool {
-	start := slices.Index(s.alive, true)
+func (s *simNet) connected() bool { return len(s.component()) == s.live() }
+
+// component returns the largest set of live nodes the active views
+// connect.
+func (s *simNet) component() map[int]bool {
+	var best map[int]bool
 	seen := make([]bool, len(s.nodes))
-	seen[start] = true
-	stack, k := []int{start}, 1
-	for len(stack) > 0 {
-		i := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, l := range s.nodes[i].active {
-			if j := s.index[l.id]; s.alive[j] && !seen[j] {
-				seen[j] = true
-				k++
-				stack = append(stack, j)
+	for start, a := range s.alive {
+		if !a || seen[start] {
+			continue
+		}
+		comp := map[int]bool{start: true}
+		seen[start] = true
+		stack := []int{start}
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, l := range s.nodes[i].active {
+				if j := s.index[l.id]; s.alive[j] && !seen[j] {
+					seen[j] = true
+					comp[j] = true
+					stack = append(stack, j)
+				}
 			}
 		}
+		if len(comp) > len(best) {
+			best = comp
+		}
 	}
-	return k == s.live()
+	return best
 }
 
 // simFigures are what a batch of broadcasts cost and achieved.
