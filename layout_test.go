@@ -76,6 +76,11 @@ var layout = []layoutRule{
 	{name: "the memory core, its features and the cluster loop link no Badger",
 		from:   []string{"node/memory", "node/cluster"},
 		forbid: []string{badger, mod("node/store/badgerkv")}},
+	// The broadcast engine (issue 14) is pure like the CRDTs: it carries
+	// opaque payloads between opaque peer ids, so it links nothing of the
+	// module and no network; the replica engine and the node drive it.
+	{name: "sync/epidemic imports only the standard library",
+		from: []string{"sync/epidemic"}, only: []string{}, external: []string{}, forbid: notPure},
 }
 
 // TestDependencyDirection checks every rule of the layout against the
@@ -116,6 +121,7 @@ func TestDependencyRulesCanFail(t *testing.T) {
 		layout[6].name: {badger + "/v4", "net", "net/http", mod("node/memory"), mod("node/store")},
 		layout[7].name: {badger + "/v4", quicGo, memberlist, mod("node/store")},
 		layout[8].name: {badger + "/v4", badger + "/v4/options", mod("node/store/badgerkv")},
+		layout[9].name: {mod("sync/replica"), mod("crdt"), "net", msgpack + "msgpack/v5"},
 	}
 	if len(bad) != len(layout) {
 		t.Fatalf("%d rules, %d with violations to catch", len(layout), len(bad))
