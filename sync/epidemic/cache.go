@@ -15,10 +15,17 @@ type received struct {
 	maxBytes int
 
 	m     map[MsgID]*entry
-	queue []MsgID // order of receipt; queue[head:] are remembered
+	queue []queued // order of receipt; queue[head:] are remembered
 	head  int
 	pHead int // queue[pHead:] may still hold their payload; head ≤ pHead
 	bytes int // payload bytes held
+}
+
+// queued is an id in order of receipt, with its time (so trimming reads
+// no map).
+type queued struct {
+	id MsgID
+	at time.Time
 }
 
 type entry struct {
@@ -39,7 +46,7 @@ func (r *received) get(id MsgID) *entry { return r.m[id] }
 
 func (r *received) add(id MsgID, e *entry) {
 	r.m[id] = e
-	r.queue = append(r.queue, id)
+	r.queue = append(r.queue, queued{id, e.at})
 	r.bytes += len(e.payload)
 	r.trim(e.at)
 }
@@ -47,21 +54,21 @@ func (r *received) add(id MsgID, e *entry) {
 // trim forgets what is past its bounds at now.
 func (r *received) trim(now time.Time) {
 	for r.head < len(r.queue) {
-		e := r.m[r.queue[r.head]]
-		if len(r.queue)-r.head <= r.maxIDs && now.Sub(e.at) < r.ttl {
+		q := r.queue[r.head]
+		if len(r.queue)-r.head <= r.maxIDs && now.Sub(q.at) < r.ttl {
 			break
 		}
-		r.dropPayload(e)
-		delete(r.m, r.queue[r.head])
+		r.dropPayload(r.m[q.id])
+		delete(r.m, q.id)
 		r.head++
 	}
 	r.pHead = max(r.pHead, r.head)
 	for r.pHead < len(r.queue) {
-		e := r.m[r.queue[r.pHead]]
-		if r.bytes <= r.maxBytes && now.Sub(e.at) < r.pTTL {
+		q := r.queue[r.pHead]
+		if r.bytes <= r.maxBytes && now.Sub(q.at) < r.pTTL {
 			break
 		}
-		r.dropPayload(e)
+		r.dropPayload(r.m[q.id])
 		r.pHead++
 	}
 	if r.head > 1024 && r.head > len(r.queue)/2 {
@@ -84,8 +91,8 @@ func (r *received) len() int { return len(r.queue) - r.head }
 // returns false.
 func (r *received) recent(since time.Time, fn func(MsgID, *entry) bool) {
 	for i := len(r.queue) - 1; i >= r.head; i-- {
-		e := r.m[r.queue[i]]
-		if e.at.Before(since) || !fn(r.queue[i], e) {
+		q := r.queue[i]
+		if q.at.Before(since) || !fn(q.id, r.m[q.id]) {
 			return
 		}
 	}

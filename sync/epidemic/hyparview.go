@@ -59,6 +59,7 @@ func (n *Node) addActive(p PeerID) {
 	// broadcasts over it find out whether it belongs to the tree.
 	l := &link{id: p, eager: true}
 	n.active = append(n.active, l)
+	n.viewChanged = true
 	// Links are made when others fail, while payloads are under way: a
 	// payload that passed before this link existed may have missed p
 	// with its old links. Announce what came lately; p asks for what it
@@ -79,6 +80,7 @@ func (n *Node) removeActive(p PeerID) *link {
 	for i, l := range n.active {
 		if l.id == p {
 			n.active = slices.Delete(n.active, i, i+1)
+			n.viewChanged = true
 			for _, t := range n.trees {
 				t.eager = slices.DeleteFunc(t.eager, func(q PeerID) bool { return q == p })
 			}

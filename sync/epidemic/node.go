@@ -82,9 +82,10 @@ type Node struct {
 	seq     uint64
 	// trees holds each origin's tree: which links its payloads are pushed
 	// over (MaxTrees, least recently used dropped).
-	trees     map[PeerID]*tree
-	treeClock uint64
-	reported  []PeerID // the active view as of the last Ready
+	trees       map[PeerID]*tree
+	treeClock   uint64
+	reported    []PeerID // the active view as of the last Ready
+	viewChanged bool     // the active view changed since (maybe back)
 
 	ready Ready
 	stats Stats
@@ -165,7 +166,13 @@ func (n *Node) Missing() int { return len(n.missing) }
 // HasReady reports whether Ready has anything to return.
 func (n *Node) HasReady() bool {
 	r := &n.ready
-	if len(r.Messages) > 0 || len(r.Deliver) > 0 || len(n.reported) != len(n.active) {
+	if len(r.Messages) > 0 || len(r.Deliver) > 0 {
+		return true
+	}
+	if !n.viewChanged {
+		return false
+	}
+	if len(n.reported) != len(n.active) {
 		return true
 	}
 	for _, l := range n.active {
@@ -180,6 +187,10 @@ func (n *Node) HasReady() bool {
 func (n *Node) Ready() Ready {
 	r := n.ready
 	n.ready = Ready{}
+	if !n.viewChanged {
+		return r
+	}
+	n.viewChanged = false
 	now := n.Active()
 	for _, p := range now {
 		if !slices.Contains(n.reported, p) {
@@ -223,7 +234,9 @@ func (n *Node) send(to PeerID, m Message) {
 // announcements to leave on time) and before any other input.
 func (n *Node) Tick(now time.Time) {
 	n.now = now
-	clear(n.nonActive)
+	if len(n.nonActive) > 0 {
+		clear(n.nonActive)
+	}
 	for _, l := range n.active {
 		if len(l.lazy) > 0 && now.Sub(l.lazySince) >= n.cfg.IHaveInterval {
 			n.flushLazy(l)

@@ -219,7 +219,7 @@ func (n *Node) answer(from PeerID, ids []MsgID) {
 // announcer (KindWant), one message per peer.
 func (n *Node) pullMissing() {
 	var to []PeerID
-	wants := map[PeerID][]MsgID{}
+	var wants map[PeerID][]MsgID // made on the first want
 	live := n.order[:0]
 	for _, r := range n.order {
 		ms := n.missing[r.id]
@@ -241,6 +241,9 @@ func (n *Node) pullMissing() {
 		ms.deadline = n.now.Add(n.cfg.GraftRetry)
 		if !contains(ms.asked, p) {
 			ms.asked = append(ms.asked, p)
+		}
+		if wants == nil {
+			wants = map[PeerID][]MsgID{}
 		}
 		if _, ok := wants[p]; !ok {
 			to = append(to, p)
