@@ -135,6 +135,9 @@ func (n *Node) fill() {
 			break
 		}
 		p := cands[n.rng.IntN(len(cands))]
+		if len(n.tried) >= 2*n.cfg.PassiveSize {
+			clear(n.tried) // a passive view refreshed faster than shuffles
+		}
 		n.tried[p] = true
 		prio := len(n.active) <= n.cfg.ActiveSize-2 || len(n.active) == 0
 		n.pending = append(n.pending, request{peer: p, at: n.now, priority: prio})

@@ -289,7 +289,11 @@ func (n *Node) Step(from PeerID, m Message) error {
 	case KindWant:
 		n.answer(from, m.IDs)
 	case KindPrune:
-		n.setEager(n.tree(m.Origin), from, false)
+		// A prune for an origin without a tree here prunes nothing (and
+		// must not make one: a peer could evict the trees in use).
+		if t := n.trees[m.Origin]; t != nil {
+			n.setEager(t, from, false)
+		}
 	case KindJoin:
 		n.onJoin(from)
 	case KindForwardJoin:
@@ -366,7 +370,9 @@ func (n *Node) checkLink(from PeerID) {
 	if n.link(from) != nil || n.requested(from) || n.nonActive[from] {
 		return
 	}
-	n.nonActive[from] = true
+	if len(n.nonActive) < maxView {
+		n.nonActive[from] = true
+	}
 	n.send(from, Message{Kind: KindDisconnect})
 }
 

@@ -1,0 +1,172 @@
+package epidemic
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := func(c *Config) {}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		bad  bool
+	}{
+		{"defaults", ok, false},
+		{"no self", func(c *Config) { c.Self = "" }, true},
+		{"active too big", func(c *Config) { c.ActiveSize = maxView + 1 }, true},
+		{"negative active", func(c *Config) { c.ActiveSize = -1 }, true},
+		{"passive walk beyond active walk", func(c *Config) { c.ActiveWalk, c.PassiveWalk = 2, 3 }, true},
+		{"shuffle bigger than the passive view", func(c *Config) { c.PassiveSize, c.ShuffleActive, c.ShufflePassive = 4, 2, 2 }, true},
+		{"negative duration", func(c *Config) { c.GraftTimeout = -time.Second }, true},
+		{"payloads kept longer than ids", func(c *Config) { c.PayloadTTL, c.CacheTTL = time.Hour, time.Minute }, true},
+		{"negative bound", func(c *Config) { c.MaxMissing = -1 }, true},
+		{"threshold off", func(c *Config) { c.Threshold = -1 }, false},
+		{"recent announcements off", func(c *Config) { c.RecentAnnounce = -1 }, false},
+	} {
+		c := Config{Self: "a"}
+		tc.edit(&c)
+		_, err := New(c)
+		if tc.bad != (err != nil) || err != nil && !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: New = %v, want an error wrapping ErrConfig: %v", tc.name, err, tc.bad)
+		}
+	}
+	d := DefaultConfig("a")
+	if d.ActiveSize != 5 || d.PassiveSize != 30 || d.GraftTimeout != 150*time.Millisecond || d.Threshold != 2 {
+		t.Errorf("DefaultConfig = %+v", d)
+	}
+}
+
+func TestStepRefuses(t *testing.T) {
+	n, err := New(Config{Self: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Tick(simEpoch)
+	long := make([]Announcement, 257)
+	for _, tc := range []struct {
+		name string
+		from PeerID
+		m    Message
+		want error
+	}{
+		{"from self", "a", Message{Kind: KindIHave}, ErrFromSelf},
+		{"unknown kind", "b", Message{Kind: 99}, ErrMalformed},
+		{"gossip without origin", "b", Message{Kind: KindGossip, Round: 1}, ErrMalformed},
+		{"gossip of round 0", "b", Message{Kind: KindGossip, Origin: "c"}, ErrMalformed},
+		{"empty ihave", "b", Message{Kind: KindIHave}, ErrMalformed},
+		{"ihave beyond a batch", "b", Message{Kind: KindIHave, IHave: long}, ErrMalformed},
+		{"graft without origin", "b", Message{Kind: KindGraft}, ErrMalformed},
+		{"prune without origin", "b", Message{Kind: KindPrune}, ErrMalformed},
+		{"forward-join beyond the walk", "b", Message{Kind: KindForwardJoin, Peer: "c", TTL: 7}, ErrMalformed},
+		{"shuffle without origin", "b", Message{Kind: KindShuffle, TTL: 1}, ErrMalformed},
+		{"shuffle of too many peers", "b", Message{Kind: KindShuffleReply, Peers: make([]PeerID, 31)}, ErrMalformed},
+		{"empty peer id", "b", Message{Kind: KindShuffleReply, Peers: []PeerID{""}}, ErrMalformed},
+	} {
+		if err := n.Step(tc.from, tc.m); !errors.Is(err, tc.want) {
+			t.Errorf("%s: Step = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if n.HasReady() || len(n.Passive()) > 0 || n.Stats().Malformed != 11 {
+		t.Errorf("refused messages changed the node: ready %v, passive %v, stats %+v", n.HasReady(), n.Passive(), n.Stats())
+	}
+}
+
+// TestBoundsUnderRandomInput feeds a node random messages from random
+// peers (what a faulty or hostile peer could send) and checks after each
+// that everything it holds stays within its bounds.
+func TestBoundsUnderRandomInput(t *testing.T) {
+	cfg := Config{Self: "self", ActiveSize: 3, PassiveSize: 8, ShuffleActive: 2, ShufflePassive: 2,
+		IHaveMaxBatch: 4, MaxMissing: 16, MaxAnnouncers: 2, MaxTrees: 4, CacheMaxIDs: 32,
+		PayloadMaxBytes: 1000, CacheTTL: time.Minute, PayloadTTL: 10 * time.Second, Seed: 3}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	peer := func() PeerID { return PeerID(rune('A' + rng.IntN(40))) }
+	id := func() MsgID { var m MsgID; m[0] = byte(rng.IntN(200)); return m }
+	now := simEpoch
+	n.Tick(now)
+	for i := range 200000 {
+		m := Message{Kind: Kind(1 + rng.IntN(int(KindShuffleReply)))}
+		switch m.Kind {
+		case KindGossip:
+			m.ID, m.Origin, m.Round, m.Payload = id(), peer(), 1+rng.IntN(9), make([]byte, rng.IntN(300))
+		case KindIHave:
+			for range 1 + rng.IntN(cfg.IHaveMaxBatch) {
+				m.IHave = append(m.IHave, Announcement{ID: id(), Round: rng.IntN(9)})
+			}
+		case KindGraft, KindWant, KindPrune:
+			m.Origin = peer()
+			for range rng.IntN(3) {
+				m.IDs = append(m.IDs, id())
+			}
+		case KindForwardJoin, KindShuffle:
+			m.Peer, m.TTL = peer(), rng.IntN(7)
+			for range rng.IntN(6) {
+				m.Peers = append(m.Peers, peer())
+			}
+		case KindNeighbor, KindNeighborReply:
+			m.Priority, m.Accept = rng.IntN(2) == 0, rng.IntN(2) == 0
+		case KindShuffleReply:
+			for range rng.IntN(6) {
+				m.Peers = append(m.Peers, peer())
+			}
+		}
+		if err := n.Step(peer(), m); err != nil {
+			t.Fatalf("message %d %+v: %v", i, m, err)
+		}
+		if rng.IntN(20) == 0 {
+			now = now.Add(time.Duration(rng.IntN(500)) * time.Millisecond)
+			n.Tick(now)
+		}
+		if rng.IntN(10) == 0 {
+			n.Ready()
+		}
+		checkBounds(t, n, i)
+	}
+}
+
+func checkBounds(t *testing.T, n *Node, i int) {
+	t.Helper()
+	c := &n.cfg
+	fail := func(what string, got, bound int) {
+		t.Fatalf("after message %d: %s %d, bound %d", i, what, got, bound)
+	}
+	switch {
+	case len(n.active) > c.ActiveSize:
+		fail("active view", len(n.active), c.ActiveSize)
+	case len(n.passive) > c.PassiveSize:
+		fail("passive view", len(n.passive), c.PassiveSize)
+	case len(n.pending) > c.ActiveSize:
+		fail("requests under way", len(n.pending), c.ActiveSize)
+	case len(n.missing) > c.MaxMissing:
+		fail("missing", len(n.missing), c.MaxMissing)
+	case len(n.trees) > c.MaxTrees:
+		fail("trees", len(n.trees), c.MaxTrees)
+	case n.rcv.len() > c.CacheMaxIDs:
+		fail("received ids", n.rcv.len(), c.CacheMaxIDs)
+	case n.rcv.bytes > c.PayloadMaxBytes:
+		fail("payload bytes", n.rcv.bytes, c.PayloadMaxBytes)
+	case len(n.tried) > 2*c.PassiveSize:
+		fail("peers tried", len(n.tried), 2*c.PassiveSize)
+	}
+	for _, l := range n.active {
+		if len(l.lazy) >= c.IHaveMaxBatch {
+			fail("announcements waiting", len(l.lazy), c.IHaveMaxBatch-1)
+		}
+	}
+	for _, ms := range n.missing {
+		if len(ms.announcers) > c.MaxAnnouncers {
+			fail("announcers", len(ms.announcers), c.MaxAnnouncers)
+		}
+	}
+	for _, tr := range n.trees {
+		if len(tr.eager) > c.ActiveSize {
+			fail("eager links", len(tr.eager), c.ActiveSize)
+		}
+	}
+}
