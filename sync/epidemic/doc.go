@@ -40,17 +40,25 @@
 // into its active view too (into its passive view where the walk passes
 // PassiveWalk). A full view that must take a peer drops a random one into
 // its passive view with a KindDisconnect. When an active peer fails, a
-// random passive one is asked to take its place (KindNeighbor, with
-// priority when the active view is empty, so a lone node always gets a
-// link); each passive peer is asked at most once per ShuffleInterval.
+// random passive one is asked to take its place (KindNeighbor); each
+// passive peer is asked at most once per ShuffleInterval. A request with
+// priority must be accepted: HyParView asks so only when the active view
+// is empty (a lone node always gets a link); here also when it is two or
+// more short, because the simulation found nodes left with two links by
+// failures for long, waiting for the rare peer with room, and missing
+// payloads whose two copies were lost. The peer that makes room goes from
+// full to one short and asks without priority, so nothing cascades.
 // Every ShuffleInterval a sample of both views walks to a random node,
 // which answers with a sample of its passive view: passive views stay
 // fresh and random. Hint feeds the passive view with members the
-// membership layer (memberlist) knows.
+// membership layer (memberlist) knows. A node left with neither view
+// joins through its last contact again.
 //
 // A lost KindDisconnect or neighbor reply can leave a link known at one
 // end only; Plumtree traffic over such a link is answered with a
 // KindDisconnect, so links end up symmetric or gone (and then refilled).
+// A forward-join that ends at a node already holding the newcomer asks it
+// all the same: the newcomer may have lost the link.
 //
 // # Broadcast (Plumtree)
 //
@@ -59,10 +67,12 @@
 // pushed over (eager); the others only carry announcements (KindIHave,
 // batched per peer for IHaveInterval). A payload received for the first
 // time is delivered, pushed over the origin's eager links and announced
-// over the rest. A pushed duplicate prunes its link from the origin's
-// tree at both ends (KindPrune), so each tree settles into a spanning
-// tree: each node then receives each payload once, N−1 sends per
-// broadcast.
+// over the rest (not to its origin, nor to peers that announced it
+// here). A pushed duplicate prunes its link from the origin's tree at
+// both ends (KindPrune), so each tree settles into a spanning tree: each
+// node then receives each payload once, N−1 sends per broadcast. At its
+// root a tree starts with every link (the first broadcast floods), and
+// elsewhere from each link's last state in any tree.
 //
 // A node that hears of a payload only by announcement waits GraftTimeout,
 // then asks an announcer for it (KindWant), and the next announcer every
@@ -95,7 +105,13 @@
 // lost. Over reliable links (QUIC streams) that takes a failure; under
 // independent message loss p it happens with probability about p^d for a
 // node of d links, and is left to the application's own repair (for
-// mnemo, anti-entropy).
+// mnemo, anti-entropy). Links are made when others fail, while payloads
+// are under way, so a payload can pass before a node's new links exist: a
+// new link is sent announcements of the payloads received in the last
+// RecentAnnounce (at most a batch), and its far end asks for what it
+// lacks. The property test measured no miss without loss, and one in
+// 248,058 node-broadcasts over 300 seeds with loss up to 10% and up to 30%
+// of the nodes failing.
 //
 // # Payloads and ids
 //
@@ -116,4 +132,68 @@
 // payloads awaited (MaxMissing, oldest given up) and their announcers
 // (MaxAnnouncers), the received ids and payloads (above). Step refuses
 // messages beyond them (ErrMalformed).
+//
+// # Measured
+//
+// The simulation in the tests (one round = one hop's latency, 100ms of
+// virtual time; `go test -v -run Overlay ./sync/epidemic/`, seed 1, 1 KiB
+// payloads, broadcasts from N/50 writers) measured, at N=100 and
+// N=1,000: active views of at most 5 links (mean 4.98 and 4.99); once the
+// writers' trees settled, 1.00 and 1.03 payload sends per node per
+// broadcast and 1.08 and 1.11 times the bytes of N−1 payload messages
+// (announcements included), every node reached in 5.3 and 8.2 rounds on
+// average; under 10% loss, every node reached in 8.9 and 13.9 rounds, 0.65
+// and 0.72 of the push-epidemic model's 13.7 and 19.5 rounds to 99.99%;
+// after 10% and then 30% of the nodes failed, every broadcast reached
+// every live node again within a few broadcasts. A writer's first
+// broadcasts cost about 2·(N−1) sends while its tree settles.
+//
+// # Integration
+//
+// The replica engine (sync/replica) sends a live delta straight to every
+// peer that should hold its namespace: O(N) sends by the writer. With this
+// package it would hand a live delta of a large replica set to a Node per
+// namespace (or per group of namespaces with one replica set) instead:
+//
+//   - The payload is the author's signed live delta (wire.NamespaceDelta:
+//     its signature covers the message kind, the namespace, From and the
+//     delta) with the author's node id, which the signature does not name;
+//     the MsgID is the SHA-256 of those bytes, and the Origin the author's
+//     node. Relays forward the bytes unchanged: every holder receives what
+//     the author signed, and equal ids mean equal deltas.
+//   - The driver runs the checks of "Checks on arrival" in
+//     sync/replica/doc.go on a relayed payload before Step, so a node
+//     relays only what it would apply. Three of them name the sender and
+//     must name the origin instead: the delta is signed by the origin's
+//     key, not the sender's (ErrBadSignature); it holds only the origin's
+//     writes (today: only the sender's, ErrNotAuthor, which rejects every
+//     relayed delta); the origin may write the namespace (ErrNotAllowed).
+//     The seals already tie every dot to the replica that made it, and a
+//     relay cannot alter signed bytes, so the sender of a relayed delta
+//     vouches for nothing; it need only hold the namespace.
+//   - Removals travel in a delta's context, which seals cannot vouch for
+//     (doc.go, "Removals only by writers"): a relayed delta is its
+//     author's, signed, so a reader relaying it vouches for nothing — the
+//     author's signature covers the claims. A reader may relay; it still
+//     answers syncs with its context only.
+//   - A namespace's overlay is made of its holders only (one Node per
+//     replica set, Hint given the peers Policy.PeerMayRead admits), so no
+//     relay sends a memory to a node whose principal may not read it
+//     (DESIGN.md invariant 3). A peer whose read is revoked is reported
+//     failed (PeerFailed) on every node, which drops it from both views;
+//     a new reader joins the overlay after its first sync answer, as it
+//     gets no live delta before it today.
+//   - Holding back a delta until what it depends on arrives (Order) stays
+//     the replica engine's: delivery here is in no particular order.
+//   - A replica set below a threshold (say 8 nodes, where the active view
+//     of 5 is most of the set anyway) keeps direct sends: a tree saves
+//     nothing there and adds hops.
+//   - Acks and the per-peer queues with their digest-sync fallback stay
+//     for direct sends; for tree-carried deltas, a payload this package
+//     gives up (GraftTries, MaxMissing) or never hears of (a loss of every
+//     copy, ~p^d) is what anti-entropy repairs, as today for a lost batch.
+//   - The node's cluster loop drives the Node like the replica engine:
+//     PeerFailed from the QUIC transport and from memberlist, Hint with
+//     the members of the namespace's replica set, Connect/Disconnect to
+//     open and close QUIC connections, a Tick with the engine's.
 package epidemic

@@ -51,6 +51,9 @@ func testOverlay(t *testing.T, n int) {
 	if stable.payloadRatio > 1.3 {
 		t.Errorf("payload sends per broadcast %.3f·(N−1), want ≤ 1.3", stable.payloadRatio)
 	}
+	if stable.bytesRatio > 1.3 {
+		t.Errorf("bytes per broadcast %.3f·(N−1) payload messages of 1 KiB, announcements included, want ≤ 1.3", stable.bytesRatio)
+	}
 
 	lossy := s.measure(20, 40, 0.1)
 	epi := epidemicRounds(rand.New(rand.NewPCG(simSeed, 2)), n, 0.1, 50)
