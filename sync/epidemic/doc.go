@@ -29,7 +29,10 @@
 // author's signature and seals, and that the author may write): a node
 // forwards what it steps, so a payload that fails is not stepped, and a
 // forged one stops at the first honest node. A peer is known by the key
-// its transport authenticates, so From cannot be forged either.
+// its transport authenticates, so From cannot be forged either, and the
+// driver steps messages from members only. The peer ids inside messages
+// (a joining node, a shuffle's sample) are only names: the driver dials
+// those membership knows, and reports PeerFailed for the others.
 //
 // # Membership (HyParView)
 //

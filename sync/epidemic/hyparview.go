@@ -135,10 +135,7 @@ func (n *Node) fill() {
 			break
 		}
 		p := cands[n.rng.IntN(len(cands))]
-		if len(n.tried) >= 2*n.cfg.PassiveSize {
-			clear(n.tried) // a passive view refreshed faster than shuffles
-		}
-		n.tried[p] = true
+		n.markTried(p)
 		prio := len(n.active) <= n.cfg.ActiveSize-2 || len(n.active) == 0
 		n.pending = append(n.pending, request{peer: p, at: n.now, priority: prio})
 		n.send(p, Message{Kind: KindNeighbor, Priority: prio})
@@ -146,6 +143,14 @@ func (n *Node) fill() {
 	if len(n.active) == 0 && len(n.pending) == 0 && len(n.passive) == 0 && n.contact != "" {
 		n.Join(n.contact)
 	}
+}
+
+// markTried records that p was asked (or said no) since the last shuffle.
+func (n *Node) markTried(p PeerID) {
+	if len(n.tried) >= 2*n.cfg.PassiveSize {
+		clear(n.tried) // a passive view refreshed faster than shuffles
+	}
+	n.tried[p] = true
 }
 
 // expireRequests gives up requests unanswered for NeighborTimeout: the

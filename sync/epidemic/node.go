@@ -305,15 +305,21 @@ func (n *Node) Step(from PeerID, m Message) error {
 	case KindDisconnect:
 		if n.removeActive(from) != nil {
 			n.addPassive(from, nil)
-			n.tried[from] = true // it has just said no
+			n.markTried(from) // it has just said no
 			n.fill()
 		}
 	case KindShuffle:
 		n.onShuffle(from, m)
 	case KindShuffleReply:
+		// Only an answer to this node's last shuffle is taken: a peer
+		// cannot fill the passive view at will.
+		if n.shuffled == nil {
+			return nil
+		}
 		for _, p := range m.Peers {
 			n.addPassive(p, n.shuffled)
 		}
+		n.shuffled = nil
 	}
 	return nil
 }

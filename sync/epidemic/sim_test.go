@@ -3,6 +3,7 @@ package epidemic
 import (
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -43,6 +44,7 @@ type simNet struct {
 	queue []simMsg  // delivered next round
 	fails []simFail // reported next round
 
+	trace   hash.Hash64 // if set, of every message stepped, in order
 	casts   map[MsgID]*simCast
 	nextID  uint64
 	payload []byte
@@ -129,6 +131,9 @@ func (s *simNet) step() {
 		}
 		if s.loss > 0 && s.rng.Float64() < s.loss {
 			continue
+		}
+		if s.trace != nil {
+			fmt.Fprintf(s.trace, "%d %d>%d %+v\n", s.round, m.from, m.to, m.msg)
 		}
 		if err := s.nodes[m.to].Step(s.ids[m.from], m.msg); err != nil {
 			s.tb.Fatalf("round %d: %s ← %s: %v", s.round, s.ids[m.to], s.ids[m.from], err)
