@@ -281,7 +281,13 @@ func (n *Node) onShuffle(from PeerID, m Message) {
 			return
 		}
 	}
-	reply := n.sample(n.passive, len(m.Peers))
+	var cands []PeerID
+	for _, p := range n.passive {
+		if p != m.Peer && !contains(m.Peers, p) {
+			cands = append(cands, p) // what the origin does not have
+		}
+	}
+	reply := n.sample(cands, len(m.Peers))
 	n.send(m.Peer, Message{Kind: KindShuffleReply, Peers: reply})
 	for _, p := range m.Peers {
 		n.addPassive(p, reply)

@@ -170,3 +170,26 @@ func checkBounds(t *testing.T, n *Node, i int) {
 		}
 	}
 }
+
+// TestShuffleReplyUnasked: a shuffle reply is taken only in answer to the
+// node's own shuffle, so a peer cannot fill the passive view at will.
+func TestShuffleReplyUnasked(t *testing.T) {
+	n, err := New(Config{Self: "a", ShuffleInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Tick(simEpoch)
+	reply := Message{Kind: KindShuffleReply, Peers: []PeerID{"x", "y"}}
+	if err := n.Step("b", reply); err != nil || len(n.Passive()) != 0 {
+		t.Fatalf("unasked reply: Step = %v, passive %v", err, n.Passive())
+	}
+	n.Step("b", Message{Kind: KindJoin})
+	n.Tick(simEpoch.Add(2 * time.Second)) // shuffles with b
+	n.Ready()
+	if err := n.Step("b", reply); err != nil || len(n.Passive()) != 2 {
+		t.Fatalf("asked-for reply: Step = %v, passive %v", err, n.Passive())
+	}
+	if err := n.Step("c", Message{Kind: KindShuffleReply, Peers: []PeerID{"z"}}); err != nil || len(n.Passive()) != 2 {
+		t.Fatalf("second reply: Step = %v, passive %v", err, n.Passive())
+	}
+}
