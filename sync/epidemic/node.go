@@ -141,17 +141,14 @@ func (n *Node) Active() []PeerID {
 	return out
 }
 
-// Eager returns the peers of the active view that payloads are pushed to,
-// sorted.
-func (n *Node) Eager() []PeerID {
-	var out []PeerID
-	for _, l := range n.active {
-		if l.eager {
-			out = append(out, l.id)
-		}
+// Eager returns the peers of the active view that origin's payloads are
+// pushed to from here (its tree), sorted; nil if origin has no tree here.
+func (n *Node) Eager(origin PeerID) []PeerID {
+	t := n.trees[origin]
+	if t == nil {
+		return nil
 	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(slices.Values(t.eager))
 }
 
 // Passive returns the passive view, sorted.

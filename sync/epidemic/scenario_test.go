@@ -321,7 +321,7 @@ func (w *scWorld) show(name string, n *Node) {
 			}
 		}
 	}) {
-		fmt.Fprintf(w.out, "  tree of %s: eager %v\n", o, slices.Sorted(slices.Values(n.trees[o].eager)))
+		fmt.Fprintf(w.out, "  tree of %s: eager %v\n", o, n.Eager(o))
 	}
 	if n.Missing() > 0 {
 		fmt.Fprintf(w.out, "  awaiting %d payloads\n", n.Missing())
