@@ -256,7 +256,9 @@ func (n *Node) Tick(now time.Time) {
 
 // Step takes a message from a peer. The driver calls it only for messages
 // whose sender the transport authenticated, and for a KindGossip only once
-// the payload has passed its checks (doc.go, "The loop"). It returns an
+// the payload has passed its checks (doc.go, "The loop"); a payload is
+// kept, not copied, for PayloadTTL, so the driver must not reuse its
+// buffer. It returns an
 // error wrapping ErrMalformed or ErrFromSelf for a message it refuses;
 // nothing of such a message is taken.
 func (n *Node) Step(from PeerID, m Message) error {
