@@ -15,6 +15,7 @@ func (n *Node) Join(contact PeerID) {
 		return
 	}
 	n.pending = append(n.pending, request{peer: contact, at: n.now, priority: true, join: true})
+	n.joined = n.now
 	n.send(contact, Message{Kind: KindJoin})
 }
 
@@ -140,7 +141,10 @@ func (n *Node) fill() {
 		n.pending = append(n.pending, request{peer: p, at: n.now, priority: prio})
 		n.send(p, Message{Kind: KindNeighbor, Priority: prio})
 	}
-	if len(n.active) == 0 && len(n.pending) == 0 && len(n.passive) == 0 && n.contact != "" {
+	if len(n.active) == 0 && len(n.pending) == 0 && len(n.passive) == 0 && n.contact != "" &&
+		n.now.Sub(n.joined) >= n.cfg.NeighborTimeout {
+		// At most once a NeighborTimeout: a contact that is down is
+		// reported failed at once, and would be asked again at once.
 		n.Join(n.contact)
 	}
 }

@@ -69,6 +69,7 @@ type Node struct {
 	pending  []request
 	tried    map[PeerID]bool // passive peers asked since the last shuffle
 	contact  PeerID          // the last Join's contact, to join again when alone
+	joined   time.Time       // when the last join request left
 	shuffle  time.Time       // next shuffle
 	shuffled []PeerID        // what the last shuffle sent (evicted first on its reply)
 	// nonActive: peers sent a KindDisconnect this tick for a Plumtree
