@@ -25,6 +25,9 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			break
 		}
 		seen[ns] = true
+		if m.Reply {
+			delete(p.joinWait, ns) // the peer asked first: this exchange repairs both ways
+		}
 		if !e.pol.ShouldHold(ns) {
 			continue
 		}
@@ -45,16 +48,12 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			// what we lack even when we cannot yet tell it may read ns (the
 			// grant that says so may be among what we lack).
 			own = append(own, namespaceContextOf(ns, ctx, ret, sum))
-			if len(ctx.Missing(have)) > 0 {
+			if len(ctx.Missing(have)) > 0 && e.pol.ReplicaMayWrite(p.Replica, ns) {
 				// The requester holds dots we lack: its answer to our
 				// context is owed, and asked for again if it is lost
 				// (Tick), as our own requests are, until we hold what it
-				// had (if it may write ns: a reader sends no content).
-				a := asking{at: e.now, tries: p.asked[ns].tries}
-				if e.pol.ReplicaMayWrite(p.Replica, ns) {
-					a.want = have
-				}
-				p.asked[ns] = a
+				// had. (A reader sends no content: nothing is owed.)
+				p.asked[ns] = asking{at: e.now, tries: p.asked[ns].tries, want: have}
 			}
 		}
 		if !e.pol.PeerMayRead(p.Peer, ns) {

@@ -265,7 +265,11 @@ type peerState struct {
 	// carries them), so they cannot reach the peer before the records —
 	// such as the signed grant — that authorise them.
 	joining map[string]time.Time
-	stats   PeerStats
+	// joinWait: namespaces to sync with a peer that has just joined, left
+	// to the peer (the smaller id) to ask first until joinAt.
+	joinWait map[string]bool
+	joinAt   time.Time
+	stats    PeerStats
 }
 
 // asking is a sync request waiting for the peer's answer: when it left,
@@ -350,9 +354,19 @@ func (e *Engine) SetPeers(peers []Peer) {
 			ps.stats.Peer = p.ID
 			e.peers[p.ID] = ps
 			ps.Peer = p
+			// Both sides of a pair see it join, and one request (asking
+			// for the context back) repairs both ways: the node with the
+			// smaller id asks at once, the other only if no request has
+			// come by joinAt (a join that only it saw, or a request lost).
+			ps.joinWait = map[string]bool{}
+			ps.joinAt = e.now.Add(e.cfg.RetransmitAfter)
 			for _, ns := range e.st.Namespaces() {
 				if e.pol.PeerMayRead(p, ns) {
-					ps.needSync[ns] = true
+					if e.cfg.Self < p.ID {
+						ps.needSync[ns] = true
+					} else {
+						ps.joinWait[ns] = true
+					}
 					ps.readable[ns] = true
 				}
 			}
@@ -624,7 +638,14 @@ func (e *Engine) Tick(now time.Time) {
 	e.now = now
 	e.release()
 	for _, id := range e.sortedPeers() {
-		e.checkInflight(e.peers[id], now)
+		p := e.peers[id]
+		e.checkInflight(p, now)
+		if len(p.joinWait) > 0 && !now.Before(p.joinAt) {
+			for ns := range p.joinWait {
+				p.needSync[ns] = true
+			}
+			clear(p.joinWait)
+		}
 	}
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]

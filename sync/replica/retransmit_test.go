@@ -82,3 +82,50 @@ func TestRetransmitsReplaceFallbacks(t *testing.T) {
 		t.Fatalf("fallbacks %d → %d with %d retransmits: want at most half", fOff, fOn, rOn)
 	}
 }
+
+// A pair that both see each other join syncs once, asked by the smaller
+// id (one request asking the context back repairs both ways); a join only
+// the larger id saw is synced by it after RetransmitAfter.
+func TestJoinSyncAskedOnce(t *testing.T) {
+	c := newCluster(t, 2, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 4)
+	c.tick(time.Second)
+	c.nodes[0].st.Map("team://a")
+	c.nodes[1].st.Map("team://a")
+	c.write(1, "team://a", "m1", "title", "t")
+	requests := map[PeerID]int{}
+	c.drop = func(from, _ PeerID, m *wire.Message) bool {
+		if m.Kind == wire.KindSyncRequest {
+			requests[from]++
+		}
+		return false
+	}
+	// Both see the other leave and come back.
+	peers := []Peer{testPeer(c.nodes[0].id, 0), testPeer(c.nodes[1].id, 1)}
+	for _, nd := range c.nodes {
+		nd.eng.SetPeers(peers[:0])
+		nd.eng.SetPeers(peers)
+	}
+	c.pump(10)
+	c.tick(2 * time.Second)
+	c.pump(10)
+	if requests[c.nodes[0].id] != 1 || requests[c.nodes[1].id] != 0 {
+		t.Fatalf("sync requests on a join both saw: %v; want one, from n0", requests)
+	}
+	if !c.converged("team://a") {
+		t.Fatal("not converged")
+	}
+	// Only n1 sees n0 leave and come back: n1 asks, a little later.
+	clear(requests)
+	c.nodes[1].eng.SetPeers(peers[1:])
+	c.write(1, "team://a", "m2", "title", "u")
+	c.nodes[1].eng.SetPeers(peers)
+	c.pump(10)
+	if requests[c.nodes[1].id] != 0 {
+		t.Fatalf("n1 asked before RetransmitAfter: %v", requests)
+	}
+	c.tick(time.Second)
+	c.pump(10)
+	if requests[c.nodes[1].id] != 1 || !c.converged("team://a") {
+		t.Fatalf("a join only n1 saw: requests %v, converged %v", requests, c.converged("team://a"))
+	}
+}
