@@ -71,14 +71,19 @@
 // with the responder's context, and the requester holds its request owed
 // until its own context covers that one (if the responder may write the
 // namespace): a lost batch is asked for again after AckTimeout, at most
-// three times in a row, not left to anti-entropy's random pick of a peer. Sync runs on queue overflow, after an ack timeout
-// (unless this side has answered a sync of that namespace from the peer
-// since the batch left: that answer already carried what the batch did),
-// on request (RequestSync: catch-up), when a peer joins or comes back as
-// a new incarnation (Peer.Incarnation: restarted, its old queue and
-// batches in flight dropped), and every
-// AntiEntropyInterval with one random peer. Requests ask for the responder's
-// context back, so one exchange repairs both directions.
+// three times in a row, not left to anti-entropy's random pick of a peer.
+//
+// Sync runs on queue overflow, after an ack timeout and the batch's
+// retransmissions (retransmit.go; unless this side has answered a sync of
+// that namespace from the peer since the batch left: that answer already
+// carried what the batch did), on request (RequestSync: catch-up), when a
+// peer joins or comes back as a new incarnation (Peer.Incarnation:
+// restarted, its old queue and batches in flight dropped), and every
+// AntiEntropyInterval with one random peer. Requests ask for the
+// responder's context back, so one exchange repairs both directions; so
+// of a pair that both see a join, the smaller id asks at once and the
+// other only if no request came within RetransmitAfter (a join only it
+// saw, or a request lost).
 //
 // Finding a record through its dots needs every change to a record to add a
 // dot that stays: the node writes updated_at with every edit, and an edit
