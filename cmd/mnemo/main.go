@@ -56,6 +56,7 @@ Cluster (talk to a running node):
 ` + projectionUsage + `
 Other:
   sim        simulate a cluster under faults  mnemo sim --nodes 20 --ops 2000 --seed 7 --loss 0.1
+  bench      durable saves on a real node     mnemo bench saves --clients 1,8,32 --duration 10s
   version    print the version
   help       help on a command         mnemo help search
 
@@ -94,6 +95,7 @@ func commands() map[string]command {
 		"import":      {runImport, "read a mnemo or engram export"},
 		"version":     {runVersion, "print the version"},
 		"sim":         {runSim, "deterministic cluster simulator"},
+		"bench":       {runBench, "measure durable saves on a real node"},
 		"members":     {runMembers, "list cluster members"},
 		"cluster-key": {runClusterKey, "write or print a new cluster key"},
 		"status":      {runStatus, "replication status per peer"},

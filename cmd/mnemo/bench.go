@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mnemohq/mnemo/node"
+	"github.com/mnemohq/mnemo/node/memapi"
+)
+
+// runBench measures a real node: for now durable saves over its HTTP API.
+func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("bench", "saves [flags]",
+		"saves: opens a node in a new temporary data directory (Badger, every commit\n"+
+			"synced, as \"mnemo node\" runs it), serves its HTTP API on a free loopback\n"+
+			"port, and drives POST /v1/memories from N concurrent clients for the\n"+
+			"duration, once per client count. Prints saves/s and latency percentiles\n"+
+			"(each save is acknowledged only once durable). The directory is removed\n"+
+			"afterwards unless --data names one.", stdout, stderr)
+	clients := fs.String("clients", "1,8,32", "comma-separated client `COUNTS`, one run each")
+	dur := fs.Duration("duration", 10*time.Second, "how long each run saves")
+	warm := fs.Duration("warmup", time.Second, "saves before each run that are not measured")
+	dir := fs.String("data", "", "data `DIR` to use (default a new temporary directory, removed after)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to `FILE` (go tool pprof)")
+	pos, code := parseArgs(fs, args, stdout)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 || pos[0] != "saves" {
+		return usageError(stderr, fs, "takes one argument, the workload: saves")
+	}
+	var counts []int
+	for _, f := range strings.Split(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 4096 {
+			return usageError(stderr, fs, "--clients: %q is not a count from 1 to 4096", f)
+		}
+		counts = append(counts, n)
+	}
+	if *dur <= 0 || *warm < 0 {
+		return usageError(stderr, fs, "--duration must be positive and --warmup not negative")
+	}
+	d := *dir
+	if d == "" {
+		tmp, err := os.MkdirTemp("", "mnemo-bench-")
+		if err != nil {
+			return failed(stderr, fs, err)
+		}
+		defer os.RemoveAll(tmp)
+		d = tmp
+	}
+	n, err := node.Open(node.Config{Dir: d, HTTPAddr: "127.0.0.1:0", Agent: "bench"})
+	if err != nil {
+		return failed(stderr, fs, err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- n.Serve(sctx) }()
+	defer func() {
+		stop()
+		<-served
+	}()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return failed(stderr, fs, err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return failed(stderr, fs, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	fmt.Fprintf(stdout, "durable saves over HTTP (%s), GOMAXPROCS=%d, %v per run\n", n.Addr(), runtime.GOMAXPROCS(0), *dur)
+	row := "%7s %8s %8s %9s %9s %9s %9s\n"
+	fmt.Fprintf(stdout, row, "clients", "saves", "saves/s", "p50", "p95", "p99", "max")
+	b := &saveBench{url: n.Addr() + "/v1/memories", token: n.Token()}
+	for _, c := range counts {
+		if *warm > 0 {
+			if _, err := b.run(ctx, c, *warm); err != nil {
+				return failed(stderr, fs, err)
+			}
+		}
+		r, err := b.run(ctx, c, *dur)
+		if err != nil {
+			return failed(stderr, fs, err)
+		}
+		fmt.Fprintf(stdout, row, strconv.Itoa(c), strconv.Itoa(r.n), fmt.Sprintf("%.0f", r.rate), ms(r.p50), ms(r.p95), ms(r.p99), ms(r.max))
+	}
+	return exitOK
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
+
+// saveBench drives a node's save route.
+type saveBench struct {
+	url, token string
+	seq        uint64 // distinguishes the runs' random streams
+}
+
+type benchResult struct {
+	n                  int
+	rate               float64 // saves per second
+	p50, p95, p99, max time.Duration
+}
+
+// run saves from clients goroutines, each with its own connection, for
+// dur, and times every save from request to response.
+func (b *saveBench) run(ctx context.Context, clients int, dur time.Duration) (benchResult, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	lats := make([][]time.Duration, clients)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(dur)
+	b.seq++
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(b.seq, uint64(i)))
+			for k := 0; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
+				body, _ := json.Marshal(benchSave(rng, i, k))
+				t0 := time.Now()
+				if err := b.save(ctx, hc, body); err != nil {
+					errs[i] = err
+					return
+				}
+				lats[i] = append(lats[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return benchResult{}, err
+	}
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	r := benchResult{n: len(all), rate: float64(len(all)) / elapsed.Seconds()}
+	if len(all) > 0 {
+		at := func(p float64) time.Duration { return all[int(float64(len(all)-1)*p)] }
+		r.p50, r.p95, r.p99, r.max = at(0.50), at(0.95), at(0.99), all[len(all)-1]
+	}
+	return r, ctx.Err()
+}
+
+func (b *saveBench) save(ctx context.Context, hc *http.Client, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("save: %s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// benchWords make the saves' text: realistic lengths, searchable words.
+var benchWords = strings.Fields(`badger compaction latency fsync memtable replica gossip quic
+	token namespace grant projection capsule digest context session decision pattern
+	observation preference summary index search query schema record delta seal clock
+	agent sidecar cluster member queue batch commit durable write read cache budget`)
+
+// benchSave is client i's k-th save: a title, a few sentences, some tags.
+func benchSave(rng *rand.Rand, i, k int) memapi.SaveRequest {
+	words := func(n int) string {
+		w := make([]string, n)
+		for j := range w {
+			w[j] = benchWords[rng.IntN(len(benchWords))]
+		}
+		return strings.Join(w, " ")
+	}
+	types := []string{"observation", "decision", "pattern", "preference"}
+	return memapi.SaveRequest{
+		Type:    types[rng.IntN(len(types))],
+		Title:   fmt.Sprintf("client %d save %d: %s", i, k, words(4)),
+		Content: words(30 + rng.IntN(40)),
+		Tags:    []string{benchWords[rng.IntN(len(benchWords))], benchWords[rng.IntN(len(benchWords))]},
+	}
+}
