@@ -14,3 +14,10 @@ func (s *Store) MissingVia(scan bool, ns string, have *crdt.Context, first strin
 
 // IndexRunMax is the longest run of counters one index key covers.
 const IndexRunMax = runMax
+
+// QueueLen is how many writes wait in the group-commit queue.
+func (s *Store) QueueLen() int {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return len(s.queue)
+}

@@ -20,7 +20,24 @@ type Options struct {
 	// stored, so the dots this node writes can be verified wherever they
 	// are relayed. Zero: deltas are stored unsealed (tools and tests).
 	Signer crdt.Signer
+	// MaxPending bounds the writes (Update, Apply) waiting for their group
+	// or in it; one more waits for a place. Default DefaultMaxPending.
+	MaxPending int
+	// GroupBytes is the soft bound on the bytes one group writes to the KV,
+	// in bytes: a group takes no more requests once it wrote this much.
+	// Keep it well under what the KV commits at once (Badger: 15% of its
+	// memtable, 1.2 MiB with badgerkv's defaults). Default DefaultGroupBytes.
+	GroupBytes int
+	// GroupMax bounds the requests in one group. Default DefaultGroupMax.
+	GroupMax int
 }
+
+// Defaults of Options.
+const (
+	DefaultMaxPending = 1024
+	DefaultGroupBytes = 256 << 10
+	DefaultGroupMax   = 256
+)
 
 // Change is one record entry touched by an Apply.
 type Change struct {
@@ -34,10 +51,19 @@ type Store struct {
 	kv     KV
 	lim    crdt.Limits
 	signer crdt.Signer
-	mu     sync.Mutex // serialises writers
 	ctxMu  sync.RWMutex
-	ctxs   map[string]*crdt.Context
-	closed bool
+	ctxs   map[string]*crdt.Context // as committed; changed only by a leader, once durable
+
+	// Group commit (group.go). lead is held (a value in it) by the one
+	// goroutine that commits a group, or by Close; closed is read and
+	// written under it. slots bounds the requests waiting or in a group.
+	lead       chan struct{}
+	slots      chan struct{}
+	qmu        sync.Mutex
+	queue      []*request // guarded by qmu; in arrival order
+	closed     bool
+	groupBytes int
+	groupMax   int
 }
 
 // Open opens the store over kv (badgerkv on a node, MemKV in the simulator
@@ -47,10 +73,22 @@ func Open(kv KV, opt Options) (*Store, error) {
 	if kv == nil {
 		return nil, errors.New("store: Open needs a KV (node/store/badgerkv on disk, NewMemKV in memory)")
 	}
-	s := &Store{kv: kv, lim: opt.Limits, signer: opt.Signer, ctxs: make(map[string]*crdt.Context)}
+	s := &Store{kv: kv, lim: opt.Limits, signer: opt.Signer, ctxs: make(map[string]*crdt.Context),
+		lead: make(chan struct{}, 1), groupBytes: opt.GroupBytes, groupMax: opt.GroupMax}
 	if s.lim == (crdt.Limits{}) {
 		s.lim = crdt.DefaultLimits()
 	}
+	if s.groupBytes <= 0 {
+		s.groupBytes = DefaultGroupBytes
+	}
+	if s.groupMax <= 0 {
+		s.groupMax = DefaultGroupMax
+	}
+	pending := opt.MaxPending
+	if pending <= 0 {
+		pending = DefaultMaxPending
+	}
+	s.slots = make(chan struct{}, pending)
 	if err := s.loadContexts(); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -65,8 +103,8 @@ func Open(kv KV, opt Options) (*Store, error) {
 // Close closes the store and its KV (which flushes it and, for badgerkv,
 // releases the directory lock). Later calls return nil.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lead <- struct{}{}
+	defer func() { <-s.lead }()
 	if s.closed {
 		return nil
 	}
@@ -263,17 +301,19 @@ func (s *Store) RetractedIDs(ns string) ([]string, error) {
 }
 
 // Apply joins deltas (namespace → delta) into the stored state in one
-// transaction, synced before it returns. It returns every entry touched.
+// transaction, synced before it returns (group.go: concurrent writes share
+// the sync). It returns every entry touched.
 func (s *Store) Apply(deltas map[string]*crdt.Map) ([]Change, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.applyLocked(deltas)
+	return s.submit(&request{deltas: deltas})
 }
 
-func (s *Store) applyLocked(deltas map[string]*crdt.Map) ([]Change, error) {
-	if s.closed {
-		return nil, errors.New("store: closed")
-	}
+// applyTo joins deltas into the transaction w over the contexts ctxOf
+// gives (the group's: the store's as left by the requests before in the
+// same group). It returns the entries touched and the namespaces' contexts
+// once the deltas are in; it changes neither ctxOf's contexts nor the
+// store's. On an error w may hold part of the deltas: the caller discards
+// the transaction.
+func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas map[string]*crdt.Map) ([]Change, map[string]*crdt.Context, error) {
 	var changes []Change
 	newCtx := make(map[string]*crdt.Context, len(deltas))
 	nss := make([]string, 0, len(deltas))
@@ -281,75 +321,61 @@ func (s *Store) applyLocked(deltas map[string]*crdt.Map) ([]Change, error) {
 		nss = append(nss, ns)
 	}
 	slices.Sort(nss)
-	err := s.kv.Update(func(w Writer) error {
-		for _, ns := range nss {
-			d := deltas[ns]
-			cur := s.Context(ns)
-			next := cur.Clone() // ns's context once d is in
-			next.Join(d.Context())
-			for _, id := range d.RetractedIDs() {
-				old, err := s.readRecord(w, ns, id)
-				if err != nil {
-					return err
-				}
-				if err := reindex(w, ns, id, old, nil, cur, next); err != nil {
-					return err
-				}
-				if err := w.Delete(recKey(ns, id)); err != nil {
-					return err
-				}
-				if err := w.Set(retKey(ns, id), nil); err != nil {
-					return err
-				}
-				changes = append(changes, Change{Namespace: ns, ID: id})
-			}
-			var err error
-			d.Records(func(id string, drec *crdt.Record) bool {
-				if d.Retracted(id) {
-					return true
-				}
-				if _, gerr := w.Get(retKey(ns, id)); gerr == nil {
-					return true // retracted here: final
-				} else if !errors.Is(gerr, ErrKeyNotFound) {
-					err = gerr
-					return false
-				}
-				var local *crdt.Record
-				if local, err = s.readRecord(w, ns, id); err != nil {
-					return false
-				}
-				merged := crdt.JoinRecord(local, cur, drec, d.Context())
-				if err = w.Set(recKey(ns, id), crdt.EncodeRecord(merged)); err != nil {
-					return false
-				}
-				if err = reindex(w, ns, id, local, merged, cur, next); err != nil {
-					return false
-				}
-				changes = append(changes, Change{Namespace: ns, ID: id, Record: merged})
-				return true
-			})
+	for _, ns := range nss {
+		d := deltas[ns]
+		cur := ctxOf(ns)
+		next := cur.Clone() // ns's context once d is in
+		next.Join(d.Context())
+		for _, id := range d.RetractedIDs() {
+			old, err := s.readRecord(w, ns, id)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
-			if err := w.Set(ctxKey(ns), next.Encode()); err != nil {
-				return err
+			if err := reindex(w, ns, id, old, nil, cur, next); err != nil {
+				return nil, nil, err
 			}
-			newCtx[ns] = next
+			if err := w.Delete(recKey(ns, id)); err != nil {
+				return nil, nil, err
+			}
+			if err := w.Set(retKey(ns, id), nil); err != nil {
+				return nil, nil, err
+			}
+			changes = append(changes, Change{Namespace: ns, ID: id})
 		}
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, ErrTxnTooBig) {
-			return nil, fmt.Errorf("store: delta too large for one transaction: %w", err)
+		var err error
+		d.Records(func(id string, drec *crdt.Record) bool {
+			if d.Retracted(id) {
+				return true
+			}
+			if _, gerr := w.Get(retKey(ns, id)); gerr == nil {
+				return true // retracted here: final
+			} else if !errors.Is(gerr, ErrKeyNotFound) {
+				err = gerr
+				return false
+			}
+			var local *crdt.Record
+			if local, err = s.readRecord(w, ns, id); err != nil {
+				return false
+			}
+			merged := crdt.JoinRecord(local, cur, drec, d.Context())
+			if err = w.Set(recKey(ns, id), crdt.EncodeRecord(merged)); err != nil {
+				return false
+			}
+			if err = reindex(w, ns, id, local, merged, cur, next); err != nil {
+				return false
+			}
+			changes = append(changes, Change{Namespace: ns, ID: id, Record: merged})
+			return true
+		})
+		if err != nil {
+			return nil, nil, err
 		}
-		return nil, fmt.Errorf("store: commit: %w", err)
+		if err := w.Set(ctxKey(ns), next.Encode()); err != nil {
+			return nil, nil, err
+		}
+		newCtx[ns] = next
 	}
-	s.ctxMu.Lock()
-	for ns, c := range newCtx {
-		s.ctxs[ns] = c
-	}
-	s.ctxMu.Unlock()
-	return changes, nil
+	return changes, newCtx, nil
 }
 
 // Meta reads a metadata value (nil if absent).

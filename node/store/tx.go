@@ -1,15 +1,18 @@
 package store
 
 import (
+	"errors"
+
 	"github.com/mnemohq/mnemo/crdt"
 )
 
 // Tx builds one atomic change across namespaces: each Edit is made against
-// the state as left by the edits before it in the same Tx, so dots are
-// allocated in sequence. Nothing is written until the Update closure
-// returns nil.
+// the state as left by the edits before it in the same Tx, and by the
+// Updates before it in the same commit group, so dots are allocated in
+// sequence. Nothing is written until the Update closure returns nil.
 type Tx struct {
 	s       *Store
+	g       *group // the commit group the Tx runs in: what it reads
 	replica crdt.ReplicaID
 	lim     crdt.Limits
 	ctxs    map[string]*crdt.Context
@@ -18,31 +21,21 @@ type Tx struct {
 	err     error
 }
 
-// Update runs fn under the write lock and applies everything it built in one
-// synced transaction. If fn returns an error nothing is written.
+// Update runs fn, one writer at a time, against the store as left by every
+// Update and Apply before it, and applies everything it built in one synced
+// transaction, usually shared with other writers (group.go). If fn returns
+// an error nothing is written. fn must not call Update or Apply (it would
+// wait for itself), and should read the store through tx only: a direct
+// read (Store.Record) misses the writes of the requests before it in its
+// group.
 func (s *Store) Update(replica crdt.ReplicaID, fn func(tx *Tx) error) ([]Change, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	tx := &Tx{s: s, replica: replica, lim: s.lim, ctxs: map[string]*crdt.Context{},
-		recs: map[string]map[string]*crdt.Record{}, deltas: map[string]*crdt.Map{}}
-	if err := fn(tx); err != nil {
-		return nil, err
-	}
-	if len(tx.deltas) == 0 {
-		return nil, nil
-	}
-	if s.signer.Sign != nil {
-		for ns, d := range tx.deltas {
-			d.Seal(ns, s.signer)
-		}
-	}
-	return s.applyLocked(tx.deltas)
+	return s.submit(&request{replica: replica, fn: fn})
 }
 
 func (tx *Tx) ctx(ns string) *crdt.Context {
 	c, ok := tx.ctxs[ns]
 	if !ok {
-		c = tx.s.Context(ns)
+		c = tx.g.context(ns).Clone()
 		tx.ctxs[ns] = c
 	}
 	return c
@@ -55,7 +48,7 @@ func (tx *Tx) Record(ns, id string) (*crdt.Record, error) {
 			return r, nil
 		}
 	}
-	r, err := tx.s.Record(ns, id)
+	r, err := tx.s.readRecord(tx.g.w, ns, id)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +64,11 @@ func (tx *Tx) Retracted(ns, id string) (bool, error) {
 	if d, ok := tx.deltas[ns]; ok && d.Retracted(id) {
 		return true, nil
 	}
-	return tx.s.Retracted(ns, id)
+	_, err := tx.g.w.Get(retKey(ns, id))
+	if errors.Is(err, ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Edit starts an edit of record id in ns. Call Commit with it when done.
