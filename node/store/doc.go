@@ -19,57 +19,66 @@
 // holds a namespace in memory: only the causal contexts (a few bytes per
 // replica) stay resident.
 //
-// # Writes: group commit
+// # Writes: group commit, pipelined
 //
 // A delta's dots are allocated from the namespace context, so two edits
-// must not be computed at once: writes run one at a time. But each used to
-// wait for its own sync, so writers queued behind one fsync each. Now every
-// write (Update's closure, Apply's deltas) is a request in one bounded
-// queue (Options.MaxPending; a writer past it waits for a place), and the
-// writer that takes the lead commits a group (group.go): it takes requests
-// off the front, in order, and for each runs the closure against the
-// group's one KV transaction — a Tx reads through it, and the contexts as
-// the requests before it left them, so read-modify-write sees every earlier
-// request of the group — seals what it built, and joins it into the
-// transaction. One commit (one sync) then makes the whole group durable,
-// and only then are the contexts in memory changed and each request
-// released with its own Changes, so nothing is acknowledged, nor visible
-// through Context, before it is on disk. Requests that arrive while a group
-// is built join it; the ones that arrive during its sync form the next.
+// must not be computed at once: writes are built one at a time. But each
+// used to wait for its own sync under the one write mutex, so writers
+// queued one fsync each. Now a write (Update's closure, Apply's deltas)
+// goes through three stages (group.go):
 //
-//   - A closure that fails (or panics) has written nothing into the
-//     transaction (a Tx only builds deltas; they are joined after the
-//     closure returns), so it is refused alone and the group goes on. A
-//     panic is re-raised in its own submitter's goroutine, not the leader's.
-//   - An error while joining a request's deltas (a corrupt stored record,
-//     the transaction too big) leaves part of them in the transaction, so
-//     the group is abandoned: nothing was committed, the requests before
-//     it are put back at the front of the queue with the deltas they built
-//     (re-applying them in order gives the same state; no closure runs
-//     twice), and the failing request fails — or, if it was only too big
-//     to share a transaction, is committed after them in a group of its
-//     own, and fails only if it is too big alone.
-//   - A commit that fails fails every request in the group with its error
-//     and changes nothing in memory; requests put back whose deltas were
-//     built over that group's state fail too. A commit refused as too big
-//     is retried in halves.
-//   - A group stops taking requests at Options.GroupMax requests or
-//     Options.GroupBytes written (a soft bound, well under Badger's limit of
-//     15% of its memtable per transaction), so splits are rare.
+//  1. Build, one write at a time (Store.build): the closure runs against
+//     the committed state — a long-lived snapshot of the KV and the
+//     contexts in memory — overlaid with what the writes built before it
+//     left pending (pending.go), so read-modify-write sees every earlier
+//     write, durable or not; what it built becomes pending in turn, and it
+//     joins the commit queue in build order. At most Options.MaxPending
+//     writes are in flight; one more waits for a place.
+//  2. Seal, in the writer's own goroutine, outside any lock (an ed25519
+//     signature per record: the largest CPU cost of a save).
+//  3. Commit: the writer that takes the lead joins the sealed writes at
+//     the front of the queue, in order, into one KV transaction (up to
+//     Options.GroupMax writes or Options.GroupBytes written) and commits it
+//     once: one sync. Only then, under build, do the contexts in memory
+//     and the snapshot move on and the pending entries it made durable go;
+//     then each write is released with its own Changes. Nothing is
+//     acknowledged, nor visible through Context or Record, before it is on
+//     disk.
+//
+// So the next writes are built and sealed while a group syncs, and a
+// group holds whatever queued during the sync before it.
+//
+// Failures.
+//   - A closure that fails (or panics, in its own goroutine) has made
+//     nothing pending: it is refused alone and the others go on.
+//   - An Update that built nothing returns at once, unless what it read
+//     was pending: then it waits for the group that makes it durable.
+//   - An error while joining a write into the transaction leaves part of it
+//     there, so the group is abandoned; if the write was only too big to
+//     share a transaction, the writes before it are committed again from
+//     the deltas they built (joining them again in order gives the same
+//     state; no closure runs twice) and it follows in a group of its own. A
+//     commit refused as too big is retried in halves.
+//   - Any other failure — a commit that fails, a write too big on its own,
+//     a corrupt stored record — fails the group, and every write queued
+//     behind it with ErrAborted (they were built over its state; nothing
+//     tracks which ones read it), and resets the pending state to what is
+//     committed: memory and disk stay as they were for all of them.
 //
 // Badger's own write batching was considered instead (commit outside the
 // mutex, let its write goroutine batch concurrent commits): in v4.9.6 it
 // does not share the sync — writeRequests calls writeToLSM per request and
-// writeToLSM ends with mt.SyncWAL() when SyncWrites is on (db.go) — and a
-// transaction's read timestamp waits for every earlier commit to finish
-// (oracle.readTs, txnMark), so the next writer would wait for the sync
-// anyway.
+// writeToLSM ends with mt.SyncWAL() when SyncWrites is on (db.go). And
+// any new Badger transaction, read or write, waits in oracle.readTs for
+// every commit already given a timestamp to be written and synced
+// (txnMark), which is why the build stage reads a snapshot taken right
+// after each commit (KV's optional Snapshotter) rather than View.
 //
 // A closure should read through its Tx: Store.Record and Store.Context see
-// only what is committed, not the requests before it in its group. The
-// node's derived state (the search index, fed by the returned Changes)
-// is updated by each writer after its request returns, as before.
-//
+// only what is committed. The node's derived state (the search index, fed
+// by the returned Changes) is updated by each writer after its write
+// returns, as before.
+
 // Answering a digest sync (Missing) does not read the namespace: a dot
 // index, kept in the KV and written in the same transaction as the
 // entries, maps every run of consecutive dots an entry holds to that

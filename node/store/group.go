@@ -8,31 +8,33 @@ import (
 	"github.com/mnemohq/mnemo/crdt"
 )
 
-// Group commit: every write (Update, Apply) is a request in one queue. The
-// writer that takes the lead commits a group: it takes requests off the
-// front of the queue, in order, runs each against the KV transaction the
-// group shares, commits that transaction once (one sync) and releases each
-// request with its own result; the others wait for theirs or for the lead.
-// See doc.go ("Writes") for the decisions.
+// Group commit, pipelined: a write (Update, Apply) is built, then sealed,
+// then committed in a group. Building runs one write at a time under
+// build: an Update's closure runs against the committed snapshot plus what
+// the writes built before it left pending (pending.go), and what it builds
+// becomes pending in turn; the write then joins the commit queue in that
+// order. Its writer seals it outside any lock. The writer that takes the
+// lead commits a group: the sealed writes at the front of the queue, in
+// order, joined into one KV transaction, committed once (one sync); then,
+// under build, the contexts in memory and the snapshot move on and the
+// pending entries the group made durable are dropped; then each write is
+// released with its own result. So the next writes are built while a group
+// syncs. See doc.go ("Writes") for the decisions.
 
-// request is one write waiting for its group.
+// request is one write.
 type request struct {
 	replica crdt.ReplicaID
-	fn      func(tx *Tx) error   // an Update's closure; nil once run
-	deltas  map[string]*crdt.Map // an Apply's deltas, or what fn built (sealed)
-	// built: deltas were built by fn over the state its group left, so
-	// they depend on the requests before it in that group.
-	built bool
-	// requeued: put back at the front of the queue after its group was
-	// abandoned (an apply failed); a prefix of the queue.
-	requeued bool
+	fn      func(tx *Tx) error   // an Update's closure
+	deltas  map[string]*crdt.Map // an Apply's deltas, or what fn built
+	built   bool                 // deltas are fn's: sealed before commit
+	seq     uint64               // build order
 	// cutBefore: a group ends before this request unless it comes first
 	// (it, or the group it was in, was too big for one transaction).
 	cutBefore bool
+	ready     chan struct{} // closed once sealed
 	changes   []Change
 	err       error
-	panicked  any           // what fn panicked with: the submitter panics with it
-	done      chan struct{} // closed once changes, err and panicked are final
+	done      chan struct{} // closed once changes and err are final
 }
 
 func (r *request) finish(changes []Change, err error) {
@@ -59,28 +61,11 @@ func (g *group) context(ns string) *crdt.Context {
 	return g.s.Context(ns)
 }
 
-// add runs r in the group: its closure (if any) against the group's state,
-// then its deltas into the group's transaction. A closure that fails
-// writes nothing and r is finished with its error at once. An error
-// returned means the transaction holds part of r's writes: the group must
-// be abandoned.
+// add joins r's deltas into the group's transaction. An error returned
+// means the transaction may hold part of them: the group must be
+// abandoned.
 func (g *group) add(r *request) error {
 	g.taken++
-	if r.fn != nil {
-		tx := &Tx{s: g.s, g: g, replica: r.replica, lim: g.s.lim, ctxs: map[string]*crdt.Context{},
-			recs: map[string]map[string]*crdt.Record{}, deltas: map[string]*crdt.Map{}}
-		err := r.run(tx)
-		if err != nil {
-			r.finish(nil, err)
-			return nil
-		}
-		if g.s.signer.Sign != nil {
-			for ns, d := range tx.deltas {
-				d.Seal(ns, g.s.signer)
-			}
-		}
-		r.deltas, r.built = tx.deltas, true
-	}
 	changes, ctxs, err := g.s.applyTo(g.w, g.context, r.deltas)
 	if err != nil {
 		return err
@@ -91,40 +76,28 @@ func (g *group) add(r *request) error {
 	return nil
 }
 
-// run runs r's closure once. A panic in it finishes r (its submitter
-// panics in turn) rather than unwinding the leader, which holds the lead
-// and runs other writers' requests.
-func (r *request) run(tx *Tx) (err error) {
-	fn := r.fn
-	r.fn = nil
-	defer func() {
-		if p := recover(); p != nil {
-			r.panicked, err = p, errPanicked
-		}
-	}()
-	return fn(tx)
-}
-
-var errPanicked = errors.New("store: Update's closure panicked")
-
 // errAbandon aborts a group's transaction after an apply failed.
 var errAbandon = errors.New("store: group abandoned")
 
-// submit queues r and waits until it is committed or refused, committing
-// groups itself whenever it holds the lead.
+// submit builds r, seals it and waits until it is committed or refused,
+// committing groups itself whenever it holds the lead.
 func (s *Store) submit(r *request) ([]Change, error) {
-	r.done = make(chan struct{})
 	s.slots <- struct{}{} // bounded: wait for a place
 	defer func() { <-s.slots }()
-	s.qmu.Lock()
-	s.queue = append(s.queue, r)
-	s.qmu.Unlock()
+	r.done, r.ready = make(chan struct{}), make(chan struct{})
+	queued, err := s.prepare(r)
+	if err != nil || !queued {
+		return nil, err
+	}
+	if r.built && s.signer.Sign != nil {
+		for ns, d := range r.deltas {
+			d.Seal(ns, s.signer)
+		}
+	}
+	close(r.ready)
 	for {
 		select {
 		case <-r.done:
-			if r.panicked != nil {
-				panic(r.panicked)
-			}
 			return r.changes, r.err
 		case s.lead <- struct{}{}:
 		}
@@ -137,9 +110,40 @@ func (s *Store) submit(r *request) ([]Change, error) {
 	}
 }
 
-// next takes the request at the front of the queue for a group that has
-// taken n requests so far, or nil: the queue is empty or the group is
-// full.
+// prepare builds r under build: runs its closure, records what it built as
+// pending and queues it. A closure's error (or panic) leaves nothing
+// behind. An Update that built nothing is not queued, unless what it read
+// was pending (then its answer waits for that to be durable).
+func (s *Store) prepare(r *request) (queued bool, err error) {
+	s.build <- struct{}{}
+	defer func() { <-s.build }()
+	if s.closed {
+		return false, ErrClosed
+	}
+	seq := s.seq + 1
+	if r.fn != nil {
+		tx := &Tx{s: s, replica: r.replica, lim: s.lim, ctxs: map[string]*crdt.Context{},
+			recs: map[string]map[string]*crdt.Record{}, deltas: map[string]*crdt.Map{}}
+		if err := r.fn(tx); err != nil {
+			return false, err
+		}
+		if len(tx.deltas) == 0 && s.pend.empty() {
+			return false, nil
+		}
+		r.deltas, r.built = tx.deltas, true
+		s.pendTx(tx, seq)
+	} else if err := s.pendDeltas(r.deltas, seq); err != nil {
+		return false, err
+	}
+	s.seq, r.seq = seq, seq
+	s.qmu.Lock()
+	s.queue = append(s.queue, r)
+	s.qmu.Unlock()
+	return true, nil
+}
+
+// next takes the request at the front of the queue for group g, or nil:
+// the queue is empty, the group is full, or the front is not sealed yet.
 func (s *Store) next(g *group) *request {
 	if g.taken >= s.groupMax || g.bytes >= s.groupBytes {
 		return nil
@@ -150,28 +154,35 @@ func (s *Store) next(g *group) *request {
 		return nil
 	}
 	r := s.queue[0]
+	select {
+	case <-r.ready:
+	default:
+		return nil
+	}
 	s.queue[0] = nil
 	s.queue = s.queue[1:]
-	r.cutBefore, r.requeued = false, false
+	r.cutBefore = false
 	return r
 }
 
 // requeue puts rs back at the front of the queue, in order.
 func (s *Store) requeue(rs ...*request) {
-	for _, r := range rs {
-		r.requeued = true
-	}
 	s.qmu.Lock()
 	s.queue = append(rs, s.queue...)
 	s.qmu.Unlock()
 }
 
-// commitGroup commits one group (called by the leader).
+// commitGroup commits one group (called by the leader, whose own request
+// is queued).
 func (s *Store) commitGroup() {
 	if s.closed {
 		s.failQueue(ErrClosed)
 		return
 	}
+	s.qmu.Lock()
+	first := s.queue[0]
+	s.qmu.Unlock()
+	<-first.ready // its writer is sealing it
 	g := &group{s: s, ctxs: map[string]*crdt.Context{}}
 	var failed *request
 	var failErr error
@@ -186,44 +197,48 @@ func (s *Store) commitGroup() {
 		return nil
 	})
 	switch {
-	case err != nil && g.taken == 0:
-		// The KV refused to open a transaction (closed, or cut): no group
-		// can commit, so every waiting request fails.
-		s.failQueue(applyErr(err))
 	case err == nil:
+		s.build <- struct{}{}
 		s.ctxMu.Lock()
 		maps.Copy(s.ctxs, g.ctxs)
 		s.ctxMu.Unlock()
+		s.pend.drop(g.members[len(g.members)-1].seq)
+		s.renewSnapshot()
+		<-s.build
 		for _, r := range g.members {
 			r.finish(r.changes, nil)
 		}
-	case failed != nil:
+	case failed != nil && errors.Is(failErr, ErrTxnTooBig) && len(g.members) > 0:
 		// Nothing was committed. The members before the failed request
-		// are committed again from the deltas they built, in order, by
-		// the next group; the failed one, if it was only too big to share
-		// a transaction, after them in a group of its own.
-		if errors.Is(failErr, ErrTxnTooBig) && len(g.members) > 0 {
-			failed.cutBefore = true
-			s.requeue(append(g.members, failed)...)
-			return
-		}
-		s.requeue(g.members...)
-		failed.finish(nil, applyErr(failErr))
-	case errors.Is(err, ErrTxnTooBig) && len(g.members) > 1:
+		// are committed again from their deltas, in order, by the next
+		// group; the failed one after them, in a group of its own.
+		failed.cutBefore = true
+		s.requeue(append(g.members, failed)...)
+	case failed == nil && errors.Is(err, ErrTxnTooBig) && len(g.members) > 1:
 		// The commit found the group too big: commit it in halves.
 		g.members[len(g.members)/2].cutBefore = true
 		s.requeue(g.members...)
 	default:
+		// Nothing was committed, and the writes queued behind were built
+		// over what failed: they all fail.
+		if failed != nil {
+			g.members = append(g.members, failed)
+			err = failErr
+		}
 		err = applyErr(err)
 		for _, r := range g.members {
 			r.finish(nil, err)
 		}
-		s.dropRequeued(err)
+		s.failQueue(fmt.Errorf("%w: %w", ErrAborted, err))
 	}
 }
 
-// failQueue fails every queued request with err.
+// failQueue fails every queued request with err, resets the pending state
+// to what is committed and renews the snapshot (under build, so no write is
+// built meanwhile).
 func (s *Store) failQueue(err error) {
+	s.build <- struct{}{}
+	defer func() { <-s.build }()
 	s.qmu.Lock()
 	q := s.queue
 	s.queue = nil
@@ -231,29 +246,10 @@ func (s *Store) failQueue(err error) {
 	for _, r := range q {
 		r.finish(nil, err)
 	}
-}
-
-// dropRequeued, after a group failed to commit, refuses the requests put
-// back at the front of the queue whose deltas were built over that
-// group's state, which is now lost: they fail with err. The requeued
-// Applies (a peer's deltas depend on nothing here) stay queued.
-func (s *Store) dropRequeued(err error) {
-	s.qmu.Lock()
-	i := 0
-	for i < len(s.queue) && s.queue[i].requeued {
-		i++
+	s.pend.reset()
+	if !s.closed {
+		s.renewSnapshot()
 	}
-	requeued := s.queue[:i:i]
-	var keep []*request
-	for _, r := range requeued {
-		if r.built {
-			r.finish(nil, err)
-		} else {
-			keep = append(keep, r)
-		}
-	}
-	s.queue = append(keep, s.queue[i:]...)
-	s.qmu.Unlock()
 }
 
 func applyErr(err error) error {

@@ -17,12 +17,16 @@ import (
 // limit bytes (0: no limit) with ErrTxnTooBig, as Badger does.
 type groupKV struct {
 	KV
+	gate    chan struct{} // when set, every Update waits for it to close
 	limit   int
 	commits atomic.Int64
 	maxRecs atomic.Int64
 }
 
 func (k *groupKV) Update(fn func(w Writer) error) error {
+	if k.gate != nil {
+		<-k.gate
+	}
 	lw := &limitWriter{Writer: nil, left: k.limit, limited: k.limit > 0}
 	err := k.KV.Update(func(w Writer) error {
 		lw.Writer = w
@@ -54,15 +58,12 @@ func (w *limitWriter) Set(key, value []byte) error {
 	return w.Writer.Set(key, value)
 }
 
-// hold starts an Update that holds the lead until release is closed;
-// call synctest.Wait after it. The writes queued meanwhile join its group.
-func hold(s *Store, release chan struct{}) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Update(7, func(tx *Tx) error { <-release; return nil })
-		done <- err
-	}()
-	return done
+// hold starts a write whose commit waits (holding the lead) until
+// release is closed: the writes started after it are built and queue
+// behind it, and join its group once it is released.
+func hold(s *Store, kv *groupKV, id string, release chan struct{}) <-chan error {
+	kv.gate = release
+	return start(s, set("team://held", id, 1, "ti", "held"))
 }
 
 // start runs fn as an Update in its own goroutine and waits until it is
@@ -128,14 +129,13 @@ func TestGroupCommitIsDurable(t *testing.T) {
 		}
 		opened := kv.commits.Load()
 		release := make(chan struct{})
-		held := hold(s, release)
-		synctest.Wait()
+		held := hold(s, kv, "h1", release)
 		var acks []<-chan error
 		for i := range n {
 			acks = append(acks, start(s, set(ns, fmt.Sprint("m", i), i+1, "ti", fmt.Sprint("v", i))))
 		}
-		if q := s.QueueLen(); q != n {
-			t.Fatalf("queued %d, want %d", q, n)
+		if q := s.QueueLen(); q != n+1 {
+			t.Fatalf("queued %d, want %d", q, n+1)
 		}
 		close(release)
 		if err := <-held; err != nil {
@@ -166,7 +166,7 @@ func TestGroupCommitIsDurable(t *testing.T) {
 
 		// A group cut before its commit: nobody in it is acknowledged.
 		release = make(chan struct{})
-		held = hold(s, release)
+		held = hold(s, kv, "h2", release)
 		synctest.Wait()
 		acks = acks[:0]
 		for i := range n {
@@ -206,9 +206,9 @@ func TestGroupCommitIsDurable(t *testing.T) {
 	})
 }
 
-// In one group each Update sees the writes of those before it; one that
+// Each Update sees the writes built before it, committed or not; one that
 // fails or panics writes nothing and takes nobody else down; a peer's
-// delta (Apply) rides along.
+// delta (Apply) rides along in the group.
 func TestGroupIsolatesFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ns = "team://a"
@@ -220,8 +220,7 @@ func TestGroupIsolatesFailures(t *testing.T) {
 		defer s.Close()
 		opened := kv.commits.Load()
 		release := make(chan struct{})
-		held := hold(s, release)
-		synctest.Wait()
+		held := hold(s, kv, "h3", release)
 		boom := errors.New("boom")
 		a := start(s, set(ns, "m1", 1, "ti", "a"))
 		b := start(s, func(tx *Tx) error {
@@ -288,7 +287,8 @@ func TestGroupIsolatesFailures(t *testing.T) {
 }
 
 // A group that grows too big for one KV transaction is split, without
-// running any closure again; a write too big on its own fails alone.
+// running any closure again. A write too big on its own fails, and so do
+// the writes built over it (ErrAborted), which nothing else would undo.
 func TestGroupSplitsWhenTooBig(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ns = "team://a"
@@ -298,9 +298,9 @@ func TestGroupSplitsWhenTooBig(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
+		opened := kv.commits.Load()
 		release := make(chan struct{})
-		held := hold(s, release)
-		synctest.Wait()
+		held := hold(s, kv, "h4", release)
 		var runs atomic.Int64
 		big := func(id string, at, size int) func(tx *Tx) error {
 			return func(tx *Tx) error {
@@ -314,13 +314,20 @@ func TestGroupSplitsWhenTooBig(t *testing.T) {
 		c := start(s, big("c", 4, 1600))
 		close(release)
 		<-held
-		for _, w := range []<-chan error{a, b, c} {
+		for _, w := range []<-chan error{a, b} {
 			if err := <-w; err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := <-huge; !errors.Is(err, ErrTxnTooBig) {
+		if err := <-huge; !errors.Is(err, ErrTxnTooBig) || errors.Is(err, ErrAborted) {
 			t.Fatalf("the write too big alone: %v, want ErrTxnTooBig", err)
+		}
+		if err := <-c; !errors.Is(err, ErrAborted) {
+			t.Fatalf("the write built over it: %v, want ErrAborted", err)
+		}
+		edit(t, s, ns, "c", 5, "body", strings.Repeat("x", 1600)) // its retry
+		if c := kv.commits.Load() - opened; c != 3 {
+			t.Fatalf("%d commits, want 3: the holder with a, then b, then the retry", c)
 		}
 		if r := runs.Load(); r != 4 {
 			t.Fatalf("closures ran %d times, want once each (4)", r)
@@ -348,14 +355,13 @@ func TestGroupQueueIsBounded(t *testing.T) {
 		}
 		defer s.Close()
 		release := make(chan struct{})
-		held := hold(s, release)
-		synctest.Wait()
+		held := hold(s, kv, "h5", release)
 		var acks []<-chan error
 		for i := range 6 {
 			acks = append(acks, start(s, set(ns, fmt.Sprint("m", i), i+1, "ti", "x")))
 		}
-		if q := s.QueueLen(); q != 2 {
-			t.Fatalf("%d writes queued, want 2 (MaxPending 3, one of them the holder)", q)
+		if q := s.QueueLen(); q != 3 {
+			t.Fatalf("%d writes queued, want 3 (MaxPending)", q)
 		}
 		close(release)
 		<-held

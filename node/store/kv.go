@@ -47,6 +47,10 @@ var (
 	ErrKeyNotFound = errors.New("store: key not found")
 	ErrTxnTooBig   = errors.New("store: transaction too big")
 	ErrClosed      = errors.New("store: closed")
+	// ErrAborted is what a write returns when a write built before it
+	// failed to commit (its state was built over that write's); the error
+	// also wraps that failure. Nothing of it was written: retry it.
+	ErrAborted = errors.New("store: aborted: a write before it failed to commit")
 	// ErrLocked is what opening a KV's storage returns when another
 	// process holds it (badgerkv.Open: the data directory's lock); the
 	// message names the holder.

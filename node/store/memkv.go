@@ -51,7 +51,10 @@ func memLess(a, b memItem) bool { return bytes.Compare(a.key, b.key) < 0 }
 // (BenchmarkMemKV*), 16 committed about fastest at 1k to 100k keys.
 const memDegree = 16
 
-var _ KV = (*MemKV)(nil)
+var (
+	_ KV          = (*MemKV)(nil)
+	_ Snapshotter = (*MemKV)(nil)
+)
 
 // NewMemKV returns an empty MemKV.
 func NewMemKV() *MemKV { return NewSharedMemKV(nil) }
@@ -116,6 +119,10 @@ func (k *MemKV) Update(fn func(w Writer) error) error {
 	k.snap.Store(w.work.Clone())
 	return nil
 }
+
+// Snapshot is the committed state now: an immutable tree, so it needs no
+// release and may be read by any goroutine.
+func (k *MemKV) Snapshot() (Reader, func()) { return memReader{k.snap.Load()}, func() {} }
 
 func (k *MemKV) Close() error {
 	k.closed.Store(true)

@@ -54,16 +54,22 @@ type Store struct {
 	ctxMu  sync.RWMutex
 	ctxs   map[string]*crdt.Context // as committed; changed only by a leader, once durable
 
-	// Group commit (group.go). lead is held (a value in it) by the one
-	// goroutine that commits a group, or by Close; closed is read and
-	// written under it. slots bounds the requests waiting or in a group.
-	lead       chan struct{}
-	slots      chan struct{}
-	qmu        sync.Mutex
-	queue      []*request // guarded by qmu; in arrival order
-	closed     bool
-	groupBytes int
-	groupMax   int
+	// Group commit (group.go). build is held (a value in it) while a
+	// write is built, and guards pend, snap and seq. lead is held by the
+	// one goroutine that commits a group. Close holds both (lead first);
+	// closed is written under both. slots bounds the writes in flight.
+	build       chan struct{}
+	pend        pending
+	snap        Reader // the committed state writes are built on
+	snapRelease func()
+	seq         uint64
+	lead        chan struct{}
+	slots       chan struct{}
+	qmu         sync.Mutex
+	queue       []*request // guarded by qmu; built, in build order
+	closed      bool
+	groupBytes  int
+	groupMax    int
 }
 
 // Open opens the store over kv (badgerkv on a node, MemKV in the simulator
@@ -74,7 +80,7 @@ func Open(kv KV, opt Options) (*Store, error) {
 		return nil, errors.New("store: Open needs a KV (node/store/badgerkv on disk, NewMemKV in memory)")
 	}
 	s := &Store{kv: kv, lim: opt.Limits, signer: opt.Signer, ctxs: make(map[string]*crdt.Context),
-		lead: make(chan struct{}, 1), groupBytes: opt.GroupBytes, groupMax: opt.GroupMax}
+		build: make(chan struct{}, 1), lead: make(chan struct{}, 1), groupBytes: opt.GroupBytes, groupMax: opt.GroupMax}
 	if s.lim == (crdt.Limits{}) {
 		s.lim = crdt.DefaultLimits()
 	}
@@ -97,6 +103,8 @@ func Open(kv KV, opt Options) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	s.pend.reset()
+	s.renewSnapshot()
 	return s, nil
 }
 
@@ -105,10 +113,16 @@ func Open(kv KV, opt Options) (*Store, error) {
 func (s *Store) Close() error {
 	s.lead <- struct{}{}
 	defer func() { <-s.lead }()
+	s.build <- struct{}{}
+	defer func() { <-s.build }()
 	if s.closed {
 		return nil
 	}
 	s.closed = true
+	if s.snapRelease != nil {
+		s.snapRelease()
+		s.snapRelease = nil
+	}
 	return s.kv.Close()
 }
 

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"errors"
-
 	"github.com/mnemohq/mnemo/crdt"
 )
 
@@ -12,7 +10,6 @@ import (
 // sequence. Nothing is written until the Update closure returns nil.
 type Tx struct {
 	s       *Store
-	g       *group // the commit group the Tx runs in: what it reads
 	replica crdt.ReplicaID
 	lim     crdt.Limits
 	ctxs    map[string]*crdt.Context
@@ -22,12 +19,12 @@ type Tx struct {
 }
 
 // Update runs fn, one writer at a time, against the store as left by every
-// Update and Apply before it, and applies everything it built in one synced
-// transaction, usually shared with other writers (group.go). If fn returns
-// an error nothing is written. fn must not call Update or Apply (it would
-// wait for itself), and should read the store through tx only: a direct
-// read (Store.Record) misses the writes of the requests before it in its
-// group.
+// Update and Apply before it (committed or not yet), and applies everything
+// it built in one synced transaction, usually shared with other writers
+// (group.go); it returns once that is durable. If fn returns an error
+// nothing is written. fn must not call Update or Apply (it would wait for
+// itself), and should read the store through tx only: a direct read
+// (Store.Record) misses the writes not yet committed.
 func (s *Store) Update(replica crdt.ReplicaID, fn func(tx *Tx) error) ([]Change, error) {
 	return s.submit(&request{replica: replica, fn: fn})
 }
@@ -35,7 +32,7 @@ func (s *Store) Update(replica crdt.ReplicaID, fn func(tx *Tx) error) ([]Change,
 func (tx *Tx) ctx(ns string) *crdt.Context {
 	c, ok := tx.ctxs[ns]
 	if !ok {
-		c = tx.g.context(ns).Clone()
+		c = tx.s.pendContext(ns).Clone()
 		tx.ctxs[ns] = c
 	}
 	return c
@@ -48,7 +45,7 @@ func (tx *Tx) Record(ns, id string) (*crdt.Record, error) {
 			return r, nil
 		}
 	}
-	r, err := tx.s.readRecord(tx.g.w, ns, id)
+	r, err := tx.s.pendRecord(ns, id)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +61,7 @@ func (tx *Tx) Retracted(ns, id string) (bool, error) {
 	if d, ok := tx.deltas[ns]; ok && d.Retracted(id) {
 		return true, nil
 	}
-	_, err := tx.g.w.Get(retKey(ns, id))
-	if errors.Is(err, ErrKeyNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	return tx.s.pendRetracted(ns, id)
 }
 
 // Edit starts an edit of record id in ns. Call Commit with it when done.

@@ -40,7 +40,10 @@ type KV struct {
 	lock *os.File // the directory's lock file; nil in memory
 }
 
-var _ store.KV = (*KV)(nil)
+var (
+	_ store.KV          = (*KV)(nil)
+	_ store.Snapshotter = (*KV)(nil)
+)
 
 // Open opens (creating if needed) Badger in dir, tuned for a sidecar:
 // memtables of opt.MemTableSize (two), a block cache of
@@ -128,6 +131,15 @@ func (k *KV) Update(fn func(w store.Writer) error) error {
 		return err
 	}
 	return tooBig(txn.Commit())
+}
+
+// Snapshot is a read-only Badger transaction: the state committed when it
+// began. The Store builds writes on one while the last group syncs (a new
+// transaction would wait for that sync). One goroutine at a time; release
+// discards it.
+func (k *KV) Snapshot() (store.Reader, func()) {
+	txn := k.db.NewTransaction(false)
+	return badgerTxn{txn}, txn.Discard
 }
 
 // Close closes Badger, then releases the directory's lock.
