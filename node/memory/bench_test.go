@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 // b.Loop, so its setup runs once however many iterations are timed, and
 // reports percentiles from per-operation timings with b.ReportMetric. The README figures come from
 //
-//	go test -run XXX -bench 'SaveDurable|Search10k|Search100k$' -benchtime 3000x ./node/memory/
+//	go test -run XXX -bench 'SaveDurable$|Search10k|Search100k$' -benchtime 3000x ./node/memory/
+//	go test -run XXX -bench SaveDurableParallel -benchtime 20000x ./node/memory/
 //	go test -run XXX -bench Compact200 -benchtime 300x ./node/memory/
 //
 // and the resident memory of a real node process from TestResidentMemoryNode
@@ -104,6 +106,27 @@ func BenchmarkSaveDurable(b *testing.B) {
 	}
 	b.ReportMetric(us(percentile(lat, 0.50)), "p50-µs")
 	b.ReportMetric(us(percentile(lat, 0.99)), "p99-µs")
+}
+
+// BenchmarkSaveDurableParallel saves from 32 goroutines at once (durable
+// saves share commits: store's group commit); ns/op is wall time per save
+// over all of them. The HTTP figures come from "mnemo bench saves".
+func BenchmarkSaveDurableParallel(b *testing.B) {
+	s := openBench(b, b.TempDir(), false)
+	defer s.Close()
+	caller := Caller{Principal: benchAgent}
+	ctx := context.Background()
+	var seed atomic.Uint64
+	b.SetParallelism(16) // × GOMAXPROCS goroutines
+	b.RunParallel(func(pb *testing.PB) {
+		c := newCorpus(seed.Add(1))
+		for pb.Next() {
+			if _, err := s.Save(ctx, caller, c.next()); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 func benchSearch(b *testing.B, n int) {

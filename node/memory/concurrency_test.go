@@ -3,8 +3,13 @@ package memory
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/store"
 )
 
 // TestConcurrentSaveAndSearch runs writers and readers at once (meant for
@@ -80,5 +85,61 @@ func TestConcurrentSaveAndSearch(t *testing.T) {
 	st, _ := s.Stats(ctx, c, "")
 	if want := n + writers; st.Memories != want {
 		t.Fatalf("%d memories, want %d plain saves plus one per topic key", st.Memories, want)
+	}
+}
+
+// TestConcurrentSavesAckedIffDurable cuts the power while many writers
+// save (their saves share commits): after a restart the store holds
+// exactly the saves that were acknowledged — none lost, none kept that
+// its writer was told had failed.
+func TestConcurrentSavesAckedIffDurable(t *testing.T) {
+	mem := store.NewMemKV()
+	agent := namespace.MustParse("agent://alice")
+	s, err := Open(Config{KV: mem, Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Caller{Principal: agent}
+	ctx := context.Background()
+	const writers, perWriter, cutAfter = 16, 30, 100
+	var acked sync.Map // id → token
+	var nAcked atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				token := fmt.Sprintf("tok%dx%d", w, i)
+				r, err := s.Save(ctx, c, SaveRequest{Content: "note " + token})
+				if err != nil {
+					continue // refused: must not be stored
+				}
+				acked.Store(r.ID, token)
+				if nAcked.Add(1) == cutAfter {
+					mem.PowerCut()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s2, err := Open(Config{KV: mem.Restart(), Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	want := 0
+	acked.Range(func(id, token any) bool {
+		want++
+		m, err := s2.Get(ctx, c, id.(string), false)
+		if err != nil || !strings.HasSuffix(m.Content, token.(string)) {
+			t.Errorf("acknowledged save %s lost: %+v %v", id, m, err)
+		}
+		return true
+	})
+	st, err := s2.Stats(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Memories != want || want < cutAfter || want == writers*perWriter {
+		t.Fatalf("%d memories stored after the cut, %d acknowledged (cut after %d of %d)", st.Memories, want, cutAfter, writers*perWriter)
 	}
 }
