@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mnemohq/mnemo/node"
@@ -28,9 +29,10 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		"saves: opens a node in a new temporary data directory (Badger, every commit\n"+
 			"synced, as \"mnemo node\" runs it), serves its HTTP API on a free loopback\n"+
 			"port, and drives POST /v1/memories from N concurrent clients for the\n"+
-			"duration, once per client count. Prints saves/s and latency percentiles\n"+
-			"(each save is acknowledged only once durable). The directory is removed\n"+
-			"afterwards unless --data names one.", stdout, stderr)
+			"duration, once per client count. Prints saves/s, latency percentiles (each\n"+
+			"save is acknowledged only once durable) and the process's CPU time per save\n"+
+			"(node and clients: steadier than the rate on a shared machine). The\n"+
+			"directory is removed afterwards unless --data names one.", stdout, stderr)
 	clients := fs.String("clients", "1,8,32", "comma-separated client `COUNTS`, one run each")
 	dur := fs.Duration("duration", 10*time.Second, "how long each run saves")
 	warm := fs.Duration("warmup", time.Second, "saves before each run that are not measured")
@@ -86,8 +88,8 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(stdout, "durable saves over HTTP (%s), GOMAXPROCS=%d, %v per run\n", n.Addr(), runtime.GOMAXPROCS(0), *dur)
-	row := "%7s %8s %8s %9s %9s %9s %9s\n"
-	fmt.Fprintf(stdout, row, "clients", "saves", "saves/s", "p50", "p95", "p99", "max")
+	row := "%7s %8s %8s %9s %9s %9s %9s %9s\n"
+	fmt.Fprintf(stdout, row, "clients", "saves", "saves/s", "p50", "p95", "p99", "max", "cpu/save")
 	b := &saveBench{url: n.Addr() + "/v1/memories", token: n.Token()}
 	for _, c := range counts {
 		if *warm > 0 {
@@ -99,7 +101,8 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if err != nil {
 			return failed(stderr, fs, err)
 		}
-		fmt.Fprintf(stdout, row, strconv.Itoa(c), strconv.Itoa(r.n), fmt.Sprintf("%.0f", r.rate), ms(r.p50), ms(r.p95), ms(r.p99), ms(r.max))
+		fmt.Fprintf(stdout, row, strconv.Itoa(c), strconv.Itoa(r.n), fmt.Sprintf("%.0f", r.rate), ms(r.p50), ms(r.p95), ms(r.p99), ms(r.max),
+			fmt.Sprintf("%.0fµs", float64(r.cpu)/float64(time.Microsecond)/float64(max(r.n, 1))))
 	}
 	return exitOK
 }
@@ -116,6 +119,19 @@ type benchResult struct {
 	n                  int
 	rate               float64 // saves per second
 	p50, p95, p99, max time.Duration
+	// cpu is the process's CPU time (user and system) over the run, node
+	// and clients together: on a shared machine a steadier measure than
+	// the rate, whose ceiling on idle cores it bounds.
+	cpu time.Duration
+}
+
+// cpuTime is the CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // run saves from clients goroutines, each with its own connection, for
@@ -130,6 +146,7 @@ func (b *saveBench) run(ctx context.Context, clients int, dur time.Duration) (be
 	start := time.Now()
 	deadline := start.Add(dur)
 	b.seq++
+	cpu0 := cpuTime()
 	for i := range clients {
 		wg.Add(1)
 		go func() {
@@ -148,12 +165,13 @@ func (b *saveBench) run(ctx context.Context, clients int, dur time.Duration) (be
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
 	if err := errors.Join(errs...); err != nil {
 		return benchResult{}, err
 	}
 	all := slices.Concat(lats...)
 	slices.Sort(all)
-	r := benchResult{n: len(all), rate: float64(len(all)) / elapsed.Seconds()}
+	r := benchResult{n: len(all), rate: float64(len(all)) / elapsed.Seconds(), cpu: cpu}
 	if len(all) > 0 {
 		at := func(p float64) time.Duration { return all[int(float64(len(all)-1)*p)] }
 		r.p50, r.p95, r.p99, r.max = at(0.50), at(0.95), at(0.99), all[len(all)-1]

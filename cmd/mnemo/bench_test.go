@@ -20,8 +20,8 @@ func TestBenchSaves(t *testing.T) {
 		t.Fatalf("want a heading, a header and two rows, got:\n%s", out.String())
 	}
 	for _, l := range lines[2:] {
-		if f := strings.Fields(l); len(f) != 7 || f[1] == "0" {
-			t.Errorf("row %q: want 7 columns and some saves", l)
+		if f := strings.Fields(l); len(f) != 8 || f[1] == "0" {
+			t.Errorf("row %q: want 8 columns and some saves", l)
 		}
 	}
 	if code := run(context.Background(), []string{"bench", "loads"}, nil, &out, &errb); code != exitUsage {
