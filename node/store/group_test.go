@@ -252,6 +252,14 @@ func TestGroupIsolatesFailures(t *testing.T) {
 			applied <- err
 		}()
 		synctest.Wait()
+		var seenPeer string
+		e := start(s, func(tx *Tx) error { // reads what the peer's pending delta wrote
+			rec, err := tx.Record(ns, "m2")
+			if f, ok := rec.Field("ti"); ok {
+				seenPeer = string(f.Value)
+			}
+			return err
+		})
 		close(release)
 		<-held
 		if err := <-a; err != nil {
@@ -268,6 +276,9 @@ func TestGroupIsolatesFailures(t *testing.T) {
 		}
 		if err := <-applied; err != nil {
 			t.Fatal(err)
+		}
+		if err := <-e; err != nil || seenPeer != "peer" {
+			t.Fatalf("an Update after the peer's delta saw m2 ti=%q (%v), want %q", seenPeer, err, "peer")
 		}
 		if c := kv.commits.Load() - opened; c != 1 {
 			t.Fatalf("%d commits, want 1", c)
