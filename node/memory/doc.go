@@ -12,7 +12,8 @@
 // over the KV the Service is given (Badger on a node, node/store/badgerkv;
 // a store.MemKV in the simulator and by default): fields are LWW registers under short names (node/schema), tags,
 // linked files and provenance are add-wins sets. Every write is an Edit
-// against the stored record, applied as a delta in one synced transaction —
+// against the stored record, applied as a delta in a synced transaction
+// (shared with the writes made at the same time: node/store's group commit) —
 // the same path a peer's delta takes (ApplyRemote) — so replication adds
 // transport, not a second write path, and an acknowledged write survives a
 // crash. Every edit also writes updated_at, so each change adds a dot to its
