@@ -197,7 +197,7 @@ func TestSyncAnswerStateErrorReported(t *testing.T) {
 		e0.SetPeers(peers)
 		e1.SetPeers(peers)
 		e1.Tick(time.Time{}.Add(time.Second)) // n1, the larger id, asks once n0 has not
-		reported := len(e0.Ready().Errors) // the retracted case fails asking n1 too
+		reported := len(e0.Ready().Errors)    // the retracted case fails asking n1 too
 		e0.Advance(nil)
 		var req *wire.Message
 		for _, env := range e1.Ready().Messages {

@@ -17,31 +17,8 @@ import (
 // have dropped the tag; a node left holding it with the same context as
 // the others is never repaired (found by the simulator at 100 nodes).
 func TestSplitSyncAnswerCarriesRemovals(t *testing.T) {
-	c := newCluster(t, 3, Config{BatchMaxBytes: 1}, openPolicy{}, 9) // one record per batch
-	c.pump(10)
+	c, ns := splitAnswerCluster(t)
 	n0, n1, n2 := c.nodes[0], c.nodes[1], c.nodes[2]
-	const ns = "team://a"
-	m := n0.st.Map(ns)
-	local := func(d *crdt.Map) { n0.eng.LocalDelta(ns, sealInto(m, ns, d, n0.signer)) }
-
-	// n0 saves m1 with the tag "auth"; only n2 hears of it.
-	c.drop = func(_, to PeerID, _ *wire.Message) bool { return to == n1.id }
-	n0.clock.Observe(m.MaxTimestamp(), c.now)
-	d1, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m1", "title", []byte("t"))
-	d2, _ := m.Add(n0.rep, "m1", "tags", "auth")
-	d1.Join(d2)
-	local(d1)
-	c.pump(10)
-
-	// n0 removes the tag and saves m2; nobody hears of either.
-	c.drop = func(from, _ PeerID, _ *wire.Message) bool { return from == n0.id }
-	e, _ := m.Edit(n0.rep, "m1", crdt.DefaultLimits())
-	e.Remove("tags", "auth")
-	_ = e.Set(n0.clock.Now(c.now), "ua", []byte("x"))
-	local(e.Delta())
-	d3, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m2", "title", []byte("u"))
-	local(d3)
-	c.pump(10)
 
 	// n1 asks n0 for a sync: the batch with m1 arrives, those after it
 	// (m2's, and the last, which claims the removed dot) are lost.
@@ -76,26 +53,7 @@ func TestSplitSyncAnswerCarriesRemovals(t *testing.T) {
 
 	// Everyone heals and syncs with everyone.
 	c.drop = nil
-	for range 3 {
-		for _, a := range c.nodes {
-			for _, b := range c.nodes {
-				if a != b {
-					if err := a.eng.RequestSync(b.id, ns); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-		}
-		c.pump(20)
-	}
-	for _, nd := range c.nodes {
-		if r, _ := nd.st.Map(ns).Get("m1"); r == nil || r.HasElement("tags", "auth") {
-			t.Fatalf("%s: the removed tag survived every sync (m1 %v)", nd.id, r != nil)
-		}
-	}
-	if !c.converged(ns) {
-		t.Fatal("not converged")
-	}
+	syncAllDropsTheTag(t, c, ns)
 }
 
 // Like TestSplitSyncAnswerCarriesRemovals, but no sync message is lost:
@@ -103,30 +61,8 @@ func TestSplitSyncAnswerCarriesRemovals(t *testing.T) {
 // between n0's batch carrying m1 and n0's last batch (claiming the removed
 // dot). Every message of the exchange is delivered.
 func TestSplitSyncAnswerInterleaved(t *testing.T) {
-	c := newCluster(t, 3, Config{BatchMaxBytes: 1}, openPolicy{}, 9) // one record per batch
-	c.pump(10)
+	c, ns := splitAnswerCluster(t)
 	n0, n1, n2 := c.nodes[0], c.nodes[1], c.nodes[2]
-	const ns = "team://a"
-	m := n0.st.Map(ns)
-	local := func(d *crdt.Map) { n0.eng.LocalDelta(ns, sealInto(m, ns, d, n0.signer)) }
-
-	// n1 is cut off while n0 saves m1 with the tag "auth" (n2 hears of it) ...
-	c.drop = func(_, to PeerID, _ *wire.Message) bool { return to == n1.id }
-	n0.clock.Observe(m.MaxTimestamp(), c.now)
-	d1, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m1", "title", []byte("t"))
-	d2, _ := m.Add(n0.rep, "m1", "tags", "auth")
-	d1.Join(d2)
-	local(d1)
-	c.pump(10)
-	// ... and n0 is cut off while it removes the tag and saves m2.
-	c.drop = func(from, _ PeerID, _ *wire.Message) bool { return from == n0.id }
-	e, _ := m.Edit(n0.rep, "m1", crdt.DefaultLimits())
-	e.Remove("tags", "auth")
-	_ = e.Set(n0.clock.Now(c.now), "ua", []byte("x"))
-	local(e.Delta())
-	d3, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m2", "title", []byte("u"))
-	local(d3)
-	c.pump(10)
 
 	// Healed. n1 asks n0 and n2 at once; n0's batches after the one
 	// carrying m1 are delayed (not lost) until n2's answer is in.
@@ -165,6 +101,44 @@ func TestSplitSyncAnswerInterleaved(t *testing.T) {
 	n1.inbox = append(n1.inbox, late...)
 	c.pump(10)
 
+	syncAllDropsTheTag(t, c, ns)
+}
+
+// splitAnswerCluster is three engines answering syncs one record per
+// batch, where n2 holds m1 with the tag "auth" and n0 has removed the tag
+// and saved m2 since; n1 has heard of none of it.
+func splitAnswerCluster(t *testing.T) (*cluster, string) {
+	c := newCluster(t, 3, Config{BatchMaxBytes: 1}, openPolicy{}, 9)
+	c.pump(10)
+	n0, n1 := c.nodes[0], c.nodes[1]
+	const ns = "team://a"
+	m := n0.st.Map(ns)
+	local := func(d *crdt.Map) { n0.eng.LocalDelta(ns, sealInto(m, ns, d, n0.signer)) }
+
+	// n1 is cut off while n0 saves m1 with the tag "auth" (n2 hears of it) ...
+	c.drop = func(_, to PeerID, _ *wire.Message) bool { return to == n1.id }
+	n0.clock.Observe(m.MaxTimestamp(), c.now)
+	d1, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m1", "title", []byte("t"))
+	d2, _ := m.Add(n0.rep, "m1", "tags", "auth")
+	d1.Join(d2)
+	local(d1)
+	c.pump(10)
+	// ... and n0 is cut off while it removes the tag and saves m2.
+	c.drop = func(from, _ PeerID, _ *wire.Message) bool { return from == n0.id }
+	e, _ := m.Edit(n0.rep, "m1", crdt.DefaultLimits())
+	e.Remove("tags", "auth")
+	_ = e.Set(n0.clock.Now(c.now), "ua", []byte("x"))
+	local(e.Delta())
+	d3, _ := m.Set(n0.rep, n0.clock.Now(c.now), "m2", "title", []byte("u"))
+	local(d3)
+	c.pump(10)
+	return c, ns
+}
+
+// syncAllDropsTheTag has every node sync with every other, three times,
+// and checks that none holds the removed tag and all converged.
+func syncAllDropsTheTag(t *testing.T, c *cluster, ns string) {
+	t.Helper()
 	for range 3 {
 		for _, a := range c.nodes {
 			for _, b := range c.nodes {
