@@ -119,11 +119,21 @@
 // the requester held a record past a removal without the removed dot,
 // took the old element back from a peer that never saw the removal, and
 // kept it for good. Fixed in sync/replica: every batch claims the removed
-// dots (TestSplitSyncAnswerCarriesRemovals). Not fixed: a batch of a sync
-// answer lost after an earlier batch arrived is repaired only when
-// anti-entropy picks that pair again (the requester stops asking once an
-// answer begins), which at 100 nodes took one projection inbox 210 s of
-// quiet to converge (the report's "last to converge" line).
+// dots (TestSplitSyncAnswerCarriesRemovals; reordering alone opens the
+// same gap: TestSplitSyncAnswerInterleaved). (5) Small batches (--batch,
+// which splits answers in short runs) found two more. A namespace's grants
+// went first in a sync answer but in id order, so split in batches every
+// batch could hold a grant whose signer's authority was in another, and
+// the receiver refused each batch, on every sync, for good (--nodes 20
+// --ops 1000 --loss 0.1 --partitions 3 --batch 8192: seeds 2, 12, 14, 15,
+// 21, 22, 30 of 30 stuck a member with an empty namespace): they now go in
+// causal order (store.Missing, by latest timestamp). And a requester stopped
+// asking once the first batch of an answer arrived, so a lost later batch
+// waited for anti-entropy to pick that pair again: a projection inbox,
+// whose only writer is one of 19 peers, never converged in five minutes
+// (seed 19); the request now stays owed until the requester's context
+// covers the responder's (TestLostSyncBatchIsAskedAgain). 30 of 30 seeds
+// with --batch 2048 converge since.
 //
 // # Scenarios (testdata/scenarios, format on Scenario)
 //
