@@ -269,7 +269,10 @@ type peerState struct {
 	// to the peer (the smaller id) to ask first until joinAt.
 	joinWait map[string]bool
 	joinAt   time.Time
-	stats    PeerStats
+	// historyAt: namespaces this node brings the peer, a new reader, the
+	// history of later, when its turn comes (newreader.go)
+	historyAt map[string]time.Time
+	stats     PeerStats
 }
 
 // asking is a sync request waiting for the peer's answer: when it left,
@@ -445,8 +448,9 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 			p.readable[ns] = true
 			if !fresh {
 				// The peer has just become a reader (a grant): it lacks the
-				// namespace's history, not only this delta.
-				p.needSync[ns] = true
+				// namespace's history, not only this delta, which the
+				// writers bring it in turns (newreader.go).
+				e.bringHistory(p, ns)
 				p.joining[ns] = e.now
 				continue
 			}
@@ -640,6 +644,7 @@ func (e *Engine) Tick(now time.Time) {
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]
 		e.checkInflight(p, now)
+		e.historyDue(p, now)
 		if len(p.joinWait) > 0 && !now.Before(p.joinAt) {
 			for ns := range p.joinWait {
 				p.needSync[ns] = true
