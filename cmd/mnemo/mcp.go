@@ -249,8 +249,10 @@ func (l *link) close() error {
 
 // retry runs f on the current backend and, if the node could not be
 // reached at all, once more on a redialled one. A request that never got
-// an answer may still have been applied, so a retried save can rarely
-// store twice; every other operation is idempotent or fails cleanly.
+// an answer may still have been applied, so a retried save, edit or
+// capsule can rarely be recorded twice (a second edit or capsule of the
+// same content, both in the audit log); every other operation is
+// idempotent or fails cleanly.
 func retry[T any](ctx context.Context, l *link, f func(mcptools.Backend) (T, error)) (T, error) {
 	b := l.current()
 	v, err := f(b)
@@ -262,61 +264,4 @@ func retry[T any](ctx context.Context, l *link, f func(mcptools.Backend) (T, err
 		return v, fmt.Errorf("%w (and reconnecting failed: %v)", err, rerr)
 	}
 	return f(nb)
-}
-
-func (l *link) Save(ctx context.Context, req memapi.SaveRequest) (memapi.SaveResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.SaveResult, error) { return b.Save(ctx, req) })
-}
-
-func (l *link) Get(ctx context.Context, id string, includeDeleted bool) (memapi.Memory, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.Memory, error) { return b.Get(ctx, id, includeDeleted) })
-}
-
-func (l *link) Update(ctx context.Context, id string, req memapi.UpdateRequest) (memapi.Memory, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.Memory, error) { return b.Update(ctx, id, req) })
-}
-
-func (l *link) Delete(ctx context.Context, id string, hard bool) error {
-	_, err := retry(ctx, l, func(b mcptools.Backend) (struct{}, error) { return struct{}{}, b.Delete(ctx, id, hard) })
-	return err
-}
-
-func (l *link) Search(ctx context.Context, q memapi.SearchQuery) (memapi.SearchResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.SearchResult, error) { return b.Search(ctx, q) })
-}
-
-func (l *link) Timeline(ctx context.Context, q memapi.TimelineQuery) (memapi.Timeline, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.Timeline, error) { return b.Timeline(ctx, q) })
-}
-
-func (l *link) Context(ctx context.Context, q memapi.ContextQuery) (memapi.ContextResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.ContextResult, error) { return b.Context(ctx, q) })
-}
-
-func (l *link) Compact(ctx context.Context, req memapi.CompactRequest) (memapi.CompactResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.CompactResult, error) { return b.Compact(ctx, req) })
-}
-
-func (l *link) StartSession(ctx context.Context, req memapi.SessionStart) (memapi.Session, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.Session, error) { return b.StartSession(ctx, req) })
-}
-
-func (l *link) EndSession(ctx context.Context, req memapi.SessionEnd) (memapi.Session, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.Session, error) { return b.EndSession(ctx, req) })
-}
-
-func (l *link) SessionSummary(ctx context.Context, req memapi.SessionSummaryRequest) (memapi.SaveResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.SaveResult, error) { return b.SessionSummary(ctx, req) })
-}
-
-func (l *link) SavePrompt(ctx context.Context, req memapi.PromptRequest) (memapi.SaveResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.SaveResult, error) { return b.SavePrompt(ctx, req) })
-}
-
-func (l *link) Progress(ctx context.Context, req memapi.ProgressRequest) (memapi.SaveResult, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.SaveResult, error) { return b.Progress(ctx, req) })
-}
-
-func (l *link) Stats(ctx context.Context, ns string) (memapi.Stats, error) {
-	return retry(ctx, l, func(b mcptools.Backend) (memapi.Stats, error) { return b.Stats(ctx, ns) })
 }

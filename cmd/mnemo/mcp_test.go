@@ -162,13 +162,15 @@ func TestMCPStdio(t *testing.T) {
 	for _, name := range []string{"mem_save", "mem_update", "mem_delete", "mem_search", "mem_context",
 		"mem_timeline", "mem_get_observation", "mem_suggest_topic_key", "mem_save_prompt",
 		"mem_session_start", "mem_session_end", "mem_session_summary", "mem_stats", "mem_compact", "mem_progress",
-		"mem_share", "mem_promote"} {
+		"mem_share", "mem_promote", "mem_edit", "mem_approve", "mem_audit",
+		"mem_capsule_create", "mem_capsules", "mem_capsule_get", "mem_capsule_revoke", "mem_build_context",
+		"mem_duplicates", "mem_merge_duplicates"} {
 		if schemas[name] == nil {
 			t.Errorf("tool %s missing", name)
 		}
 	}
-	if len(schemas) != 17 {
-		t.Errorf("%d tools, want 17", len(schemas))
+	if len(schemas) != 27 {
+		t.Errorf("%d tools, want 27", len(schemas))
 	}
 	required := func(tool string) []string {
 		var out []string

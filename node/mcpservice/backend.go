@@ -13,10 +13,10 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
-// Backend is a Service with the caller bound in. It has every capability
-// the tools look for; each method calls the Service method of the same
-// meaning once, so it may be called concurrently and blocks as the Service
-// does, and its errors are the Service's.
+// Backend is a Service with the caller bound in. Each method calls the
+// Service (or feature) method of the same meaning once, so it may be
+// called concurrently and blocks as the Service does, and its errors are
+// the Service's; a feature the node lacks answers memapi.ErrNotFound.
 type Backend struct {
 	svc  *memory.Service
 	caps *capsule.Capsules // nil: the node has no capsule feature
@@ -25,12 +25,7 @@ type Backend struct {
 	c    memapi.Caller
 }
 
-var (
-	_ mcptools.Backend  = Backend{}
-	_ mcptools.Sharer   = Backend{}
-	_ mcptools.Surgeon  = Backend{}
-	_ mcptools.Capsuler = Backend{}
-)
+var _ mcptools.Backend = Backend{}
 
 // New serves the tools from svc, every call made as caller c.
 func New(svc *memory.Service, c memapi.Caller) Backend {

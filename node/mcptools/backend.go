@@ -7,8 +7,8 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 )
 
-// The HTTP client already has exactly the Backend methods, with errors
-// that unwrap to the same sentinels as the Service's.
+// The HTTP client has every Backend method, with errors that unwrap to the
+// same sentinels as the Service's: attach mode offers every tool.
 var _ Backend = (*client.Client)(nil)
 
 // ClientBackend serves the tools from a node reached over its HTTP API
@@ -17,7 +17,14 @@ var _ Backend = (*client.Client)(nil)
 func ClientBackend(cl *client.Client) Backend { return cl }
 
 // Backend is what the tools need from a node: the memory.Service methods
-// with the caller already bound. ClientBackend implements it over HTTP;
+// and the features' (sharing, surgery, capsules, bundles, duplicates) with
+// the caller already bound. It is one interface, not a core plus optional
+// capabilities found by type assertion, so every backend offers every tool:
+// a wrapper (`mnemo mcp`'s link) that forgot a method would not compile,
+// where with optional interfaces it silently lost the tools. A node
+// without a feature answers that feature's methods with an error
+// (memapi.ErrNotFound naming it), so the tool list never depends on the
+// node. ClientBackend implements it over HTTP;
 // node/mcpservice implements it on a Service in this process, kept out of
 // this package so the tools never link the store. Every method may be
 // called concurrently from several MCP sessions and blocks until the node
@@ -39,4 +46,8 @@ type Backend interface {
 	SavePrompt(ctx context.Context, req memapi.PromptRequest) (memapi.SaveResult, error)
 	Progress(ctx context.Context, req memapi.ProgressRequest) (memapi.SaveResult, error)
 	Stats(ctx context.Context, namespace string) (memapi.Stats, error)
+
+	Sharer   // mem_share, mem_promote (sharing.go)
+	Surgeon  // mem_edit, mem_approve, mem_audit (surgery.go)
+	Capsuler // capsules, mem_build_context, duplicates (capsules.go)
 }

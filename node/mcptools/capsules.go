@@ -7,13 +7,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mnemohq/mnemo/node/client"
 	"github.com/mnemohq/mnemo/node/memapi"
 )
 
-// Capsuler is the optional Backend capability behind the capsule, context
-// bundle and duplicates tools: a backend that has it gets them. Methods
-// follow Backend's blocking and concurrency contract.
+// Capsuler is the part of Backend behind the capsule, context bundle and
+// duplicates tools. Methods follow Backend's blocking and concurrency
+// contract.
 type Capsuler interface {
 	CreateCapsule(ctx context.Context, req memapi.CapsuleRequest) (memapi.CapsuleCreated, error)
 	Capsules(ctx context.Context, q memapi.CapsuleQuery) (memapi.CapsuleList, error)
@@ -23,8 +22,6 @@ type Capsuler interface {
 	Duplicates(ctx context.Context, q memapi.DuplicateQuery) (memapi.DuplicatesResult, error)
 	MergeDuplicates(ctx context.Context, req memapi.MergeRequest) (memapi.MergeResult, error)
 }
-
-var _ Capsuler = (*client.Client)(nil) // mcpservice.Backend checks its own
 
 type capsuleCreateArgs struct {
 	SubjectType string   `json:"subject_type" jsonschema:"What the capsule is about: user, project, customer, ..."`
@@ -79,13 +76,8 @@ func capsuleText(c memapi.Capsule) string {
 	return b.String()
 }
 
-// registerCapsuleTools adds the capsule, bundle and duplicates tools if b
-// is a Capsuler.
-func registerCapsuleTools(s *mcp.Server, b Backend) {
-	cp, ok := b.(Capsuler)
-	if !ok {
-		return
-	}
+// registerCapsuleTools adds the capsule, bundle and duplicates tools.
+func registerCapsuleTools(s *mcp.Server, cp Capsuler) {
 	read := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolp(false)}
 	write := &mcp.ToolAnnotations{DestructiveHint: boolp(false), OpenWorldHint: boolp(false)}
 	mcp.AddTool(s, &mcp.Tool{

@@ -9,11 +9,28 @@
 //
 // # Tools
 //
-// mem_save, mem_update, mem_delete, mem_search, mem_context, mem_timeline,
-// mem_get_observation, mem_suggest_topic_key, mem_save_prompt,
-// mem_session_start, mem_session_end, mem_session_summary, mem_stats,
-// mem_compact and mem_progress; mem_share and mem_promote when the backend
-// is a Sharer (both backends are). Input schemas are generated from the
+// 27 tools, the same on every transport and backend:
+//
+//   - memory (tools.go): mem_save, mem_update, mem_delete, mem_search,
+//     mem_context, mem_timeline, mem_get_observation, mem_suggest_topic_key,
+//     mem_save_prompt, mem_session_start, mem_session_end,
+//     mem_session_summary, mem_stats, mem_compact, mem_progress;
+//   - sharing (sharing.go): mem_share, mem_promote;
+//   - governed edits (surgery.go): mem_edit, mem_approve, mem_audit;
+//   - capsules, bundles, duplicates (capsules.go): mem_capsule_create,
+//     mem_capsules, mem_capsule_get, mem_capsule_revoke, mem_build_context,
+//     mem_duplicates, mem_merge_duplicates.
+//
+// NewServer is the one definition of the set: it registers every tool,
+// whatever the backend. Backend is a single interface holding every
+// tool's method rather than a core plus optional capabilities found by
+// type assertion: with optional interfaces, `mnemo mcp`'s reconnecting
+// wrapper once implemented only the core and sharing, and stdio agents
+// silently got 17 tools where /mcp offered 27. Now such a wrapper does not
+// compile. A node lacking a feature (a bare Service in a test) still lists
+// the tool and answers it with a not-found tool error naming the feature.
+//
+// Input schemas are generated from the
 // argument structs in tools.go; descriptions are written for the model.
 // Every result carries a short text for the model and the same data as
 // structured content (the memory package's JSON types). Arguments holding a

@@ -6,19 +6,15 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mnemohq/mnemo/node/client"
 	"github.com/mnemohq/mnemo/node/memapi"
 )
 
-// Sharer is the optional Backend capability behind mem_share and
-// mem_promote: a backend that has it gets the two tools. Both methods
-// follow Backend's blocking and concurrency contract.
+// Sharer is the part of Backend behind mem_share and mem_promote. Both
+// methods follow Backend's blocking and concurrency contract.
 type Sharer interface {
 	Share(ctx context.Context, req memapi.ShareRequest) (memapi.ShareResult, error)
 	Promote(ctx context.Context, req memapi.PromoteRequest) (memapi.ShareResult, error)
 }
-
-var _ Sharer = (*client.Client)(nil) // mcpservice.Backend checks its own
 
 type shareArgs struct {
 	ID        string `json:"id" jsonschema:"Id of the memory to share."`
@@ -42,12 +38,8 @@ func copiedText(verb string, r memapi.ShareResult) string {
 	return s + "."
 }
 
-// registerSharingTools adds mem_share and mem_promote if b is a Sharer.
-func registerSharingTools(s *mcp.Server, b Backend) {
-	sh, ok := b.(Sharer)
-	if !ok {
-		return
-	}
+// registerSharingTools adds mem_share and mem_promote.
+func registerSharingTools(s *mcp.Server, sh Sharer) {
 	write := &mcp.ToolAnnotations{DestructiveHint: boolp(false), OpenWorldHint: boolp(false)}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "mem_share",

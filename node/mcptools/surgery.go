@@ -7,20 +7,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mnemohq/mnemo/node/client"
 	"github.com/mnemohq/mnemo/node/memapi"
 )
 
-// Surgeon is the optional Backend capability behind mem_edit, mem_approve
-// and mem_audit: a backend that has it gets the three tools. The methods
-// follow Backend's blocking and concurrency contract.
+// Surgeon is the part of Backend behind mem_edit, mem_approve and
+// mem_audit. The methods follow Backend's blocking and concurrency contract.
 type Surgeon interface {
 	ProposeEdit(ctx context.Context, req memapi.EditRequest) (memapi.EditResult, error)
 	DecideEdit(ctx context.Context, editID string, approve bool) (memapi.Edit, error)
 	Audit(ctx context.Context, q memapi.AuditQuery) (memapi.AuditResult, error)
 }
-
-var _ Surgeon = (*client.Client)(nil) // mcpservice.Backend checks its own
 
 type editArgs struct {
 	ID              string   `json:"id" jsonschema:"Id of the memory to edit (from mem_search, mem_context or mem_get_observation)."`
@@ -64,12 +60,8 @@ func auditText(res memapi.AuditResult) string {
 	return b.String()
 }
 
-// registerSurgeryTools adds mem_edit, mem_approve and mem_audit if b is a Surgeon.
-func registerSurgeryTools(s *mcp.Server, b Backend) {
-	sg, ok := b.(Surgeon)
-	if !ok {
-		return
-	}
+// registerSurgeryTools adds mem_edit, mem_approve and mem_audit.
+func registerSurgeryTools(s *mcp.Server, sg Surgeon) {
 	write := &mcp.ToolAnnotations{DestructiveHint: boolp(true), OpenWorldHint: boolp(false)}
 	read := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)}
 	mcp.AddTool(s, &mcp.Tool{
