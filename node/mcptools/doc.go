@@ -77,6 +77,31 @@
 // service checks the caller may read or write that memory's namespace.
 // mem_suggest_topic_key touches no data and takes none either.
 //
+// # Who a tool acts as
+//
+// Every tool acts as one principal, fixed when the server is built, and
+// needs only that principal's permissions on the namespaces it touches —
+// never the owner token as such. The owner-only parts of the HTTP API
+// (issuing tokens, cluster status and sync, handover, metrics, importing
+// with the file's authors) have no tool. So:
+//
+//   - `mnemo mcp` running the node in process acts as the node's owner
+//     agent (mcpservice.New with the owner as caller).
+//   - `mnemo mcp` attached to the node holding the directory authenticates
+//     with DIR/token, the owner token, and so acts as the owner too: the
+//     same tools, the same answers as in process. With --node URL and
+//     MNEMO_TOKEN set to a token issued for a principal (POST /v1/tokens),
+//     it acts as that principal, exactly as a /mcp session opened with that
+//     token does.
+//   - /mcp acts as the principal of the token that opened the session.
+//
+// Permissions, not the transport, decide what succeeds: mem_approve needs
+// admin on the memory's namespace (the owner has it on its own agent
+// namespace, a team's creator on the team); mem_share, mem_promote and
+// mem_merge_duplicates need write on the target namespace, which no tool
+// creates (`mnemo ns create` and grants do); mem_capsule_create needs
+// share on each memory's namespace.
+//
 // # HTTP
 //
 // NewHTTPHandler builds one MCP session per client (stateful streamable
