@@ -23,6 +23,12 @@ const token = "client-test-token-0123456789"
 
 func newClient(t *testing.T) *client.Client {
 	t.Helper()
+	return newClientWith(t, transfer.New())
+}
+
+// newClientWith serves a node of agent://alice with the given features.
+func newClientWith(t *testing.T, features ...memory.Feature) *client.Client {
+	t.Helper()
 	var mu sync.Mutex
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	kv, err := badgerkv.Open(t.TempDir(), badgerkv.Options{})
@@ -32,7 +38,7 @@ func newClient(t *testing.T) *client.Client {
 	svc, err := memory.Open(memory.Config{
 		KV:       kv,
 		Agent:    namespace.MustParse("agent://alice"),
-		Features: []memory.Feature{transfer.New()},
+		Features: features,
 		Now: func() time.Time {
 			mu.Lock()
 			defer mu.Unlock()
