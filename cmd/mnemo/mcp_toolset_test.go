@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +24,10 @@ import (
 func TestMCPSameToolsEverywhere(t *testing.T) {
 	bin := mcpBinary(t)
 	dir := t.TempDir()
+	// Retracts wait for an admin's approval, so mem_approve has work to do.
+	if err := os.WriteFile(filepath.Join(dir, node.SettingsFile), []byte(`{"approvals":{"*":["retract"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	inproc := startMCP(t, bin, dir, "t")
 	attached := startMCP(t, bin, dir, "t")
 	if !strings.Contains(attached.stderr.String(), "attached") {
@@ -137,8 +143,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // callEveryTool calls each tool at least once over p, as one agent's
 // working session would, and returns the names it called. word keeps the
 // memories of one run apart from another's on the same node. Every call
-// must succeed except mem_approve of an edit that needed no approval,
-// which must fail with its documented error.
+// must succeed, and a few must fail with their documented error: approving
+// an edit that needed none, reading a retracted memory.
 func callEveryTool(t *testing.T, p *mcpProc, word string) map[string]bool {
 	called := map[string]bool{}
 	ok := func(name string, args map[string]any) *mcp.CallToolResult {
@@ -190,8 +196,12 @@ func callEveryTool(t *testing.T, p *mcpProc, word string) map[string]bool {
 	editID := str(ok("mem_edit", map[string]any{"id": id, "op": "amend", "reason": "wrong number",
 		"text": word + " retention is thirty days"}), "edit_id")
 	wantText(t, ok("mem_audit", map[string]any{"id": id}), editID)
-	called["mem_approve"] = true
 	wantText(t, p.call(t, "mem_approve", map[string]any{"edit_id": editID}, true), "no approval")
+	scratch := str(ok("mem_save", map[string]any{"content": word + " scratch note with a secret"}), "id")
+	retract := str(ok("mem_edit", map[string]any{"id": scratch, "op": "retract", "reason": "private"}), "edit_id")
+	wantText(t, ok("mem_audit", map[string]any{"status": "pending"}), retract)
+	wantText(t, ok("mem_approve", map[string]any{"edit_id": retract}), "approved")
+	wantText(t, p.call(t, "mem_get_observation", map[string]any{"id": scratch}, true), "not found")
 
 	// Capsules and the context bundle.
 	capID := str(ok("mem_capsule_create", map[string]any{"subject_type": "user", "subject_id": subject,
