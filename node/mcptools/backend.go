@@ -17,19 +17,22 @@ var _ Backend = (*client.Client)(nil)
 func ClientBackend(cl *client.Client) Backend { return cl }
 
 // Backend is what the tools need from a node: the memory.Service methods
-// and the features' (sharing, surgery, capsules, bundles, duplicates) with
-// the caller already bound. It is one interface, not a core plus optional
-// capabilities found by type assertion, so every backend offers every tool:
-// a wrapper (`mnemo mcp`'s link) that forgot a method would not compile,
-// where with optional interfaces it silently lost the tools. A node
-// without a feature answers that feature's methods with an error
-// (memapi.ErrNotFound naming it), so the tool list never depends on the
-// node. ClientBackend implements it over HTTP;
-// node/mcpservice implements it on a Service in this process, kept out of
-// this package so the tools never link the store. Every method may be
-// called concurrently from several MCP sessions and blocks until the node
-// has answered or ctx is done. Errors keep their cause (memapi.ErrInvalid, memapi.ErrNotFound,
-// acl.ErrDenied, …) so the tools can tell the model what to change.
+// and the features' (sharing, surgery, capsules, bundles, duplicates), with
+// the caller already bound. ClientBackend implements it over HTTP;
+// node/mcpservice on a Service in this process, kept out of this package
+// so the tools never link the store.
+//
+// It is one interface, not a core plus optional capabilities found by type
+// assertion, so every backend offers every tool: a wrapper (`mnemo mcp`'s
+// link) that forgot a method does not compile, where with optional
+// interfaces it silently lost those tools. A node without a feature answers
+// that feature's methods with memapi.ErrNotFound, so the tool list never
+// depends on the node.
+//
+// Every method may be called concurrently from several MCP sessions and
+// blocks until the node has answered or ctx is done. Errors keep their
+// cause (memapi.ErrInvalid, memapi.ErrNotFound, acl.ErrDenied, …) so the
+// tools can tell the model what to change.
 type Backend interface {
 	Save(ctx context.Context, req memapi.SaveRequest) (memapi.SaveResult, error)
 	Get(ctx context.Context, id string, includeDeleted bool) (memapi.Memory, error)
