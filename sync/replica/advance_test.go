@@ -199,18 +199,7 @@ func TestSyncAnswerStateErrorReported(t *testing.T) {
 		e1.Tick(time.Time{}.Add(time.Second)) // n1, the larger id, asks once n0 has not
 		reported := len(e0.Ready().Errors)    // the retracted case fails asking n1 too
 		e0.Advance(nil)
-		var req *wire.Message
-		for _, env := range e1.Ready().Messages {
-			if env.Msg.Kind == wire.KindSyncRequest {
-				req = env.Msg
-			}
-		}
-		if req == nil {
-			t.Fatal("n1 asked for no sync after joining")
-		}
-		if err := e0.Step("n1", req); err != nil {
-			t.Fatal(err)
-		}
+		stepJoinRequest(t, e1, e0)
 		rd := e0.Ready()
 		answering := false
 		for _, err := range rd.Errors {

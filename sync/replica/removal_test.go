@@ -185,18 +185,7 @@ func TestSyncAnswerFailingPartwaySendsNothing(t *testing.T) {
 	e1.Tick(time.Time{}.Add(time.Second)) // n1, the larger id, asks once n0 has not
 	e0.Ready()
 	e0.Advance(nil)
-	var req *wire.Message
-	for _, env := range e1.Ready().Messages {
-		if env.Msg.Kind == wire.KindSyncRequest {
-			req = env.Msg
-		}
-	}
-	if req == nil {
-		t.Fatal("n1 asked for no sync after joining")
-	}
-	if err := e0.Step("n1", req); err != nil {
-		t.Fatal(err)
-	}
+	stepJoinRequest(t, e1, e0)
 	rd := e0.Ready()
 	if len(rd.Errors) == 0 || !errors.Is(rd.Errors[0], errDisk) {
 		t.Fatalf("want the walk's error reported, got %v", rd.Errors)
@@ -281,5 +270,23 @@ func TestLostSyncBatchIsAskedAgain(t *testing.T) {
 			t.Fatalf("n1 asks %v: the lost batch was never asked for again: n1 has %d of %d records",
 				n1Asks, c.nodes[1].st.Map(ns).Len(), c.nodes[0].st.Map(ns).Len())
 		}
+	}
+}
+
+// stepJoinRequest hands to "n0"'s engine e0 the sync request that "n1"'s
+// engine e1 sent on joining.
+func stepJoinRequest(t *testing.T, e1, e0 *Engine) {
+	t.Helper()
+	var req *wire.Message
+	for _, env := range e1.Ready().Messages {
+		if env.Msg.Kind == wire.KindSyncRequest {
+			req = env.Msg
+		}
+	}
+	if req == nil {
+		t.Fatal("n1 asked for no sync after joining")
+	}
+	if err := e0.Step("n1", req); err != nil {
+		t.Fatal(err)
 	}
 }
