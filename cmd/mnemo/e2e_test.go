@@ -94,8 +94,6 @@ type nodeProc struct {
 	quic   string
 }
 
-var readyRE = regexp.MustCompile(`^mnemo node ready agent=(\S+) http=(\S+) data=(\S+) node=(\S+)( gossip=(\S+) quic=(\S+))?$`)
-
 // startNode runs `mnemo node` on dir and a free port and waits for its
 // ready line.
 func startNode(t *testing.T, dir, agent string, extra ...string) *nodeProc {

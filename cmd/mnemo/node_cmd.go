@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -92,6 +93,12 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	return exitOK
 }
+
+// readyRE matches the line runNode prints once it serves: the owner agent,
+// the HTTP URL, the data directory, the node id and, when replicating, the
+// real gossip and QUIC addresses (ports the OS picked for :0). The tests and
+// the soak read a node's addresses from it.
+var readyRE = regexp.MustCompile(`^mnemo node ready agent=(\S+) http=(\S+) data=(\S+) node=(\S+)( gossip=(\S+) quic=(\S+))?$`)
 
 func runClusterKey(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("cluster-key", "[FILE]", "Writes a new random 32-byte cluster key (base64) for --cluster-key to FILE,\ncreated with mode 0600 (an existing FILE is not replaced); without FILE, prints it.\nEvery node of one cluster uses the same key; keep it secret.", stdout, stderr)
