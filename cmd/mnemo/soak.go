@@ -1,0 +1,431 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mnemohq/mnemo/node"
+	"github.com/mnemohq/mnemo/node/httpapi"
+	"github.com/mnemohq/mnemo/sync/gossip"
+)
+
+// soakConfig is one soak run. Zero values are not defaults: runSoak's
+// flags give them.
+type soakConfig struct {
+	Bin        string        // the mnemo binary the nodes run
+	Dir        string        // where the nodes' data goes ("" a new temporary directory)
+	Nodes      int           // node processes
+	Agents     int           // writing principals per node: the owner agent and Agents-1 with issued tokens
+	Rate       float64       // saves per second per agent
+	For        time.Duration // how long the writers and the faults run
+	FaultEvery time.Duration // quiet time between one fault's end and the next's start
+	DownMax    time.Duration // a killed node stays down a random time up to this
+	PauseMin   time.Duration // a paused node stays stopped between PauseMin and PauseMax
+	PauseMax   time.Duration
+	RSSEvery   time.Duration // between RSS samples
+	RSSWarm    time.Duration // an incarnation's RSS baseline is its first sample this old
+	RSSDrift   float64       // allowed drift from the baseline, as a fraction
+	Settle     time.Duration // bound on the wait for equal digests at the end
+	Seed       uint64
+}
+
+// soakNS is the team namespace every agent writes.
+const soakNS = "team://soak"
+
+func runSoak(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("soak", "[flags]",
+		"Runs NODES real `mnemo node` processes (this binary) on loopback ports the OS\n"+
+			"picks, joined into one cluster with a fresh cluster key, data in a temporary\n"+
+			"directory (kept, and its path printed, when a check fails). Every node hosts\n"+
+			"AGENTS principals (its owner agent and tokens issued for the others); each\n"+
+			"saves into team://soak at RATE per second for the duration, while a seeded\n"+
+			"fault script kills a node with kill -9 and restarts it on new ports, or\n"+
+			"cuts all its links by SIGSTOP and heals them by SIGCONT. Then it waits for\n"+
+			"equal digests and checks that every acknowledged save is on every node and\n"+
+			"that each node process's RSS stayed within the bound of its level once it\n"+
+			"was RSS-WARM old. Prints the figures; exits 1 if a check fails.", stdout, stderr)
+	cfg := soakConfig{}
+	fs.StringVar(&cfg.Bin, "bin", "", "the mnemo `BINARY` to run as nodes (default this one)")
+	fs.StringVar(&cfg.Dir, "dir", "", "put the nodes' data in `DIR` and keep it (default a new temporary directory, removed when every check passes)")
+	fs.IntVar(&cfg.Nodes, "nodes", 5, "node processes, `N`")
+	fs.IntVar(&cfg.Agents, "agents", 3, "writing agents per node, `N`")
+	fs.Float64Var(&cfg.Rate, "rate", 2, "saves per second per agent")
+	fs.DurationVar(&cfg.For, "for", 10*time.Minute, "how long writers and faults run")
+	fs.DurationVar(&cfg.FaultEvery, "fault-every", 15*time.Second, "quiet time between faults")
+	fs.DurationVar(&cfg.DownMax, "down-max", 5*time.Second, "a killed node restarts after a random time up to this")
+	fs.DurationVar(&cfg.PauseMin, "pause-min", 10*time.Second, "shortest SIGSTOP")
+	fs.DurationVar(&cfg.PauseMax, "pause-max", 30*time.Second, "longest SIGSTOP")
+	fs.DurationVar(&cfg.RSSEvery, "rss-every", 5*time.Second, "between RSS samples")
+	fs.DurationVar(&cfg.RSSWarm, "rss-warmup", time.Minute, "age of a node process at which its RSS baseline is taken")
+	fs.Float64Var(&cfg.RSSDrift, "rss-drift", 0.20, "allowed RSS drift from the baseline, a fraction")
+	fs.DurationVar(&cfg.Settle, "settle", 2*time.Minute, "bound on the wait for equal digests after the faults")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "fault script seed (default from the clock; printed)")
+	pos, code := parseArgs(fs, args, stdout)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 0 {
+		return usageError(stderr, fs, "takes no arguments, got %q", pos)
+	}
+	if cfg.Nodes < 2 || cfg.Nodes > 32 || cfg.Agents < 1 || cfg.Agents > 8 || cfg.Rate <= 0 || cfg.Rate > 1000 {
+		return usageError(stderr, fs, "--nodes 2..32, --agents 1..8 and --rate in (0, 1000] please")
+	}
+	if cfg.For <= 0 || cfg.FaultEvery <= 0 || cfg.DownMax < 0 || cfg.PauseMin < 0 || cfg.PauseMax < cfg.PauseMin ||
+		cfg.RSSEvery <= 0 || cfg.RSSWarm < 0 || cfg.Settle <= 0 || cfg.RSSDrift <= 0 {
+		return usageError(stderr, fs, "durations must be positive (--pause-max at least --pause-min) and --rss-drift above 0")
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
+	if cfg.Bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return failed(stderr, fs, err)
+		}
+		cfg.Bin = exe
+	}
+	keep := cfg.Dir != ""
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "mnemo-soak-")
+		if err != nil {
+			return failed(stderr, fs, err)
+		}
+		cfg.Dir = d
+	} else if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return failed(stderr, fs, err)
+	}
+	fmt.Fprintf(stdout, "soak: %d nodes x %d agents, %.3g saves/s each, for %v, a fault every %v, seed %d\nsoak: data and node logs in %s\n",
+		cfg.Nodes, cfg.Agents, cfg.Rate, cfg.For, cfg.FaultEvery, cfg.Seed, cfg.Dir)
+	s := newSoak(cfg, stdout)
+	err := s.run(ctx)
+	if err == nil && s.failures == 0 {
+		fmt.Fprintln(stdout, "result: PASS")
+		if !keep {
+			os.RemoveAll(cfg.Dir)
+		}
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mnemo soak: %v\n", err)
+	}
+	fmt.Fprintf(stdout, "result: FAIL (data and logs kept in %s)\n", cfg.Dir)
+	return exitError
+}
+
+// soak is one run's state.
+type soak struct {
+	cfg   soakConfig
+	out   io.Writer
+	api   *soakAPI
+	nodes []*soakNode
+	start time.Time // when the writers started
+
+	mu           sync.Mutex
+	acks         []soakAck
+	unreachable  int         // saves whose node was down, paused or restarting
+	answers      map[int]int // other answers by HTTP status
+	faults       map[string]int
+	lastFaultEnd time.Time
+	failures     int // checks that failed
+}
+
+type soakAck struct {
+	id    string
+	agent string
+}
+
+func newSoak(cfg soakConfig, out io.Writer) *soak {
+	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Agents * 2, ResponseHeaderTimeout: 10 * time.Second}
+	return &soak{cfg: cfg, out: out, api: &soakAPI{hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}},
+		answers: map[int]int{}, faults: map[string]int{}}
+}
+
+// logf prints one progress line stamped with the time into the run.
+func (s *soak) logf(format string, args ...any) {
+	at := time.Duration(0)
+	if !s.start.IsZero() {
+		at = time.Since(s.start).Round(100 * time.Millisecond)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintf(s.out, "  %8v  %s\n", at, fmt.Sprintf(format, args...))
+}
+
+func (s *soak) run(ctx context.Context) error {
+	defer s.shutdown()
+	agents, err := s.setUp(ctx)
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithTimeout(ctx, s.cfg.For)
+	defer stop()
+	s.start = time.Now()
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.write(runCtx, a)
+		}()
+	}
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		s.sample(runCtx)
+	}()
+	faultErr := s.faultScript(runCtx)
+	if faultErr != nil {
+		stop()
+	}
+	wg.Wait()
+	<-sampled
+	writesEnded := time.Now()
+	if faultErr != nil {
+		return faultErr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	s.logf("writers and faults stopped")
+	return s.check(ctx, writesEnded)
+}
+
+// soakAgent is one writing principal.
+type soakAgent struct {
+	name  string
+	seq   uint64 // seeds its content
+	node  *soakNode
+	token string // "" for the owner agent: the node's owner token
+}
+
+// setUp starts the nodes, issues the extra agents' tokens, creates the team
+// namespace on the first node, grants every agent read and write, and
+// waits until every node holds the same state of it.
+func (s *soak) setUp(ctx context.Context) ([]soakAgent, error) {
+	key := filepath.Join(s.cfg.Dir, "cluster.key")
+	if err := node.WriteClusterKey(key, gossip.GenerateClusterKey()); err != nil {
+		return nil, err
+	}
+	var agents []soakAgent
+	for i := range s.cfg.Nodes {
+		name := fmt.Sprintf("s%d", i)
+		n := &soakNode{name: name, dir: filepath.Join(s.cfg.Dir, name), logPath: filepath.Join(s.cfg.Dir, name+".log"), bin: s.cfg.Bin, key: key}
+		var join []string
+		if i > 0 {
+			join = []string{s.nodes[0].current().gossip}
+		}
+		if err := n.start(ctx, join, time.Minute); err != nil {
+			return nil, err
+		}
+		s.nodes = append(s.nodes, n)
+		p := n.current()
+		s.logf("%s up: http=%s gossip=%s quic=%s", name, p.url, p.gossip, p.quic)
+		agents = append(agents, soakAgent{name: "agent://" + name, seq: uint64(len(agents)), node: n})
+		for j := 1; j < s.cfg.Agents; j++ {
+			principal := fmt.Sprintf("agent://%s%c", name, 'a'+j)
+			var tok httpapi.TokenAnswer
+			if err := s.api.call(ctx, p.url, n.token, "POST", "/v1/tokens", map[string]string{"principal": principal}, http.StatusCreated, &tok); err != nil {
+				return nil, fmt.Errorf("issue a token for %s on %s: %w", principal, name, err)
+			}
+			agents = append(agents, soakAgent{name: principal, seq: uint64(len(agents)), node: n, token: tok.Token})
+		}
+	}
+	for _, n := range s.nodes {
+		p := n.current()
+		if !poll(ctx, time.Minute, 200*time.Millisecond, func() bool { return s.api.aliveMembers(ctx, p.url, n.token) == s.cfg.Nodes }) {
+			return nil, fmt.Errorf("%s does not see %d members alive within a minute", n.name, s.cfg.Nodes)
+		}
+	}
+	n0 := s.nodes[0]
+	p0 := n0.current()
+	if err := s.api.call(ctx, p0.url, n0.token, "POST", "/v1/namespaces", map[string]string{"namespace": soakNS}, http.StatusCreated, nil); err != nil {
+		return nil, fmt.Errorf("create %s: %w", soakNS, err)
+	}
+	for _, a := range agents[1:] { // the first is the creator, admin already
+		req := map[string]any{"namespace": soakNS, "principal": a.name, "permissions": []string{"read", "write"}}
+		if err := s.api.call(ctx, p0.url, n0.token, "POST", "/v1/grants", req, http.StatusCreated, nil); err != nil {
+			return nil, fmt.Errorf("grant %s: %w", a.name, err)
+		}
+	}
+	d, ok := s.agreed(ctx, time.Minute)
+	if !ok {
+		return nil, fmt.Errorf("the nodes do not agree on %s's grants within a minute", soakNS)
+	}
+	s.logf("%d agents granted read and write on %s; digests agree (%s)", len(agents), soakNS, d)
+	return agents, nil
+}
+
+// agreed polls until every node answers the same non-empty digest of the
+// team namespace, within limit.
+func (s *soak) agreed(ctx context.Context, limit time.Duration) (string, bool) {
+	var d string
+	ok := poll(ctx, limit, 250*time.Millisecond, func() bool {
+		d0, _ := s.api.digest(ctx, s.nodes[0], soakNS)
+		if d0 == "" {
+			return false
+		}
+		for _, n := range s.nodes[1:] {
+			if d, _ := s.api.digest(ctx, n, soakNS); d != d0 {
+				return false
+			}
+		}
+		d = d0
+		return true
+	})
+	return d, ok
+}
+
+// write saves as agent a at the configured rate until ctx ends. A save is
+// acknowledged only by 201 with an id; one its node could not answer (down,
+// paused, restarting) is counted as unreachable, not lost.
+func (s *soak) write(ctx context.Context, a soakAgent) {
+	rng := rand.New(rand.NewPCG(s.cfg.Seed, a.seq+1))
+	tick := time.NewTicker(time.Duration(float64(time.Second) / s.cfg.Rate))
+	defer tick.Stop()
+	for k := 0; ; k++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p := a.node.current()
+		if p == nil {
+			s.mu.Lock()
+			s.unreachable++
+			s.mu.Unlock()
+			continue
+		}
+		tok := a.token
+		if tok == "" {
+			a.node.mu.Lock()
+			tok = a.node.token
+			a.node.mu.Unlock()
+		}
+		req := benchSave(rng, 0, k)
+		req.Namespace = soakNS
+		req.Title = fmt.Sprintf("%s save %d: %s", a.name, k, req.Title)
+		var m struct {
+			ID string `json:"id"`
+		}
+		err := s.api.call(ctx, p.url, tok, "POST", "/v1/memories", req, http.StatusCreated, &m)
+		s.mu.Lock()
+		var st *errStatus
+		switch {
+		case err == nil && m.ID != "":
+			s.acks = append(s.acks, soakAck{id: m.ID, agent: a.name})
+		case errors.As(err, &st):
+			s.answers[st.code]++
+		case ctx.Err() == nil:
+			s.unreachable++
+		}
+		s.mu.Unlock()
+	}
+}
+
+// faultScript injects one fault at a time, a quiet FaultEvery between
+// them, until ctx ends; a fault under way when it ends is healed at once.
+// Every random choice comes from the seed, drawn before any wait, so a
+// seed replays the same script (the timing of the writes around it is the
+// machine's).
+func (s *soak) faultScript(ctx context.Context) error {
+	rng := rand.New(rand.NewPCG(s.cfg.Seed, 0x50a4))
+	wait := func(d time.Duration) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	for {
+		wait(s.cfg.FaultEvery)
+		if ctx.Err() != nil {
+			return nil
+		}
+		n := s.nodes[rng.IntN(len(s.nodes))]
+		kill := rng.IntN(2) == 0
+		down := time.Duration(rng.Int64N(int64(s.cfg.DownMax) + 1))
+		pause := s.cfg.PauseMin + time.Duration(rng.Int64N(int64(s.cfg.PauseMax-s.cfg.PauseMin)+1))
+		via := rng.IntN(len(s.nodes) - 1)
+		if kill {
+			if err := n.kill(syscall.SIGKILL, 30*time.Second); err != nil {
+				return err
+			}
+			s.count("kill -9, restart on new ports")
+			s.logf("kill -9 %s; down for %v", n.name, down.Round(time.Millisecond))
+			wait(down)
+			var others []*soakNode
+			for _, o := range s.nodes {
+				if o != n && o.live() != nil {
+					others = append(others, o)
+				}
+			}
+			j := others[via%len(others)]
+			began := time.Now()
+			if err := n.start(context.Background(), []string{j.current().gossip}, time.Minute); err != nil {
+				return fmt.Errorf("restart %s: %w", n.name, err)
+			}
+			p := n.current()
+			s.logf("%s back in %v via %s: http=%s gossip=%s quic=%s", n.name, time.Since(began).Round(time.Millisecond), j.name, p.url, p.gossip, p.quic)
+		} else {
+			if err := n.pause(true); err != nil {
+				return err
+			}
+			s.count("SIGSTOP, SIGCONT (every link cut, healed)")
+			s.logf("SIGSTOP %s for %v", n.name, pause.Round(time.Millisecond))
+			wait(pause)
+			if err := n.pause(false); err != nil {
+				return err
+			}
+			s.logf("SIGCONT %s", n.name)
+		}
+		s.mu.Lock()
+		s.lastFaultEnd = time.Now()
+		s.mu.Unlock()
+	}
+}
+
+func (s *soak) count(kind string) {
+	s.mu.Lock()
+	s.faults[kind]++
+	s.mu.Unlock()
+}
+
+// sample records every node's RSS each RSSEvery until ctx ends.
+func (s *soak) sample(ctx context.Context) {
+	tick := time.NewTicker(s.cfg.RSSEvery)
+	defer tick.Stop()
+	for {
+		now := time.Now()
+		for _, n := range s.nodes {
+			n.sampleRSS(now)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// shutdown ends every node: SIGTERM, then SIGKILL after a bound.
+func (s *soak) shutdown() {
+	var wg sync.WaitGroup
+	for _, n := range s.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.kill(syscall.SIGTERM, 20*time.Second)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// check waits for the nodes to agree on the team namespace, looks every
+// acknowledged save up on every node, judges the RSS samples and prints
+// the figures. Each failed check adds to s.failures.
+func (s *soak) check(ctx context.Context, writesEnded time.Time) error {
+	s.mu.Lock()
+	lastFault := s.lastFaultEnd
+	acks := slices.Clone(s.acks)
+	s.mu.Unlock()
+	if lastFault.IsZero() {
+		lastFault = writesEnded
+	}
+	digest, agreed := s.agreed(ctx, s.cfg.Settle)
+	agreedAt := time.Now()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	records := make([]int, len(s.nodes))
+	for i, n := range s.nodes {
+		_, records[i] = s.api.digest(ctx, n, soakNS)
+	}
+	missing := make([][]soakAck, len(s.nodes))
+	for i, n := range s.nodes {
+		p := n.current()
+		var ex struct {
+			Memories []struct {
+				ID string `json:"id"`
+			} `json:"memories"`
+		}
+		if err := s.api.call(ctx, p.url, n.token, "GET", "/v1/export?namespace="+url.QueryEscape(soakNS), nil, http.StatusOK, &ex); err != nil {
+			return fmt.Errorf("export %s from %s: %w", soakNS, n.name, err)
+		}
+		have := make(map[string]bool, len(ex.Memories))
+		for _, m := range ex.Memories {
+			have[m.ID] = true
+		}
+		for _, a := range acks {
+			if !have[a.id] {
+				missing[i] = append(missing[i], a)
+			}
+		}
+	}
+	s.report(acks, lastFault, writesEnded, agreedAt, digest, agreed, records, missing)
+	return nil
+}
+
+func (s *soak) report(acks []soakAck, lastFault, writesEnded, agreedAt time.Time, digest string, agreed bool, records []int, missing [][]soakAck) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.out
+	fail := func(ok bool) string {
+		if ok {
+			return ""
+		}
+		s.failures++
+		return "   <- FAIL"
+	}
+	agents := s.cfg.Nodes * s.cfg.Agents
+	ran := writesEnded.Sub(s.start)
+	fmt.Fprintln(w, "figures")
+	fmt.Fprintf(w, "  duration            %v of writes and faults, %d nodes, seed %d\n", ran.Round(100*time.Millisecond), s.cfg.Nodes, s.cfg.Seed)
+	fmt.Fprintf(w, "  saves acknowledged  %d by %d agents (%.2f/s per agent)%s\n", len(acks), agents, float64(len(acks))/ran.Seconds()/float64(agents), fail(len(acks) > 0))
+	var other []string
+	for _, code := range slices.Sorted(maps.Keys(s.answers)) {
+		other = append(other, fmt.Sprintf("%d x HTTP %d", s.answers[code], code))
+	}
+	if len(other) == 0 {
+		other = []string{"none"}
+	}
+	fmt.Fprintf(w, "  not acknowledged    %d unreachable (node down, stopped or restarting); other answers: %s\n", s.unreachable, strings.Join(other, ", "))
+	total := 0
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(s.faults)) {
+		total += s.faults[k]
+		kinds = append(kinds, fmt.Sprintf("%d %s", s.faults[k], k))
+	}
+	fmt.Fprintf(w, "  faults injected     %d: %s\n", total, strings.Join(kinds, "; "))
+	if agreed {
+		fmt.Fprintf(w, "  digests agree       yes, %v after the last fault healed, %v after the last write (%s: %v records)\n",
+			agreedAt.Sub(lastFault).Round(time.Millisecond), agreedAt.Sub(writesEnded).Round(time.Millisecond), digest, records)
+	} else {
+		fmt.Fprintf(w, "  digests agree       no, not within %v of the last write (records per node %v)%s\n", s.cfg.Settle, records, fail(false))
+	}
+	lost := 0
+	for _, m := range missing {
+		lost = max(lost, len(m))
+	}
+	fmt.Fprintf(w, "  lost writes         %d (%d acknowledged ids looked up on each of %d nodes)%s\n", lost, len(acks), len(s.nodes), fail(lost == 0))
+	for i, m := range missing {
+		if len(m) == 0 {
+			continue
+		}
+		var ids []string
+		for _, a := range m[:min(len(m), 5)] {
+			ids = append(ids, a.id+" by "+a.agent)
+		}
+		fmt.Fprintf(w, "    %s lacks %d, e.g. %s\n", s.nodes[i].name, len(m), strings.Join(ids, ", "))
+	}
+	fmt.Fprintf(w, "  RSS                 per node process: at %v of its life, max after, drift (bound %.0f%%)\n", s.cfg.RSSWarm, s.cfg.RSSDrift*100)
+	for _, n := range s.nodes {
+		n.mu.Lock()
+		for k, inc := range n.incs {
+			from := max(inc.started.Sub(s.start), 0).Round(time.Second)
+			end := inc.ended
+			if end.IsZero() || end.After(writesEnded) {
+				end = writesEnded
+			}
+			to := end.Sub(s.start).Round(time.Second)
+			base, peak, drift, ok := rssDrift(inc.rss, s.cfg.RSSWarm)
+			if !ok {
+				fmt.Fprintf(w, "    %s #%d  %v-%v  lived under %v: not judged\n", n.name, k+1, from, to, s.cfg.RSSWarm)
+				continue
+			}
+			fmt.Fprintf(w, "    %s #%d  %v-%v  %.1f MiB, max %.1f MiB, drift %+.1f%%%s\n", n.name, k+1, from, to,
+				float64(base)/1024, float64(peak)/1024, drift*100, fail(math.Abs(drift) <= s.cfg.RSSDrift))
+		}
+		n.mu.Unlock()
+	}
+}
+
+// rssDrift judges one process's samples: the baseline is the first sample
+// at least warm old; drift is the sample after it farthest from it, as a
+// signed fraction of it; peak the largest after it. ok is false when no
+// sample is that old.
+func rssDrift(samples []rssSample, warm time.Duration) (base, peak int64, drift float64, ok bool) {
+	i := slices.IndexFunc(samples, func(r rssSample) bool { return r.age >= warm })
+	if i < 0 {
+		return 0, 0, 0, false
+	}
+	base, peak = samples[i].kib, samples[i].kib
+	for _, r := range samples[i+1:] {
+		peak = max(peak, r.kib)
+		if d := float64(r.kib-base) / float64(base); math.Abs(d) > math.Abs(drift) {
+			drift = d
+		}
+	}
+	return base, peak, drift, true
+}
