@@ -1,5 +1,34 @@
 package main
 
+// mnemo soak: a real cluster of `mnemo node` processes under sustained
+// writes and faults, then checked. Decisions:
+//
+//   - Several agents per node: each node's owner agent writes with the
+//     owner token; the others are principals the node issues tokens for
+//     (POST /v1/tokens, as `mnemo token issue --principal` does), so each
+//     is bound to and advertised by its node like a real sidecar's agents.
+//     The first node creates team://soak and grants every agent read and
+//     write; the writers start once every node agrees on its digest.
+//   - A save counts only when acknowledged (201 with an id). One whose node
+//     is down, stopped or restarting is "unreachable", not lost; one the
+//     node did not answer in time may still be applied, and then is simply
+//     an extra record.
+//   - Faults come one at a time from a seeded script: kill -9 and a restart
+//     on ports the OS picks (same data directory, so the same key and
+//     tokens), joining a random live node; or SIGSTOP for PauseMin..PauseMax
+//     then SIGCONT, which cuts and heals every link of that node at once.
+//     Cutting one link between two nodes would need each node in its own
+//     network namespace joined by veth pairs; `unshare -rn` gives an
+//     unprivileged user a namespace here, but wiring five of them together
+//     is left for later.
+//   - RSS is sampled from /proc/PID/status. Each process (incarnation) is
+//     judged on its own: its baseline is its first sample at least RSSWarm
+//     old, and it must stay within RSSDrift of it; one that lived less is
+//     not judged.
+//   - At the end the faults are healed, the writers stopped, and the check
+//     waits (bounded) for equal digests, then reads the namespace's export
+//     from every node and looks each acknowledged id up in it.
+
 import (
 	"context"
 	"errors"
@@ -400,10 +429,13 @@ func (s *soak) count(kind string) {
 	s.mu.Unlock()
 }
 
-// sample records every node's RSS each RSSEvery until ctx ends.
+// sample records every node's RSS each RSSEvery, and prints the count of
+// acknowledged saves each minute, until ctx ends.
 func (s *soak) sample(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.RSSEvery)
 	defer tick.Stop()
+	minute := time.NewTicker(time.Minute)
+	defer minute.Stop()
 	for {
 		now := time.Now()
 		for _, n := range s.nodes {
@@ -413,6 +445,11 @@ func (s *soak) sample(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-minute.C:
+			s.mu.Lock()
+			acked, unreachable := len(s.acks), s.unreachable
+			s.mu.Unlock()
+			s.logf("%d saves acknowledged, %d unreachable so far", acked, unreachable)
 		}
 	}
 }
