@@ -109,7 +109,7 @@ func (s *soak) report(acks []soakAck, lastFault, writesEnded, agreedAt time.Time
 		}
 		fmt.Fprintf(w, "    %s lacks %d, e.g. %s\n", s.nodes[i].name, len(m), strings.Join(ids, ", "))
 	}
-	fmt.Fprintf(w, "  RSS                 per node process: at %v of its life, max after, drift (bound %.0f%%)\n", s.cfg.RSSWarm, s.cfg.RSSDrift*100)
+	fmt.Fprintf(w, "  RSS                 per node process: at %v of its life, max after, drift (bound %.0f%%); anon = heap and stacks, the rest mapped files\n", s.cfg.RSSWarm, s.cfg.RSSDrift*100)
 	for _, n := range s.nodes {
 		n.mu.Lock()
 		for k, inc := range n.incs {
@@ -120,12 +120,16 @@ func (s *soak) report(acks []soakAck, lastFault, writesEnded, agreedAt time.Time
 			}
 			to := end.Sub(s.start).Round(time.Second)
 			base, peak, drift, ok := rssDrift(inc.rss, s.cfg.RSSWarm)
+			anon := func(kib int64) float64 { // the anonymous part of the first sample of kib
+				i := slices.IndexFunc(inc.rss, func(r rssSample) bool { return r.age >= s.cfg.RSSWarm && r.kib == kib })
+				return float64(inc.rss[i].anon) / 1024
+			}
 			if !ok {
 				fmt.Fprintf(w, "    %s #%d  %v-%v  lived under %v: not judged\n", n.name, k+1, from, to, s.cfg.RSSWarm)
 				continue
 			}
-			fmt.Fprintf(w, "    %s #%d  %v-%v  %.1f MiB, max %.1f MiB, drift %+.1f%%%s\n", n.name, k+1, from, to,
-				float64(base)/1024, float64(peak)/1024, drift*100, fail(math.Abs(drift) <= s.cfg.RSSDrift))
+			fmt.Fprintf(w, "    %s #%d  %v-%v  %.1f MiB (%.1f anon), max %.1f MiB (%.1f anon), drift %+.1f%%%s\n", n.name, k+1, from, to,
+				float64(base)/1024, anon(base), float64(peak)/1024, anon(peak), drift*100, fail(math.Abs(drift) <= s.cfg.RSSDrift))
 		}
 		n.mu.Unlock()
 	}

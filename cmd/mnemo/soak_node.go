@@ -57,8 +57,9 @@ type soakIncarnation struct {
 }
 
 type rssSample struct {
-	age time.Duration // since the incarnation started
-	kib int64
+	age  time.Duration // since the incarnation started
+	kib  int64         // VmRSS
+	anon int64         // RssAnon: the heap and stacks; the rest is mapped files (Badger's tables, the binary)
 }
 
 // start runs a new incarnation joining the gossip addresses in join (none
@@ -214,30 +215,43 @@ func (n *soakNode) sampleRSS(now time.Time) {
 	}
 	inc := n.incs[len(n.incs)-1]
 	n.mu.Unlock()
-	kib, err := vmRSS(inc.pid)
+	kib, anon, err := vmRSS(inc.pid)
 	if err != nil {
 		return // exited between the check and the read
 	}
 	n.mu.Lock()
-	inc.rss = append(inc.rss, rssSample{age: now.Sub(inc.started), kib: kib})
+	inc.rss = append(inc.rss, rssSample{age: now.Sub(inc.started), kib: kib, anon: anon})
 	n.mu.Unlock()
 }
 
-// vmRSS reads a process's resident set in KiB from /proc/PID/status.
-func vmRSS(pid int) (int64, error) {
+// vmRSS reads a process's resident set and its anonymous part, in KiB,
+// from /proc/PID/status.
+func vmRSS(pid int) (rss, anon int64, err error) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	found := false
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if len(f) >= 1 {
-				return strconv.ParseInt(f[0], 10, 64)
-			}
+		k, v, ok := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		if !ok || len(f) == 0 || (k != "VmRSS" && k != "RssAnon") {
+			continue
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", k, err)
+		}
+		if k == "VmRSS" {
+			rss, found = n, true
+		} else {
+			anon = n
 		}
 	}
-	return 0, errors.New("no VmRSS line")
+	if !found {
+		return 0, 0, errors.New("no VmRSS line")
+	}
+	return rss, anon, nil
 }
 
 // soakAPI calls nodes' HTTP APIs with one bounded client.

@@ -33,7 +33,7 @@ func TestSoakShort(t *testing.T) {
 		`(?m)^  digests agree +yes`,
 		`(?m)^  faults injected .*SIGSTOP, SIGCONT`,
 		`(?m)^  faults injected .*kill -9, restart on new ports`,
-		`(?m)^    s0 #1 .* MiB, max .* MiB, drift`,
+		`(?m)^    s0 #1 .* MiB \(.* anon\), max .* MiB \(.* anon\), drift`,
 		`(?m)^result: PASS$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out.String()) {
@@ -59,7 +59,7 @@ func TestSoakReportFails(t *testing.T) {
 	s.start = now.Add(-5 * time.Minute)
 	for _, name := range []string{"s0", "s1"} {
 		s.nodes = append(s.nodes, &soakNode{name: name, incs: []*soakIncarnation{{started: s.start, rss: []rssSample{
-			{time.Minute, 40 << 10}, {2 * time.Minute, 44 << 10}, {3 * time.Minute, 47 << 10},
+			{time.Minute, 40 << 10, 30 << 10}, {2 * time.Minute, 44 << 10, 34 << 10}, {3 * time.Minute, 47 << 10, 37 << 10},
 		}}}})
 	}
 	s.nodes[1].incs[0].rss[2].kib = 52 << 10 // +30%
@@ -77,7 +77,7 @@ func TestSoakReportFails(t *testing.T) {
 }
 
 func TestRSSDrift(t *testing.T) {
-	samples := []rssSample{{10 * time.Second, 100}, {time.Minute, 200}, {2 * time.Minute, 230}, {3 * time.Minute, 150}}
+	samples := []rssSample{{10 * time.Second, 100, 50}, {time.Minute, 200, 100}, {2 * time.Minute, 230, 130}, {3 * time.Minute, 150, 50}}
 	base, peak, drift, ok := rssDrift(samples, time.Minute)
 	if !ok || base != 200 || peak != 230 || drift != -0.25 {
 		t.Errorf("rssDrift = %d, %d, %v, %v; want 200, 230, -0.25 (the farthest sample, below), true", base, peak, drift, ok)
