@@ -70,6 +70,9 @@ type soakConfig struct {
 // soakNS is the team namespace every agent writes.
 const soakNS = "team://soak"
 
+// saveTimeout bounds one save: a stopped node holds its writers no longer.
+const saveTimeout = 10 * time.Second
+
 func runSoak(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("soak", "[flags]",
 		"Runs NODES real `mnemo node` processes (this binary) on loopback ports the OS\n"+
@@ -173,8 +176,10 @@ type soakAck struct {
 }
 
 func newSoak(cfg soakConfig, out io.Writer) *soak {
-	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Agents * 2, ResponseHeaderTimeout: 10 * time.Second}
-	return &soak{cfg: cfg, out: out, api: &soakAPI{hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}},
+	// The client's bound is for the end's exports and digests (full scans);
+	// a save has its own, shorter one.
+	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Agents * 2}
+	return &soak{cfg: cfg, out: out, api: &soakAPI{hc: &http.Client{Transport: tr, Timeout: 2 * time.Minute}},
 		answers: map[int]int{}, faults: map[string]int{}}
 }
 
@@ -353,7 +358,9 @@ func (s *soak) write(ctx context.Context, a soakAgent) {
 		var m struct {
 			ID string `json:"id"`
 		}
-		err := s.api.call(ctx, p.url, tok, "POST", "/v1/memories", req, http.StatusCreated, &m)
+		sctx, cancel := context.WithTimeout(ctx, saveTimeout)
+		err := s.api.call(sctx, p.url, tok, "POST", "/v1/memories", req, http.StatusCreated, &m)
+		cancel()
 		s.mu.Lock()
 		var st *errStatus
 		switch {

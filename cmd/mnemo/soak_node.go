@@ -312,6 +312,8 @@ func (a *soakAPI) digest(ctx context.Context, n *soakNode, ns string) (string, i
 	n.mu.Lock()
 	tok := n.token
 	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a full scan of the namespace
+	defer cancel()
 	var st cluster.Status
 	if err := a.call(ctx, p.url, tok, "GET", "/v1/status?digests=true", nil, http.StatusOK, &st); err != nil {
 		return "", 0
