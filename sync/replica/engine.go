@@ -446,11 +446,10 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 		}
 		if !p.readable[ns] {
 			p.readable[ns] = true
-			if !fresh {
+			if !fresh && e.bringHistory(p, ns) {
 				// The peer has just become a reader (a grant): it lacks the
-				// namespace's history, not only this delta, which the
-				// writers bring it in turns (newreader.go).
-				e.bringHistory(p, ns)
+				// namespace's history, not only this delta, and this node
+				// brings it first (newreader.go); the answer carries this.
 				p.joining[ns] = e.now
 				continue
 			}

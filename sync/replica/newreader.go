@@ -15,16 +15,22 @@ import (
 // --partitions 3 went to requesters holding nothing of the namespace).
 //
 // Now the writers take turns by rendezvous hashing of (writer, reader,
-// namespace), which every writer computes alike from the writers it knows:
-// the first syncs at once, the others RetransmitAfter later, when the
+// namespace), which every writer computes alike from the writers it knows.
+// The first syncs at once and holds its live deltas of the namespace back
+// from the reader until its answer goes out, which carries them
+// (joining). The others send their live deltas as usual — a reader that
+// does not hold the grant yet refuses one, and its sender's retransmits
+// and fallback repair that — and sync RetransmitAfter later, when the
 // reader's context, which their requests ask back, holds the first one's
-// history, so each sends only what the reader still lacks (its own writes
-// made since: every writer holds its live deltas of the namespace back
-// from the new reader until its own sync answer goes out, which carries
-// them — joining). If the first writer's answer is lost, the others send
-// the history again, as all did before. Writers that disagree on who the
-// writers are (a grant on its way) may both go first: a copy more, never
-// a loss.
+// history, so each sends only what the reader still lacks; if the first
+// writer's answer was lost, they send the history again, as all did
+// before. The others must not hold their live deltas back: a writer's
+// first write in a namespace it learnt of after a peer joined flips every
+// peer to "new reader" here, though most hold the namespace already, and a
+// held delta would wait for a sync a second away (the in-memory cluster
+// test, whose clock stands still, found that). Writers that disagree on
+// who the writers are (a grant on its way) may both go first: a copy
+// more, never a loss.
 
 // historyFirst reports whether this node comes first among the writers of
 // ns (peers that may write it, and this node) to bring reader its history.
@@ -53,16 +59,17 @@ func historyScore[R ~uint64](writer R, reader PeerID, ns string) uint64 {
 }
 
 // bringHistory schedules this node's sync of ns with p, a new reader: at
-// once if it comes first, else RetransmitAfter later.
-func (e *Engine) bringHistory(p *peerState, ns string) {
+// once if it comes first (it reports that), else RetransmitAfter later.
+func (e *Engine) bringHistory(p *peerState, ns string) (first bool) {
 	if e.historyFirst(p, ns) {
 		p.needSync[ns] = true
-		return
+		return true
 	}
 	if p.historyAt == nil {
 		p.historyAt = map[string]time.Time{}
 	}
 	p.historyAt[ns] = e.now.Add(e.cfg.RetransmitAfter)
+	return false
 }
 
 // historyDue turns p's scheduled history syncs that are due into sync
