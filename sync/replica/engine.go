@@ -269,10 +269,7 @@ type peerState struct {
 	// to the peer (the smaller id) to ask first until joinAt.
 	joinWait map[string]bool
 	joinAt   time.Time
-	// historyAt: namespaces this node brings the peer, a new reader, the
-	// history of later, when its turn comes (newreader.go)
-	historyAt map[string]time.Time
-	stats     PeerStats
+	stats    PeerStats
 }
 
 // asking is a sync request waiting for the peer's answer: when it left,
@@ -446,10 +443,10 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 		}
 		if !p.readable[ns] {
 			p.readable[ns] = true
-			if !fresh && e.bringHistory(p, ns) {
+			if !fresh {
 				// The peer has just become a reader (a grant): it lacks the
-				// namespace's history, not only this delta, and this node
-				// brings it first (newreader.go); the answer carries this.
+				// namespace's history, not only this delta.
+				p.needSync[ns] = true
 				p.joining[ns] = e.now
 				continue
 			}
@@ -643,7 +640,6 @@ func (e *Engine) Tick(now time.Time) {
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]
 		e.checkInflight(p, now)
-		e.historyDue(p, now)
 		if len(p.joinWait) > 0 && !now.Before(p.joinAt) {
 			for ns := range p.joinWait {
 				p.needSync[ns] = true

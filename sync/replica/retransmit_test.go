@@ -1,11 +1,9 @@
 package replica
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
@@ -130,56 +128,4 @@ func TestJoinSyncAskedOnce(t *testing.T) {
 	if requests[c.nodes[1].id] != 1 || !c.converged("team://a") {
 		t.Fatalf("a join only n1 saw: requests %v, converged %v", requests, c.converged("team://a"))
 	}
-}
-
-// A new reader gets a namespace's history from a few writers in turn, not
-// from every writer at once: six writers notice the grant together, and
-// the records sent to the reader in sync answers stay under twice the
-// history (six copies before).
-func TestNewReaderHistoryOnce(t *testing.T) {
-	pol := &revocable{revoked: map[PeerID]bool{}}
-	c := newCluster(t, 7, Config{AntiEntropyInterval: time.Hour}, pol, 6)
-	reader := c.nodes[6]
-	pol.readOnly = map[crdt.ReplicaID]bool{reader.rep: true}
-	pol.revoked[reader.id] = true
-	c.tick(time.Second)
-	const ns = "team://a"
-	for i := range 30 {
-		c.write(i%6, ns, fmt.Sprintf("m%02d", i), "title", "history")
-		c.pump(5)
-	}
-	c.pump(20)
-	sent := 0
-	c.drop = func(_, to PeerID, m *wire.Message) bool {
-		if to == reader.id && m.Kind == wire.KindSyncReply {
-			for _, d := range m.Deltas {
-				dm, err := crdt.DecodeMap(d.Delta, crdt.DefaultLimits())
-				if err != nil {
-					t.Fatal(err)
-				}
-				sent += dm.Len()
-			}
-		}
-		return false
-	}
-	delete(pol.revoked, reader.id) // the grant
-	for i := range 6 {
-		c.write(i, ns, fmt.Sprintf("n%d", i), "title", "after")
-	}
-	c.pump(20)
-	for range 12 {
-		c.tick(time.Second)
-		c.pump(20)
-	}
-	want := c.nodes[0].st.Map(ns).Len()
-	if !c.converged(ns) {
-		t.Fatal("not converged")
-	}
-	if got := reader.st.Map(ns).Len(); got != want {
-		t.Fatalf("the new reader holds %d of %d records", got, want)
-	}
-	if sent > 2*want {
-		t.Fatalf("%d records sent to the new reader for a history of %d", sent, want)
-	}
-	t.Logf("%d records sent to the new reader for a history of %d", sent, want)
 }
