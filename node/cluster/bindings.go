@@ -295,8 +295,18 @@ func (l *loop) askIndex(from replica.PeerID) {
 	l.sendBindingsTo([]replica.PeerID{from}, bindingsAsk)
 }
 
-// askBindingsAgain asks again the peers whose answer is overdue.
+// askBindingsAgain asks again the peers whose answer is overdue, and, once
+// bindingsAskGap has passed since the last ask, one peer whose index named
+// bindings this node lacks when it could not ask at once.
 func (l *loop) askBindingsAgain(now time.Time) {
+	if len(l.lackFrom) > 0 && now.Sub(l.lastIndexAsk) >= bindingsAskGap {
+		id := slices.Min(slices.Collect(maps.Keys(l.lackFrom)))
+		delete(l.lackFrom, id)
+		if _, ok := l.peers[id]; ok {
+			l.lastIndexAsk = now
+			l.askIndex(id)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(l.bindingsAsked)) {
 		a := l.bindingsAsked[id]
 		switch {
@@ -435,9 +445,12 @@ func (l *loop) answerIndex(from replica.PeerID, m *wire.Message) {
 	for id := range theirs {
 		lacking = lacking || !held[id]
 	}
-	if lacking && m.Reply && now.Sub(l.lastIndexAsk) >= bindingsAskGap {
+	switch {
+	case lacking && m.Reply && now.Sub(l.lastIndexAsk) >= bindingsAskGap:
 		l.lastIndexAsk = now
 		reply.BindingIDs = l.bindingIndex() // no Reply: the exchange ends with the peer's answer
+	case lacking && m.Reply:
+		l.lackFrom[from] = true // asked on a later tick (askBindingsAgain)
 	}
 	l.knownMu.RUnlock()
 	if len(reply.Bindings) > 0 || len(reply.BindingIDs) > 0 || m.Reply {

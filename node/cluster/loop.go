@@ -140,8 +140,11 @@ type loop struct {
 	// bindingsAsked: peers sent this node's index asking for what it lacks,
 	// whose answer has not come yet (asked again after bindingsAskGap).
 	bindingsAsked map[replica.PeerID]asked
-	heard         map[replica.PeerID]bool // peers whose bindings frame arrived
-	senders       map[replica.PeerID]*sender
+	// lackFrom: peers whose index named bindings this node lacks, when the
+	// ask had to wait for bindingsAskGap
+	lackFrom map[replica.PeerID]bool
+	heard    map[replica.PeerID]bool // peers whose bindings frame arrived
+	senders  map[replica.PeerID]*sender
 
 	applied, rejected, dropped, localOver, conflicts atomic.Uint64
 
@@ -234,6 +237,7 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 		peers:         map[replica.PeerID]peerInfo{},
 		heard:         map[replica.PeerID]bool{},
 		bindingsAsked: map[replica.PeerID]asked{},
+		lackFrom:      map[replica.PeerID]bool{},
 		senders:       map[replica.PeerID]*sender{},
 		known:         map[string]bool{},
 		proved:        map[candidate]bool{},
@@ -423,6 +427,7 @@ func (l *loop) setMembers(ms []Sighting) {
 		if pi, ok := next[id]; !ok || l.senders[id] != nil && l.senders[id].inc != pi.member.Incarnation {
 			delete(l.heard, id) // a member that comes back, or restarted, is asked again
 			delete(l.bindingsAsked, id)
+			delete(l.lackFrom, id)
 		}
 	}
 	l.knownMu.Lock()
