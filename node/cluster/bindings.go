@@ -117,11 +117,14 @@ func (l *loop) reindexBindings() {
 	l.byReplica = map[crdt.ReplicaID][]namespace.Address{}
 	l.everByReplica = map[crdt.ReplicaID][]namespace.Address{}
 	l.heldBindings = map[string]bool{}
+	l.bindingIDs, l.bindingEncs = nil, nil
 	var encs []string
 	for _, b := range l.dir.Bindings() {
 		e := string(b.Encode())
 		l.heldBindings[e] = true
 		encs = append(encs, e)
+		l.bindingIDs = append(l.bindingIDs, []byte(bindingID(e)))
+		l.bindingEncs = append(l.bindingEncs, []byte(e))
 		r := acl.ReplicaIDOf(b.Key)
 		if !slices.Contains(l.everByReplica[r], b.Principal) {
 			l.everByReplica[r] = append(l.everByReplica[r], b.Principal)
@@ -239,15 +242,9 @@ func (l *loop) sendNewBindings(bs []acl.Binding) {
 }
 
 // bindingIndex is the short id of every binding held, in the directory's
-// order. Call with knownMu held.
-func (l *loop) bindingIndex() [][]byte {
-	var ids [][]byte
-	for _, b := range l.dir.Bindings() {
-		id := bindingID(string(b.Encode()))
-		ids = append(ids, []byte(id))
-	}
-	return ids
-}
+// order (made by reindexBindings; callers must not change it). Call with
+// knownMu held.
+func (l *loop) bindingIndex() [][]byte { return l.bindingIDs }
 
 // bindingID is the short id of an encoded binding in an index.
 func bindingID(enc string) string {
@@ -432,13 +429,11 @@ func (l *loop) answerIndex(from replica.PeerID, m *wire.Message) {
 	reply := &wire.Message{Kind: wire.KindBindings}
 	l.knownMu.RLock()
 	reply.BindingsSum = l.bindingsSum
-	held := make(map[string]bool, len(theirs))
-	for _, b := range l.dir.Bindings() {
-		e := b.Encode()
-		id := bindingID(string(e))
-		held[id] = true
-		if !theirs[id] {
-			reply.Bindings = append(reply.Bindings, e)
+	held := make(map[string]bool, len(l.bindingIDs))
+	for i, id := range l.bindingIDs {
+		held[string(id)] = true
+		if !theirs[string(id)] {
+			reply.Bindings = append(reply.Bindings, l.bindingEncs[i])
 		}
 	}
 	lacking := false

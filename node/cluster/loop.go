@@ -161,6 +161,9 @@ type loop struct {
 	bindingsFrames [bindingsForms][]byte
 	heldBindings   map[string]bool
 	bindingsSum    []byte
+	// bindingIDs and bindingEncs: the short id and the encoding of every
+	// binding dir holds, in its order (the index frames carry the ids).
+	bindingIDs, bindingEncs [][]byte
 }
 
 // driver is what the loop needs from what runs it.
