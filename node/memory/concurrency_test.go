@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -141,5 +143,67 @@ func TestConcurrentSavesAckedIffDurable(t *testing.T) {
 	}
 	if st.Memories != want || want < cutAfter || want == writers*perWriter {
 		t.Fatalf("%d memories stored after the cut, %d acknowledged (cut after %d of %d)", st.Memories, want, cutAfter, writers*perWriter)
+	}
+}
+
+// stallObserver holds, once, the reindex of a memory whose content holds
+// match: after the write committed, before the search index has it.
+type stallObserver struct {
+	match         string
+	held, release chan struct{}
+	once          sync.Once
+}
+
+func (o *stallObserver) Attach(c *Core) { c.Register(o) }
+
+func (o *stallObserver) ObserveMemory(_, _ string, rec *crdt.Record) {
+	if strings.Contains(schema.Str(rec, schema.FieldContent), o.match) {
+		o.once.Do(func() {
+			close(o.held)
+			<-o.release
+		})
+	}
+}
+
+// TestSearchIndexKeepsTheLastWrite: two updates of one memory commit in
+// order, but the first one's reindex runs last. The index must hold what
+// the second left, not the first's older record.
+func TestSearchIndexKeepsTheLastWrite(t *testing.T) {
+	obs := &stallObserver{match: "aardvark", held: make(chan struct{}), release: make(chan struct{})}
+	agent := namespace.MustParse("agent://alice")
+	s, err := Open(Config{Agent: agent, Features: []Feature{obs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c := Caller{Principal: agent}
+	ctx := context.Background()
+	r, err := s.Save(ctx, c, SaveRequest{Content: "the original note"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() {
+		content := "first edit mentions aardvark"
+		_, err := s.Update(ctx, c, r.ID, UpdateRequest{Content: &content})
+		first <- err
+	}()
+	<-obs.held // the first update is committed; its reindex waits
+	second := "second edit mentions zebra"
+	if _, err := s.Update(ctx, c, r.ID, UpdateRequest{Content: &second}); err != nil {
+		t.Fatal(err)
+	}
+	close(obs.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.Get(ctx, c, r.ID, false); err != nil || m.Content != second {
+		t.Fatalf("stored: %+v %v", m, err)
+	}
+	if res, err := s.Search(ctx, c, SearchQuery{Query: "aardvark"}); err != nil || res.Total != 0 {
+		t.Fatalf("search finds the overwritten content: %+v %v", res, err)
+	}
+	if res, err := s.Search(ctx, c, SearchQuery{Query: "zebra"}); err != nil || res.Total != 1 || res.Results[0].Memory.Content != second {
+		t.Fatalf("search misses the last write: %+v %v", res, err)
 	}
 }

@@ -141,6 +141,7 @@ func (c *Core) Reindex(ns, id string) {
 	if c.s.loading() {
 		return
 	}
+	seq := c.s.st.CommittedSeq() // rec is at least as new (putMemory)
 	rec, err := c.s.st.Record(ns, id)
 	if err != nil {
 		c.s.log.Warn("memory unreadable", "namespace", ns, "id", id, "err", err)
@@ -149,7 +150,7 @@ func (c *Core) Reindex(ns, id string) {
 	if rec.Empty() {
 		return
 	}
-	c.s.index(ns, id, rec)
+	c.s.index(ns, id, rec, seq)
 }
 
 // Loading reports whether Open's scan is still running.

@@ -80,7 +80,10 @@
 // # Reads
 //
 // The search index (node/search) is derived: rebuilt from the store at Open
-// and updated after every write. Every read goes through one effective view
+// and updated after every write. Writers reindex after their commit,
+// concurrently, so two writes of one memory may reach the index in the
+// other order; a put whose write is no longer the last committed reads the
+// record again (putMemory), so the index ends on the last write. Every read goes through one effective view
 // (view: the surgery feature's Viewer applies approved edits; the capsule
 // feature's ReadGate hides dead capsule items), and through readScope, which
 // limits a query to the namespaces the caller may read: with no namespace,

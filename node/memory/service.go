@@ -81,6 +81,7 @@ type Service struct {
 	cfg   Config
 	st    *store.Store
 	ix    *search.Index
+	ixMu  sync.Mutex // orders the puts of one memory (putMemory)
 	auth  Authorizer
 	log   *slog.Logger
 	clkMu sync.Mutex
@@ -185,7 +186,7 @@ func (s *Service) rebuild() error {
 	s.opening.mu.Unlock()
 	err := s.st.Scan("", func(ns, id string, rec *crdt.Record) error {
 		maxTS = max(maxTS, rec.MaxTimestamp())
-		s.index(ns, id, rec)
+		s.index(ns, id, rec, s.st.CommittedSeq())
 		return nil
 	})
 	s.clock.Restore(maxTS)
@@ -216,7 +217,7 @@ func (s *Service) indexHeldBack() error {
 		}
 		if i < len(recs) && recs[i].ns == ns && recs[i].id == id {
 			i++
-			s.index(ns, id, rec)
+			s.index(ns, id, rec, s.st.CommittedSeq())
 		}
 		return nil
 	})
@@ -336,13 +337,13 @@ func mapStoreErr(err error) error {
 func (s *Service) reindex(changes []store.Change) {
 	for _, c := range changes {
 		if c.Record == nil {
-			s.ix.Delete(c.ID)
+			s.unindex(c.ID)
 			for _, f := range s.feat.forgetters {
 				f.Forget(c.Namespace, c.ID)
 			}
 			continue
 		}
-		s.index(c.Namespace, c.ID, c.Record)
+		s.index(c.Namespace, c.ID, c.Record, c.Seq)
 	}
 	for _, o := range s.feat.changed {
 		o.Changed(changes)
@@ -350,7 +351,8 @@ func (s *Service) reindex(changes []store.Change) {
 }
 
 // index offers a record to the Kinds, and indexes it if it is a memory.
-func (s *Service) index(ns, id string, rec *crdt.Record) {
+// seq is the store's commit Seq of the write that left rec (putMemory).
+func (s *Service) index(ns, id string, rec *crdt.Record, seq uint64) {
 	if rec.Empty() {
 		return
 	}
@@ -367,12 +369,43 @@ func (s *Service) index(ns, id string, rec *crdt.Record) {
 	if s.holdBack(ns, id) {
 		return
 	}
+	s.putMemory(ns, id, rec, seq)
+}
+
+// putMemory puts the effective view of the memory in the search index.
+// Two writes of one memory commit in order but may reach the index in the
+// other order (each writer reindexes after its commit, concurrently). So
+// under ixMu a record whose write is no longer the last committed is read
+// again: every put is of what was committed when it was made, and the put
+// that follows a memory's last write is of what that write left.
+func (s *Service) putMemory(ns, id string, rec *crdt.Record, seq uint64) {
+	s.ixMu.Lock()
+	defer s.ixMu.Unlock()
+	if seq < s.st.CommittedSeq() {
+		cur, err := s.st.Record(ns, id)
+		switch {
+		case err != nil:
+			s.log.Warn("memory unreadable", "namespace", ns, "id", id, "err", err)
+		case cur.Empty():
+			s.ix.Delete(id) // retracted since
+			return
+		default:
+			rec = cur
+		}
+	}
 	m, fl := s.view(ns, id, rec)
 	if fl.Retracted {
 		s.ix.Delete(id)
 		return
 	}
 	s.ix.Put(toDoc(m))
+}
+
+// unindex takes a retracted memory out of the search index.
+func (s *Service) unindex(id string) {
+	s.ixMu.Lock()
+	s.ix.Delete(id)
+	s.ixMu.Unlock()
 }
 
 // view is the effective view of the memory stored as id in ns: every read

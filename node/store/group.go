@@ -204,8 +204,12 @@ func (s *Store) commitGroup() {
 		s.ctxMu.Unlock()
 		s.pend.drop(g.members[len(g.members)-1].seq)
 		s.renewSnapshot()
+		s.committed.Store(g.members[len(g.members)-1].seq)
 		<-s.build
 		for _, r := range g.members {
+			for i := range r.changes {
+				r.changes[i].Seq = r.seq
+			}
 			r.finish(r.changes, nil)
 		}
 	case failed != nil && errors.Is(failErr, ErrTxnTooBig) && len(g.members) > 0:

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mnemohq/mnemo/crdt"
 )
@@ -44,6 +45,11 @@ type Change struct {
 	Namespace string
 	ID        string
 	Record    *crdt.Record // nil when the id was retracted
+	// Seq is the write's place in the store's commit order (every change
+	// of one Update or Apply has the same). Record is the entry as that
+	// write left it: when CommittedSeq has passed Seq, a later write may
+	// have changed it again (Store.Record reads what is committed now).
+	Seq uint64
 }
 
 // Store is the persistent replicated state of one node.
@@ -63,6 +69,7 @@ type Store struct {
 	snap        Reader // the committed state writes are built on
 	snapRelease func()
 	seq         uint64
+	committed   atomic.Uint64 // seq of the last durable write
 	lead        chan struct{}
 	slots       chan struct{}
 	qmu         sync.Mutex
@@ -189,6 +196,10 @@ func (s *Store) Context(ns string) *crdt.Context {
 	}
 	return crdt.NewContext()
 }
+
+// CommittedSeq is the Seq of the last write that is durable: a Change
+// whose Seq is lower may no longer be the record as committed.
+func (s *Store) CommittedSeq() uint64 { return s.committed.Load() }
 
 // Record returns the stored entry for id (nil if none).
 func (s *Store) Record(ns, id string) (*crdt.Record, error) {
