@@ -411,7 +411,47 @@ func (l *loop) admitBindings(from replica.PeerID, encs [][]byte) {
 	if changed {
 		l.svc.RefreshPolicy() // records signed for newly bound principals may count now
 		l.setMembers(l.drv.members())
+		l.resyncRefused()
 	}
+}
+
+// maxRefused bounds the (peer, namespace) pairs remembered for a sync
+// once the bindings change.
+const maxRefused = 4096
+
+// noteRefused remembers a namespace whose content a peer sent was refused
+// because its author or sender may not write it here: the binding that
+// says who hosts that author may not have reached this node yet (deltas
+// and bindings travel apart), and nothing else would ask for that content
+// again before anti-entropy picks the pair (every peers × 10 s).
+func (l *loop) noteRefused(rj replica.Rejection) {
+	if !errors.Is(rj.Err, replica.ErrNotAllowed) && !errors.Is(rj.Err, acl.ErrDenied) {
+		return
+	}
+	if l.refusedFrom[rj.From][rj.Namespace] || l.refusedN >= maxRefused {
+		return
+	}
+	if l.refusedFrom == nil {
+		l.refusedFrom = map[replica.PeerID]map[string]bool{}
+	}
+	if l.refusedFrom[rj.From] == nil {
+		l.refusedFrom[rj.From] = map[string]bool{}
+	}
+	l.refusedFrom[rj.From][rj.Namespace] = true
+	l.refusedN++
+}
+
+// resyncRefused asks every peer whose content was refused (noteRefused)
+// for a sync of those namespaces: the bindings changed, so what was
+// refused may pass now. A refusal that still holds is refused again and
+// remembered again, costing a sync per change of the bindings.
+func (l *loop) resyncRefused() {
+	for _, p := range slices.Sorted(maps.Keys(l.refusedFrom)) {
+		for _, ns := range slices.Sorted(maps.Keys(l.refusedFrom[p])) {
+			_ = l.eng.RequestSync(p, ns) // a peer gone since: nothing to ask
+		}
+	}
+	l.refusedFrom, l.refusedN = nil, 0
 }
 
 // answerIndex sends a peer the bindings its index lacks, and, when it asks

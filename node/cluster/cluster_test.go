@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,12 +320,15 @@ func testGrantedTeamReplicatesOnlyToMembers(t *testing.T, net network) {
 }
 
 type logWriter struct {
-	t *testing.T
-	i int
+	t    *testing.T
+	i    int
+	done *atomic.Bool
 }
 
 func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Logf("n%d: %s", w.i, strings.TrimSpace(string(p)))
+	if !w.done.Load() {
+		w.t.Logf("n%d: %s", w.i, strings.TrimSpace(string(p)))
+	}
 	return len(p), nil
 }
 
@@ -332,7 +336,9 @@ func testLogger(t *testing.T, i int) *slog.Logger {
 	if os.Getenv("MNEMO_TEST_LOG") == "" {
 		return nil
 	}
-	return slog.New(slog.NewTextHandler(logWriter{t, i}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w := logWriter{t: t, i: i, done: new(atomic.Bool)}
+	t.Cleanup(func() { w.done.Store(true) }) // memberlist may log after Close returns
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // A hand-over signed by the host moves an agent on every node; a node

@@ -144,7 +144,13 @@ type loop struct {
 	// ask had to wait for bindingsAskGap
 	lackFrom map[replica.PeerID]bool
 	heard    map[replica.PeerID]bool // peers whose bindings frame arrived
-	senders  map[replica.PeerID]*sender
+	// refusedFrom: per peer, the namespaces whose content from it was
+	// refused for want of an authority this node may learn later (the
+	// binding of its author), synced again when the bindings change
+	// (resyncRefused). At most maxRefused pairs; past that, anti-entropy.
+	refusedFrom map[replica.PeerID]map[string]bool
+	refusedN    int
+	senders     map[replica.PeerID]*sender
 
 	applied, rejected, dropped, localOver, conflicts atomic.Uint64
 
@@ -371,6 +377,7 @@ func (l *loop) act() {
 		for _, rj := range r.Rejected {
 			l.rejected.Add(1)
 			l.log.Warn("delta rejected", "peer", rj.From, "namespace", rj.Namespace, "err", rj.Err)
+			l.noteRefused(rj)
 		}
 		for _, err := range r.Errors {
 			l.log.Error("replication state", "err", err)

@@ -455,3 +455,40 @@ func TestSteppedIsDeterministic(t *testing.T) {
 	}
 	t.Logf("%d frames, trace %s", n1, h1)
 }
+
+// A delta refused because its author's binding had not arrived yet is
+// asked for again as soon as the binding does, not at the next
+// anti-entropy (deltas and bindings travel apart; TestTeamMemoryReplicates
+// timed out when the save's delta won the race).
+func TestRefusedForWantOfBindingSyncsWhenItArrives(t *testing.T) {
+	net := newSteppedNet(t, 2, 7)
+	n0, n1 := net.nodes[0], net.nodes[1]
+	codec := wire.NewCodec(0)
+	holding := true
+	net.lose = func(_, to int, frame []byte) bool {
+		m, err := codec.Decode(frame)
+		// node 1 hears no binding (node 0 hears node 1's, so it sends)
+		return holding && to == 1 && err == nil && m.Kind == wire.KindBindings && len(m.Bindings) > 0
+	}
+	net.join()
+	for tick := 0; agentsOn(n0.st, n1.id.NodeID()) != "agent://n1"; tick++ {
+		if tick == 600 {
+			t.Fatal("node 0 never learned node 1's binding")
+		}
+		net.tick()
+	}
+	id := net.save(n0, "team://core", "replicated badger tuning note")
+	if n1.has(id) {
+		t.Fatal("a write whose author is unknown here was applied")
+	}
+	holding = false
+	for tick := 0; agentsOn(n1.st, n0.id.NodeID()) != "agent://n0"; tick++ {
+		if tick == 600 {
+			t.Fatal("node 1 never learned node 0's binding")
+		}
+		net.tick()
+	}
+	if !n1.has(id) {
+		t.Fatal("the refused write did not come with the binding that lets it pass")
+	}
+}
