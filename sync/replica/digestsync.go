@@ -78,21 +78,23 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 		// removal, and then hold it for good with a context equal to
 		// everyone's (the simulator found this at 100 nodes). Which dots
 		// were removed is known once every record is found, so the
-		// batches are made first and sent then. No batch claims a dot of
-		// a record still to come (no record holds a removed dot), so a
-		// lost batch is found missing again by the next sync. The last
-		// batch carries the retracted ids.
+		// batches are made first and sent then. The last batch carries the
+		// retracted ids.
+		//
+		// But a removed dot's claim is only safe beside the record it was
+		// removed from: a join drops only what the delta's own records
+		// hold, so a batch claiming it without that record, arriving when
+		// the record's batch was lost, moves the requester's context past
+		// a removal its record never saw, and releases live deltas held
+		// for it onto the stale record (sim/doc.go, Found 6). Which record
+		// a removed dot was in is not kept, so an answer that claims
+		// removed dots goes whole, in one message up to
+		// WholeAnswerMaxBytes; only a larger one is still split, and can
+		// still leave that gap.
 		shared := ctx.Intersect(have)
-		var batches []map[string]*crdt.Record
-		batch := map[string]*crdt.Record{}
-		size := 0
+		var found []sentRecord
 		removed, err := e.st.Missing(ns, have, func(id string, rec *crdt.Record) error {
-			batch[id] = rec
-			size += len(crdt.EncodeRecord(rec)) + len(id)
-			if size >= e.cfg.BatchMaxBytes {
-				batches = append(batches, batch)
-				batch, size = map[string]*crdt.Record{}, 0
-			}
+			found = append(found, sentRecord{id, rec, len(crdt.EncodeRecord(rec)) + len(id)})
 			return nil
 		})
 		if err != nil {
@@ -103,8 +105,13 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			e.stateErr(p, fmt.Errorf("replica: answering %s's sync of %s: %w", p.ID, ns, err))
 			continue
 		}
-		if len(batch) > 0 || (removed != nil && !removed.IsEmpty()) || sendRetracted {
-			batches = append(batches, batch)
+		limit := e.cfg.BatchMaxBytes
+		if removed != nil && !removed.IsEmpty() {
+			limit = max(limit, e.cfg.WholeAnswerMaxBytes)
+		}
+		batches := batchRecords(found, limit)
+		if len(batches) == 0 && ((removed != nil && !removed.IsEmpty()) || sendRetracted) {
+			batches = append(batches, map[string]*crdt.Record{})
 		}
 		claims := shared
 		if removed != nil && !removed.IsEmpty() {
@@ -129,6 +136,32 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 	if len(own) > 0 {
 		e.send(p.ID, &wire.Message{Kind: wire.KindSyncReply, Contexts: own})
 	}
+}
+
+// sentRecord is a record a sync answer sends, with its encoded size.
+type sentRecord struct {
+	id   string
+	rec  *crdt.Record
+	size int
+}
+
+// batchRecords cuts recs, in order, into batches that reach limit bytes
+// at most by their last record.
+func batchRecords(recs []sentRecord, limit int) []map[string]*crdt.Record {
+	var batches []map[string]*crdt.Record
+	batch, size := map[string]*crdt.Record{}, 0
+	for _, r := range recs {
+		batch[r.id] = r.rec
+		size += r.size
+		if size >= limit {
+			batches = append(batches, batch)
+			batch, size = map[string]*crdt.Record{}, 0
+		}
+	}
+	if len(batch) > 0 {
+		batches = append(batches, batch)
+	}
+	return batches
 }
 
 func (e *Engine) namespaceContext(ns string) (wire.NamespaceContext, error) {

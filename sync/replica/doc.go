@@ -66,7 +66,12 @@
 // never saw (a batch that carried a record past a removal without them would
 // let the requester take the removed dot back from a peer that never saw the
 // removal, and keep it for good), and the last carries the retracted ids
-// when the digests differ. No batch claims a dot of a record still to come,
+// when the digests differ. An answer that claims such removed dots goes
+// whole, in one message up to Config.WholeAnswerMaxBytes: a join drops
+// only what the delta's own records hold, so a batch claiming a removed
+// dot without the record it was removed from, arriving when that
+// record's batch is lost, would move the requester past a removal the
+// record never saw (sim/doc.go, Found 6; a larger answer still splits). No batch claims a dot of a record still to come,
 // so a lost batch is found missing again by the next sync. The answer ends
 // with the responder's context, and the requester holds its request owed
 // until its own context covers that one (if the responder may write the

@@ -97,6 +97,11 @@ type Config struct {
 	Window int
 	// BatchMaxBytes bounds one message's payload. Default 256 KiB.
 	BatchMaxBytes int
+	// WholeAnswerMaxBytes: a sync answer that claims dots removed here
+	// goes in one message up to this size, not in batches of
+	// BatchMaxBytes (digestsync.go says why). Default 8 MiB, half the
+	// wire's frame limit.
+	WholeAnswerMaxBytes int
 	// AckTimeout: a batch unacknowledged this long is presumed lost and the
 	// pair falls back to digest sync. Default 10s.
 	AckTimeout time.Duration
@@ -129,6 +134,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.BatchMaxBytes <= 0 {
 		c.BatchMaxBytes = 256 << 10
+	}
+	if c.WholeAnswerMaxBytes <= 0 {
+		c.WholeAnswerMaxBytes = 8 << 20
 	}
 	if c.AckTimeout <= 0 {
 		c.AckTimeout = 10 * time.Second

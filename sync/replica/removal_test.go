@@ -104,11 +104,47 @@ func TestSplitSyncAnswerInterleaved(t *testing.T) {
 	syncAllDropsTheTag(t, c, ns)
 }
 
+// An answer that claims dots removed on the answering side goes in one
+// message however small BatchMaxBytes is (up to WholeAnswerMaxBytes): a
+// batch claiming a removed dot without the record it was removed from
+// would move the requester past a removal that record never saw (sim/doc.go,
+// Found 6). An answer claiming none is still split.
+func TestAnswerClaimingRemovalsGoesWhole(t *testing.T) {
+	for _, whole := range []int{0, 1} {
+		c, ns := splitAnswerClusterWith(t, whole)
+		n0, n1 := c.nodes[0], c.nodes[1]
+		answers := 0
+		c.drop = func(from, to PeerID, msg *wire.Message) bool {
+			if from == n0.id && to == n1.id && msg.Kind == wire.KindSyncReply && len(msg.Deltas) > 0 {
+				answers++
+			}
+			return from == n0.id && to != n1.id
+		}
+		if err := n1.eng.RequestSync(n0.id, ns); err != nil {
+			t.Fatal(err)
+		}
+		c.pump(10)
+		if whole == 0 && answers != 1 {
+			t.Errorf("an answer claiming a removal came in %d messages, want 1", answers)
+		}
+		if whole == 1 && answers < 2 {
+			t.Errorf("with WholeAnswerMaxBytes 1 the answer came in %d messages, want it split", answers)
+		}
+		if r, _ := n1.st.Map(ns).Get("m1"); r == nil || r.HasElement("tags", "auth") {
+			t.Errorf("whole %d: n1 should hold m1 without the tag", whole)
+		}
+	}
+}
+
 // splitAnswerCluster is three engines answering syncs one record per
-// batch, where n2 holds m1 with the tag "auth" and n0 has removed the tag
+// batch, even answers claiming removed dots (which go whole up to
+// WholeAnswerMaxBytes: TestAnswerClaimingRemovalsGoesWhole), where n2 holds m1 with the tag "auth" and n0 has removed the tag
 // and saved m2 since; n1 has heard of none of it.
-func splitAnswerCluster(t *testing.T) (*cluster, string) {
-	c := newCluster(t, 3, Config{BatchMaxBytes: 1}, openPolicy{}, 9)
+func splitAnswerCluster(t *testing.T) (*cluster, string) { return splitAnswerClusterWith(t, 1) }
+
+// splitAnswerClusterWith is splitAnswerCluster with Config.WholeAnswerMaxBytes whole.
+func splitAnswerClusterWith(t *testing.T, whole int) (*cluster, string) {
+	c := newCluster(t, 3, Config{BatchMaxBytes: 1, WholeAnswerMaxBytes: whole}, openPolicy{}, 9)
 	c.pump(10)
 	n0, n1 := c.nodes[0], c.nodes[1]
 	const ns = "team://a"
