@@ -90,7 +90,10 @@ func (s *Service) load(ids []string) []Memory {
 }
 
 // Search ranks memories by BM25 over title, content and tags.
-func (s *Service) Search(ctx context.Context, c Caller, q SearchQuery) (SearchResult, error) {
+func (s *Service) Search(ctx context.Context, c Caller, q SearchQuery) (_ SearchResult, err error) {
+	if s.cfg.Timed != nil {
+		defer s.timed(OpSearch, time.Now(), &err)
+	}
 	if strings.TrimSpace(q.Query) == "" {
 		return SearchResult{}, invalid("q (the search text) is required")
 	}

@@ -72,7 +72,20 @@ type Config struct {
 	// the ones built into this package; the node wires the standard set.
 	// Default none.
 	Features []Feature
+	// Timed, when set, is told how long each Save and Search took (OpSave,
+	// OpSearch) and its error, for the node's metrics. It is called on the
+	// caller's goroutine once the operation returns (a save once durable)
+	// and must not block. The duration is the process's monotonic clock,
+	// not Now: a latency, which nothing the service decides depends on.
+	// Default nil.
+	Timed func(op string, took time.Duration, err error)
 }
+
+// The operations Config.Timed names.
+const (
+	OpSave   = "save"
+	OpSearch = "search"
+)
 
 // Service is one node's memory store: a store.Store over the KV for
 // durability, a derived in-memory index for queries. Safe for concurrent
@@ -521,7 +534,10 @@ func (s *Service) Get(ctx context.Context, c Caller, id string, includeDeleted b
 
 // Save creates a memory, or updates the live memory of the same namespace
 // with the same topic key.
-func (s *Service) Save(ctx context.Context, c Caller, req SaveRequest) (SaveResult, error) {
+func (s *Service) Save(ctx context.Context, c Caller, req SaveRequest) (res SaveResult, err error) {
+	if s.cfg.Timed != nil {
+		defer s.timed(OpSave, time.Now(), &err)
+	}
 	p, err := normaliseSave(&req)
 	if err != nil {
 		return SaveResult{}, err
@@ -530,7 +546,6 @@ func (s *Service) Save(ctx context.Context, c Caller, req SaveRequest) (SaveResu
 	if err != nil {
 		return SaveResult{}, err
 	}
-	var res SaveResult
 	err = s.write(func(tx *store.Tx) error {
 		var e error
 		res, e = s.saveTx(tx, c, ns, req, p)
@@ -541,6 +556,11 @@ func (s *Service) Save(ctx context.Context, c Caller, req SaveRequest) (SaveResu
 	}
 	s.autoPromote(c, res.Memory)
 	return res, nil
+}
+
+// timed reports an operation begun at start to Config.Timed (deferred).
+func (s *Service) timed(op string, start time.Time, err *error) {
+	s.cfg.Timed(op, time.Since(start), *err)
 }
 
 // saveTx writes a save inside a transaction (shared by compaction, sessions
