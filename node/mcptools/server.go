@@ -3,6 +3,7 @@ package mcptools
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -18,7 +19,17 @@ type Options struct {
 	// SchemaCache, when set, is shared by servers built for many sessions so
 	// the tool schemas are reflected once; default nil (reflect per server).
 	SchemaCache *mcp.SchemaCache
+	// OnToolCall, when set, is told of every tools/call the server
+	// answered: the tool's name (UnknownTool for a name it does not offer,
+	// so that a client's made-up names stay out of whatever counts them),
+	// how long the call took, and whether it failed (a tool error, bad
+	// arguments, or no such tool). Called on the request's goroutine after
+	// the call; it must not block. Default nil.
+	OnToolCall func(tool string, took time.Duration, failed bool)
 }
+
+// UnknownTool is the name OnToolCall is given for a call naming no tool.
+const UnknownTool = "unknown"
 
 // Instructions is what the server tells a client at initialize: the
 // workflow the tools are built for.
@@ -51,12 +62,42 @@ func NewServer(b Backend, opts Options) *mcp.Server {
 		SchemaCache:  opts.SchemaCache,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
+	// The timing goes first: each middleware added wraps those before it,
+	// so it sees only the calls refuseNonText let through, and knows a
+	// name the server does not offer by the protocol error it gets.
+	if opts.OnToolCall != nil {
+		s.AddReceivingMiddleware(timeToolCalls(opts.OnToolCall))
+	}
 	s.AddReceivingMiddleware(refuseNonText)
 	registerTools(s, b)
 	registerSharingTools(s, b)
 	registerCapsuleTools(s, b) // capsules.go
 	registerSurgeryTools(s, b)
 	return s
+}
+
+// timeToolCalls reports every tools/call to report (Options.OnToolCall).
+func timeToolCalls(report func(tool string, took time.Duration, failed bool)) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+			if !ok || method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			start := time.Now()
+			res, err := next(ctx, method, req)
+			name, failed := p.Name, err != nil
+			if err != nil {
+				// The server refuses a name it does not offer with a
+				// protocol error; a tool it offers answers with a result.
+				name = UnknownTool
+			} else if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
+				failed = true
+			}
+			report(name, time.Since(start), failed)
+			return res, err
+		}
+	}
 }
 
 // refuseNonText answers a tools/call whose arguments hold a string that is

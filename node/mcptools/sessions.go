@@ -37,6 +37,8 @@ type HTTPOptions struct {
 	// log flood; HTTPHandler.Evicted counts them) and the SDK's
 	// diagnostics. Default discards.
 	Logger *slog.Logger
+	// OnToolCall is every session's Options.OnToolCall. Default nil.
+	OnToolCall func(tool string, took time.Duration, failed bool)
 }
 
 func (o *HTTPOptions) validate() error {
@@ -94,7 +96,7 @@ func NewHTTPHandler(getBackend func(*http.Request) (Backend, string), opts HTTPO
 		if b == nil {
 			return nil
 		}
-		s := NewServer(b, Options{SchemaCache: cache})
+		s := NewServer(b, Options{SchemaCache: cache, OnToolCall: opts.OnToolCall})
 		s.AddReceivingMiddleware(pool.track(principal))
 		return s
 	}, &mcp.StreamableHTTPOptions{SessionTimeout: opts.IdleTimeout, Logger: opts.Logger})
