@@ -264,7 +264,7 @@ func (l *loop) sendFrameTo(ids []replica.PeerID, m *wire.Message) {
 		return
 	}
 	for _, id := range ids {
-		l.push(id, frame)
+		l.push(id, wire.KindBindings, frame)
 	}
 }
 
@@ -339,7 +339,7 @@ func (l *loop) sendBindingsTo(ids []replica.PeerID, form bindingsForm) {
 			l.dropped.Add(1)
 			continue
 		}
-		l.push(id, frame)
+		l.push(id, wire.KindBindings, frame)
 	}
 }
 

@@ -26,6 +26,14 @@
 // engine does not ack them), messages are encoded and handed to a per-peer
 // sender, until the engine has nothing more (sync/replica doc.go, "The loop").
 //
+// Config.Observer, when set, is told what the loop measures (observe.go):
+// each applied delta's lag from its newest write, live or from a sync
+// answer; each sync this node asked for, from request to the answer's last
+// message, and the state it brought; every frame's kind and size. Times
+// come from Config.Clock; the syncs watched are bounded (maxSyncWatches)
+// and forgotten with their peer. The node wires node/metrics to it; the
+// simulator sets none.
+//
 // Every queue here is bounded. Local deltas wait in a channel of
 // Config.LocalQueue; when it is full the namespace is marked for a digest
 // sync with every peer instead of blocking the writer (agents never wait on

@@ -60,6 +60,10 @@ type Config struct {
 	// advertises the transport's address.
 	Addr string
 
+	// Observer, when set, is told the loop's measurements (observe.go):
+	// replication lag, sync durations and sizes, frames. Default nil.
+	Observer Observer
+
 	// SkipWriteCheck is a planted bug, for the simulator's test that its
 	// sweep finds one (sim: TestPlantedBugFound): the loop then accepts a
 	// namespace's content from any member, whether its agent may write it
@@ -151,6 +155,9 @@ type loop struct {
 	refusedFrom map[replica.PeerID]map[string]bool
 	refusedN    int
 	senders     map[replica.PeerID]*sender
+	// syncWatches: this node's sync requests whose answer has not ended,
+	// by peer and namespace (observe.go; only with an Observer)
+	syncWatches map[syncKey]syncWatch
 
 	applied, rejected, dropped, localOver, conflicts atomic.Uint64
 
@@ -252,6 +259,7 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 		proved:        map[candidate]bool{},
 		proving:       map[candidate]bool{},
 		wanted:        map[candidate]Sighting{},
+		syncWatches:   map[syncKey]syncWatch{},
 	}
 	if l.cfg.Incarnation == 0 {
 		l.cfg.Incarnation = uint64(cfg.Clock.Now().UnixNano())
@@ -321,6 +329,7 @@ func (l *loop) receive(from ed25519.PublicKey, frame []byte) {
 		l.log.Warn("undecodable frame", "peer", id, "err", err)
 		return
 	}
+	l.observeReceived(id, m, frame)
 	if m.Kind == wire.KindBindings {
 		l.receiveBindings(id, m)
 		return
@@ -365,6 +374,10 @@ func (l *loop) act() {
 	for l.eng.HasReady() {
 		r := l.eng.Ready()
 		var refused []replica.Refusal
+		var now time.Time
+		if l.cfg.Observer != nil && len(r.Apply) > 0 {
+			now = l.cfg.Clock.Now()
+		}
 		for i, a := range r.Apply {
 			if err := l.svc.ApplyRemote(a.Namespace, a.Delta); err != nil {
 				// counted and logged with the Rejection Advance reports
@@ -372,6 +385,7 @@ func (l *loop) act() {
 				continue
 			}
 			l.applied.Add(1)
+			l.observeApplied(a, now)
 		}
 		l.eng.Advance(refused)
 		for _, rj := range r.Rejected {
@@ -394,17 +408,25 @@ func (l *loop) sendAll(msgs []replica.Envelope) {
 			l.log.Error("encode frame", "peer", env.To, "err", err)
 			continue
 		}
-		l.push(env.To, frame)
+		if l.push(env.To, env.Msg.Kind, frame) && env.Msg.Kind == wire.KindSyncRequest {
+			l.watchSync(env.To, env.Msg)
+		}
 	}
 }
 
-// push hands frame to peer id's outlet. A frame for a peer without one
-// (not a live member) or that its outlet drops is counted as dropped: the
-// engine's ack timeout turns a lost batch into a digest sync.
-func (l *loop) push(id replica.PeerID, frame []byte) {
+// push hands frame, a message of kind, to peer id's outlet, and reports
+// whether it took it. A frame for a peer without one (not a live member)
+// or that its outlet drops is counted as dropped: the engine's ack timeout
+// turns a lost batch into a digest sync.
+func (l *loop) push(id replica.PeerID, kind wire.Kind, frame []byte) bool {
 	if s := l.senders[id]; s == nil || !s.out.push(frame) {
 		l.dropped.Add(1)
+		return false
 	}
+	if l.cfg.Observer != nil {
+		l.cfg.Observer.Frame(true, kind.String(), len(frame))
+	}
+	return true
 }
 
 // setMembers takes the membership: the peers are its alive members, each
@@ -433,6 +455,7 @@ func (l *loop) setMembers(ms []Sighting) {
 		}
 	}
 	l.peers = next
+	l.forgetSyncWatches(next)
 	for id := range l.heard {
 		if pi, ok := next[id]; !ok || l.senders[id] != nil && l.senders[id].inc != pi.member.Incarnation {
 			delete(l.heard, id) // a member that comes back, or restarted, is asked again

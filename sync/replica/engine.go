@@ -180,6 +180,10 @@ type Apply struct {
 	From      PeerID
 	Namespace string
 	Delta     *crdt.Map
+	// Live: a delta its author's node pushed as it was written (held or
+	// not), rather than part of a digest sync answer. For the driver's
+	// figures (replication lag by path); the engine decides nothing by it.
+	Live bool
 }
 
 // Rejection is a namespace delta refused on arrival, or refused by the

@@ -132,7 +132,7 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 		e.hold(p, nd.Namespace, d, nd.From)
 		return
 	}
-	e.toApply(Apply{From: p.ID, Namespace: nd.Namespace, Delta: d})
+	e.toApply(Apply{From: p.ID, Namespace: nd.Namespace, Delta: d, Live: live})
 }
 
 // noDots is the empty context. Never modified.
@@ -180,7 +180,7 @@ func (e *Engine) release() {
 		case allIn(h.d, have):
 			// everything it carries is already here
 		case h.d.DependsOn(have, h.origin, h.first):
-			e.toApply(Apply{From: h.from, Namespace: h.ns, Delta: h.d})
+			e.toApply(Apply{From: h.from, Namespace: h.ns, Delta: h.d, Live: true})
 		default:
 			kept = append(kept, h)
 		}
