@@ -69,6 +69,11 @@
 //     runs a node/cluster loop and answers /v1/members, /v1/status,
 //     /v1/sync and the replication part of /metrics. Without a key it is a
 //     complete single-node service.
+//   - Metrics: each Node makes its own node/metrics registry in Open and
+//     wires it to the memory service (save and search latency), the HTTP
+//     API (request durations, MCP tool calls, GET /metrics) and the cluster
+//     loop (replication lag, syncs, frames); no process-wide registry, so
+//     nodes in one process (tests) keep their figures apart.
 //   - Housekeeping (housekeeping.go) runs every SweepInterval: expired
 //     capsules this node created are collected, and Badger's mapped file
 //     pages are handed back to the kernel.

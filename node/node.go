@@ -21,6 +21,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 	"github.com/mnemohq/mnemo/node/memory/transfer"
+	"github.com/mnemohq/mnemo/node/metrics"
 	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
@@ -39,6 +40,7 @@ type Node struct {
 
 	access *access          // identity, settings, principals, tokens: access.go
 	cl     *cluster.Cluster // replication, when a cluster key is set: replication.go
+	meter  *metrics.Metrics // GET /metrics: the service, the API and the cluster record into it
 
 	serving   atomic.Bool
 	closeOnce sync.Once
@@ -75,11 +77,13 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
 	}
-	svc, err := memory.Open(ac.memoryConfig(memory.Config{KV: kv, Agent: owner, Now: cfg.Now, Logger: cfg.Logger, Features: feats}))
+	meter := metrics.New()
+	svc, err := memory.Open(ac.memoryConfig(memory.Config{KV: kv, Agent: owner, Now: cfg.Now, Logger: cfg.Logger, Features: feats,
+		Timed: meter.MemoryOperation}))
 	if err != nil { // memory closed kv
 		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
 	}
-	n := &Node{cfg: cfg, svc: svc, log: cfg.Logger, access: ac}
+	n := &Node{cfg: cfg, svc: svc, log: cfg.Logger, access: ac, meter: meter}
 	if err := n.start(); err != nil {
 		if n.ln != nil {
 			n.ln.Close()
@@ -131,6 +135,7 @@ func (n *Node) start() error {
 		MaxBodyBytes:   n.cfg.MaxBodyBytes,
 		MaxImportBytes: n.cfg.MaxImportBytes,
 		MCP:            mcptools.HTTPOptions{MaxSessions: n.cfg.MCPMaxSessions, MaxSessionsPerPrincipal: n.cfg.MCPMaxSessionsPerPrincipal},
+		Metrics:        n.meter,
 	})
 	if err != nil {
 		return err

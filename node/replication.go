@@ -5,6 +5,7 @@ import (
 
 	"github.com/mnemohq/mnemo/node/cluster"
 	"github.com/mnemohq/mnemo/node/cluster/realnet"
+	"github.com/mnemohq/mnemo/node/metrics"
 	"github.com/mnemohq/mnemo/sync/gossip"
 	"github.com/mnemohq/mnemo/sync/replica"
 )
@@ -13,6 +14,8 @@ import (
 // (gossip on GossipAddr, frames on QUICAddr) and replicates the team and
 // project namespaces its peers may read, and the inboxes addressed to their
 // agents. Without a key the node is a single, complete memory service.
+
+var _ cluster.Observer = (*metrics.Metrics)(nil)
 
 // replicating reports whether the config asks for replication.
 func (c *Config) replicating() bool { return len(c.ClusterKey) > 0 }
@@ -49,6 +52,7 @@ func (n *Node) startReplication() error {
 		Engine:          replica.Config{QueueMaxDeltas: n.cfg.QueueMaxDeltas, AntiEntropyInterval: n.cfg.AntiEntropy},
 		StartTransport:  realnet.Transport(n.cfg.QUICAddr, id, netLog),
 		StartMembership: realnet.Membership(realnet.Gossip{BindAddr: n.cfg.GossipAddr, Join: n.cfg.Join, ClusterKey: key}, netLog),
+		Observer:        n.meter,
 	})
 	if err != nil {
 		return err

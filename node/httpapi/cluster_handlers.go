@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
-	"strings"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
@@ -154,70 +152,6 @@ func (a *api) syncNow(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("sync: %v", err)
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"requested": true, "peer": req.Peer})
-	return nil
-}
-
-// metrics writes Prometheus text exposition format (version 0.0.4). It is
-// owner-only: the figures count every namespace and every peer.
-func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
-	if err := a.requireOwner(r, "read the metrics"); err != nil {
-		return err
-	}
-	var b strings.Builder
-	metric := func(name, kind, help string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
-	}
-	st, err := a.svc.Stats(r.Context(), callerOwner(a), "")
-	if err != nil {
-		return err
-	}
-	metric("mnemo_memories", "gauge", "Live memories the owner can read.")
-	fmt.Fprintf(&b, "mnemo_memories %d\n", st.Memories)
-	metric("mnemo_memories_deleted", "gauge", "Soft-deleted memories the owner can read.")
-	fmt.Fprintf(&b, "mnemo_memories_deleted %d\n", st.Deleted)
-	metric("mnemo_mcp_sessions", "gauge", "Live MCP sessions on /mcp.")
-	fmt.Fprintf(&b, "mnemo_mcp_sessions %d\n", a.mcpSessions.Sessions())
-	metric("mnemo_mcp_sessions_evicted_total", "counter", "MCP sessions closed to make room under the session limits.")
-	fmt.Fprintf(&b, "mnemo_mcp_sessions_evicted_total %d\n", a.mcpSessions.Evicted())
-	if a.cluster != nil {
-		cs := a.cluster.Status(false)
-		for _, c := range []struct {
-			name, help string
-			v          uint64
-		}{
-			{"mnemo_replication_applied_total", "Peer deltas applied.", cs.Applied},
-			{"mnemo_replication_rejected_total", "Peer deltas or frames rejected.", cs.Rejected},
-			{"mnemo_replication_dropped_frames_total", "Frames dropped on full send queues or failed sends.", cs.DroppedFrames},
-			{"mnemo_replication_local_overflows_total", "Local deltas turned into digest syncs because the loop was behind.", cs.LocalOverflow},
-			{"mnemo_replication_binding_conflicts_total", "Claims to host an agent another node hosts, refused.", cs.BindingConflicts},
-		} {
-			metric(c.name, "counter", c.help)
-			fmt.Fprintf(&b, "%s %d\n", c.name, c.v)
-		}
-		peers := cs.Peers
-		sort.Slice(peers, func(i, j int) bool { return peers[i].Peer < peers[j].Peer })
-		for _, g := range []struct {
-			name, kind, help string
-			v                func(replica.PeerStats) uint64
-		}{
-			{"mnemo_peer_queue_depth", "gauge", "Deltas waiting for the peer.", func(p replica.PeerStats) uint64 { return uint64(p.QueueDeltas) }},
-			{"mnemo_peer_queue_bytes", "gauge", "Bytes waiting for the peer.", func(p replica.PeerStats) uint64 { return uint64(p.QueueBytes) }},
-			{"mnemo_peer_deltas_sent_total", "counter", "Deltas sent to the peer.", func(p replica.PeerStats) uint64 { return p.DeltasSent }},
-			{"mnemo_peer_deltas_received_total", "counter", "Deltas received from the peer.", func(p replica.PeerStats) uint64 { return p.DeltasRecv }},
-			{"mnemo_peer_rejected_total", "counter", "Deltas from the peer rejected.", func(p replica.PeerStats) uint64 { return p.Rejected }},
-			{"mnemo_peer_state_errors_total", "counter", "Local store errors while syncing with the peer.", func(p replica.PeerStats) uint64 { return p.StateErrors }},
-			{"mnemo_peer_fallbacks_total", "counter", "Queue overflows or ack timeouts that fell back to digest sync.", func(p replica.PeerStats) uint64 { return p.Fallbacks }},
-			{"mnemo_peer_retransmits_total", "counter", "Batches sent to the peer again for want of an ack.", func(p replica.PeerStats) uint64 { return p.Retransmits }},
-		} {
-			metric(g.name, g.kind, g.help)
-			for _, p := range peers {
-				fmt.Fprintf(&b, "%s{peer=%q} %d\n", g.name, string(p.Peer), g.v(p))
-			}
-		}
-	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte(b.String()))
 	return nil
 }
 

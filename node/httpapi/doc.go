@@ -50,9 +50,52 @@
 //	GET    /v1/status                   owner token only: replication per peer; ?digests=true adds each namespace's state digest (a full scan)
 //	POST   /v1/sync                     owner token only: {"peer"} ("" = every peer): digest sync now; 202, 409 without replication
 //	POST   /v1/handover                 owner token only: {"principal","to"}: hand an agent this node hosts over to the node whose key (from /v1/members) is "to"; 409 if not hosted here, 501 without replication
-//	GET    /metrics                     owner token only: Prometheus text format (memories, MCP sessions, replication)
+//	GET    /metrics                     owner token only: Prometheus metrics (below)
 //	*      /mcp                         the MCP tools over streamable HTTP (token required; caller resolved as for /v1;
 //	                                    Config.MCP bounds the sessions: 16 per principal, 256 in all, least recently used closed first)
+//
+// # Metrics
+//
+// GET /metrics serves a registry of the node's own (node/metrics) through
+// client_golang's handler: the Prometheus text format unless the scraper
+// asks for another (protobuf, gzip). Durations are in seconds, sizes in
+// bytes; counters end in _total. Histograms (each with _bucket, _sum and
+// _count series):
+//
+//	mnemo_http_request_duration_seconds{route,code}    every request to this handler, /metrics and /mcp included; route is the
+//	                                                    ServeMux pattern that matched ("POST /v1/memories", "/mcp"; "/" for
+//	                                                    any path no route claims; "unmatched" for the mux's redirects)
+//	mnemo_mcp_tool_call_duration_seconds{tool,outcome} tools/call on /mcp; tool "unknown" for a name the server does not offer;
+//	                                                    outcome "error" for a tool error, bad arguments or no such tool
+//	mnemo_memory_operation_duration_seconds{op,outcome} op "save" (until durable) or "search", from HTTP, MCP or any other caller
+//	mnemo_replication_lag_seconds{path}                 per peer delta applied: now − its newest write's timestamp (the author's
+//	                                                    clock, so skew included; never below 0); path "live" or "sync"
+//	mnemo_sync_duration_seconds                         per namespace of a digest sync this node asked for: request → the answer's last message
+//	mnemo_sync_received_bytes                           the namespace state that answer carried (delta payloads, before compression)
+//
+// Counters and gauges (read at each scrape unless said otherwise):
+//
+//	mnemo_memories, mnemo_memories_deleted                 gauges: memories the owner can read, live and soft-deleted
+//	mnemo_mcp_sessions, mnemo_mcp_sessions_evicted_total   live MCP sessions; sessions closed to make room
+//	mnemo_replication_frames_total{direction,kind}         recorded as they move: frames to a peer's sender ("sent") or
+//	mnemo_replication_frame_bytes_total{direction,kind}    decoded from a peer ("received"), and their bytes on the wire;
+//	                                                       kind deltas, ack, sync-request, sync-reply, bindings
+//	mnemo_replication_applied_total, _rejected_total, _dropped_frames_total, _local_overflows_total,
+//	mnemo_replication_binding_conflicts_total              the counters of GET /v1/status
+//	mnemo_peer_queue_depth{peer}, mnemo_peer_queue_bytes{peer}, mnemo_peer_in_flight_batches{peer}   gauges
+//	mnemo_peer_deltas_sent_total, _deltas_received_total, _rejected_total, _state_errors_total, _fallbacks_total,
+//	_retransmits_total, _syncs_requested_total, _sent_bytes_total (each mnemo_peer_…{peer})  the per-peer counters of
+//	                                                       GET /v1/status (queue_depth, deltas_sent, …, syncs_sent, bytes_sent)
+//
+// The replication figures appear only on a node that replicates, the
+// per-peer ones only for peers it addresses. Besides these, the Go
+// runtime's (go_goroutines, go_memstats_heap_inuse_bytes,
+// go_gc_duration_seconds, …) and the process's (process_resident_memory_bytes,
+// process_cpu_seconds_total, …) standard collectors. Labels take values
+// from fixed sets only, so a client cannot add series (node/metrics doc.go).
+// The names of the hand-written exposition this replaced are kept;
+// mnemo_peer_in_flight_batches, _syncs_requested_total and _sent_bytes_total
+// are new.
 //
 // Filters (query parameters): namespace, type, tags (comma separated, all
 // of), project, scope, subject_type, subject_id, session_id, channel, since,

@@ -21,6 +21,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory/projview"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 	"github.com/mnemohq/mnemo/node/memory/transfer"
+	"github.com/mnemohq/mnemo/node/metrics"
 )
 
 // Default body limits.
@@ -58,8 +59,11 @@ type Config struct {
 	NodeID string
 	// MCP bounds the sessions of /mcp; zero values are mcptools'
 	// defaults (256 sessions, 16 per principal, closed after 30 idle
-	// minutes). Its Logger defaults to Logger.
+	// minutes). Its Logger defaults to Logger, its OnToolCall to Metrics.
 	MCP mcptools.HTTPOptions
+	// Metrics records every request's duration and serves GET /metrics
+	// (metrics.go). Default: a registry of the handler's own.
+	Metrics *metrics.Metrics
 }
 
 func (c *Config) validate() error {
@@ -107,6 +111,9 @@ type api struct {
 	nodeID  string
 
 	mcpSessions *mcptools.HTTPHandler
+
+	meter       *metrics.Metrics
+	figureDescs *figureDescs
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -135,6 +142,9 @@ func New(cfg Config) (http.Handler, error) {
 
 		cluster: cfg.Cluster,
 		nodeID:  cfg.NodeID,
+
+		meter:       meterOrNew(cfg.Metrics),
+		figureDescs: newFigureDescs(),
 	}
 	routes := []struct {
 		method, path string
@@ -178,6 +188,9 @@ func New(cfg Config) (http.Handler, error) {
 	if mcpOpts.Logger == nil {
 		mcpOpts.Logger = a.log
 	}
+	if mcpOpts.OnToolCall == nil {
+		mcpOpts.OnToolCall = a.meter.ToolCall
+	}
 	sessions, err := mcptools.NewHTTPHandler(func(r *http.Request) (mcptools.Backend, string) {
 		c, err := a.callerFor(r)
 		if err != nil {
@@ -211,7 +224,7 @@ func New(cfg Config) (http.Handler, error) {
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
-	a.mux.ServeHTTP(w, r)
+	a.serveTimed(w, r) // metrics.go
 }
 
 func isV1(path string) bool { return path == "/v1" || strings.HasPrefix(path, "/v1/") }
