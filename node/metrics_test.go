@@ -287,6 +287,16 @@ func TestMetricsScrape(t *testing.T) {
 	if v, _ := value(b, "mnemo_replication_frame_bytes_total", "direction", "received", "kind", "sync-reply"); v <= 0 {
 		t.Errorf("bob received %v bytes of sync answers", v)
 	}
+
+	// Between them the two scrapes hold every family the node exports:
+	// the dashboard may query only those.
+	all := map[string]*dto.MetricFamily{}
+	for _, fams := range []map[string]*dto.MetricFamily{a, b} {
+		for name, f := range fams {
+			all[name] = f
+		}
+	}
+	checkDashboard(t, all)
 }
 
 type bearerAuth struct{ token string }

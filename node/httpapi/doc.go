@@ -95,7 +95,7 @@
 // from fixed sets only, so a client cannot add series (node/metrics doc.go).
 // The names of the hand-written exposition this replaced are kept;
 // mnemo_peer_in_flight_batches, _syncs_requested_total and _sent_bytes_total
-// are new.
+// are new. node/metrics/grafana/mnemo.json is a Grafana dashboard of them.
 //
 // Filters (query parameters): namespace, type, tags (comma separated, all
 // of), project, scope, subject_type, subject_id, session_id, channel, since,

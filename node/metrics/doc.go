@@ -38,5 +38,7 @@
 //     per save or search and per applied delta.
 //
 // The metric names, labels and units are listed in node/httpapi's doc.go,
-// beside the route that serves them.
+// beside the route that serves them. grafana/mnemo.json is a dashboard of
+// them; a test in package node checks that every metric its queries name
+// is one a node exports.
 package metrics
