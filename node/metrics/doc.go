@@ -35,7 +35,19 @@
 //     ahead) counts as 0. Live deltas and sync answers are kept apart by
 //     the path label: a sync answer may carry writes made hours before.
 //   - Recording costs one labelled histogram observation per request,
-//     per save or search and per applied delta.
+//     per save or search and per applied delta: ~0.3 µs each
+//     (BenchmarkHTTPRequest, median of 5 runs 140–580 ns on a loaded
+//     2-core machine), against ~0.5 ms for a save and a search over
+//     loopback. Measured side by side, the build before this package
+//     (a415588) and after it, BenchmarkSaveSearchHTTP in node/httpapi at
+//     2,000 operations: instructions per operation under callgrind (the
+//     difference of 900- and 300-operation runs, /600) 1.699 M before,
+//     1.691 M after (×0.995: below the run-to-run spread); process CPU
+//     time, median of 8 interleaved runs, 1.035 s before, 1.02 s after
+//     (×0.99). The wall-clock figures of those runs (median 661 µs before,
+//     922 µs after, each run anywhere from 470 to 1,870 µs at a load
+//     average of 25) measure the machine, not the change. Once per
+//     process, setting up the collectors costs ~30 M instructions.
 //
 // The metric names, labels and units are listed in node/httpapi's doc.go,
 // beside the route that serves them. grafana/mnemo.json is a dashboard of
