@@ -206,6 +206,10 @@ func (n *Node) Addr() string { return n.url }
 // Service is the node's memory Service, for in-process use (MCP).
 func (n *Node) Service() *memory.Service { return n.svc }
 
+// Metrics is the node's registry, served by GET /metrics, for what else
+// in the process records into it (the stdio MCP server's tool calls).
+func (n *Node) Metrics() *metrics.Metrics { return n.meter }
+
 // Token is the owner's bearer token.
 func (n *Node) Token() string { return n.token }
 

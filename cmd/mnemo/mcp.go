@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,6 +21,7 @@ import (
 	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/metrics"
 )
 
 const mcpUsage = `Usage: mnemo mcp [--data DIR] [--agent NAME] [--node URL] [--http ADDR]
@@ -93,7 +95,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 
 	// The SDK narrates every session at Info; only its warnings matter here.
 	sdkLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("cmd", "mcp", "component", "mcp-sdk")
-	srv := mcptools.NewServer(l, mcptools.Options{Version: version, Logger: sdkLog})
+	srv := mcptools.NewServer(l, mcptools.Options{Version: version, Logger: sdkLog, OnToolCall: l.toolCall})
 	in, ok := stdin.(io.ReadCloser)
 	if !ok {
 		in = io.NopCloser(stdin)
@@ -119,6 +121,10 @@ type link struct {
 	nodeURL string // --node: only ever talk to this URL
 	agent   string
 	log     *slog.Logger
+
+	// served is the metrics of the node this process runs, once it does:
+	// the stdio tool calls count there, as /mcp's do.
+	served atomic.Pointer[metrics.Metrics]
 
 	mu      sync.Mutex
 	b       mcptools.Backend
@@ -185,9 +191,19 @@ func (l *link) dial(ctx context.Context) (mcptools.Backend, error) {
 func (l *link) serve(n *node.Node) mcptools.Backend {
 	sctx, stop := context.WithCancel(context.Background())
 	l.n, l.stop, l.stopped = n, stop, make(chan error, 1)
+	l.served.Store(n.Metrics())
 	go func() { l.stopped <- n.Serve(sctx) }()
 	l.log.Info("running the node in this process", "http", n.Addr(), "agent", n.Service().Owner().String(), "data", n.Dir())
 	return mcpservice.New(n.Service(), memapi.Caller{Principal: n.Service().Owner()})
+}
+
+// toolCall counts a tool call in the metrics of the node this process
+// runs (mcptools.Options.OnToolCall). Through a node attached to, the
+// calls are that node's HTTP requests, counted there by route.
+func (l *link) toolCall(tool string, took time.Duration, failed bool) {
+	if m := l.served.Load(); m != nil {
+		m.ToolCall(tool, took, failed)
+	}
 }
 
 // attach checks that the node at url answers an authenticated call.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -273,6 +275,27 @@ func TestMCPTwoProcessesShareDir(t *testing.T) {
 	wantText(t, a.call(t, "mem_search", map[string]any{"query": "numbats"}, false), idB)
 	wantText(t, b.call(t, "mem_get_observation", map[string]any{"id": "01NOSUCHID"}, true), "not found")
 
+	// A runs the node: its stdio tool calls count in the node's metrics as
+	// /mcp's do; B's reach the node as HTTP requests, counted by route.
+	tok, err := node.ReadToken(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := scrapeText(t, info.HTTP, tok)
+	for _, series := range []string{
+		`mnemo_mcp_tool_call_duration_seconds_count{outcome="ok",tool="mem_save"}`,
+		`mnemo_mcp_tool_call_duration_seconds_count{outcome="ok",tool="mem_search"}`,
+		`mnemo_http_request_duration_seconds_count{code="200",route="GET /v1/search"}`,
+		`mnemo_http_request_duration_seconds_count{code="201",route="POST /v1/memories"}`,
+	} {
+		if !strings.Contains(metrics, "\n"+series+" 1\n") {
+			t.Errorf("A's node does not count one %s:\n%s", series, metrics)
+		}
+	}
+	if strings.Contains(metrics, `tool="mem_get_observation"`) {
+		t.Error("B's call, made over HTTP, counted as a tool call of A's")
+	}
+
 	a.close(t)
 	// B's next call finds the node gone and takes the directory over.
 	res := b.call(t, "mem_search", map[string]any{"query": "wombats numbats"}, false)
@@ -285,6 +308,23 @@ func TestMCPTwoProcessesShareDir(t *testing.T) {
 		t.Errorf("after takeover node.json pid %d, want %d", info.PID, b.cmd.Process.Pid)
 	}
 	b.close(t)
+}
+
+// scrapeText is GET /metrics of the node at url, in the text format.
+func scrapeText(t *testing.T, url, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, b)
+	}
+	return string(b)
 }
 
 func TestMCPUsage(t *testing.T) {

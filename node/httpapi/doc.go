@@ -65,8 +65,9 @@
 //	mnemo_http_request_duration_seconds{route,code}    every request to this handler, /metrics and /mcp included; route is the
 //	                                                    ServeMux pattern that matched ("POST /v1/memories", "/mcp"; "/" for
 //	                                                    any path no route claims; "unmatched" for the mux's redirects)
-//	mnemo_mcp_tool_call_duration_seconds{tool,outcome} tools/call on /mcp; tool "unknown" for a name the server does not offer;
-//	                                                    outcome "error" for a tool error, bad arguments or no such tool
+//	mnemo_mcp_tool_call_duration_seconds{tool,outcome} tools/call on /mcp, and on stdio when `mnemo mcp` runs the node itself;
+//	                                                    tool "unknown" for a name the server does not offer; outcome
+//	                                                    "error" for a tool error, bad arguments or no such tool
 //	mnemo_memory_operation_duration_seconds{op,outcome} op "save" (until durable) or "search", from HTTP, MCP or any other caller
 //	mnemo_replication_lag_seconds{path}                 per peer delta applied: now − its newest write's timestamp (the author's
 //	                                                    clock, so skew included; never below 0); path "live" or "sync"
