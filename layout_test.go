@@ -17,6 +17,7 @@ const (
 	quicGo     = "github.com/quic-go/quic-go"
 	memberlist = "github.com/hashicorp/memberlist"
 	msgpack    = "github.com/vmihailenco/" // msgpack/v5 and the tagparser it brings
+	prometheus = "github.com/prometheus"
 )
 
 // notPure is what no pure package links, directly or transitively: the
@@ -81,6 +82,12 @@ var layout = []layoutRule{
 	// module and no network; the replica engine and the node drive it.
 	{name: "sync/epidemic imports only the standard library",
 		from: []string{"sync/epidemic"}, only: []string{}, external: []string{}, forbid: notPure},
+	// Metrics (issue 16): the core, the loop and the tools report through
+	// hooks of their own; only the node, its HTTP API and node/metrics
+	// link client_golang, and the simulator never does.
+	{name: "the memory core, the cluster loop, the MCP tools and the simulator link no Prometheus client",
+		from:   []string{"node/memory", "node/cluster", "node/mcptools", "sim", "sync"},
+		forbid: []string{prometheus, mod("node/metrics")}},
 }
 
 // TestDependencyDirection checks every rule of the layout against the
@@ -112,16 +119,17 @@ func TestDependencyDirection(t *testing.T) {
 func TestDependencyRulesCanFail(t *testing.T) {
 	clean := []string{"fmt", "net/url", "crypto/internal/entropy/v1.0.0"}
 	bad := map[string][]string{
-		layout[0].name: {mod("acl"), mod("namespace"), "github.com/klauspost/compress/zstd", "net", badger + "/v4"},
-		layout[1].name: {mod("crdt"), msgpack + "msgpack/v5", "net/http"},
-		layout[2].name: {mod("projection"), mod("node/schema"), "net", quicGo + "/http3"},
-		layout[3].name: {mod("acl"), mod("sync/wire"), memberlist, "net"},
-		layout[4].name: {mod("node/memory"), mod("node"), mod("sim")},
-		layout[5].name: {mod("sync/quicnet"), mod("sync/gossip"), badger + "/v4"},
-		layout[6].name: {badger + "/v4", "net", "net/http", mod("node/memory"), mod("node/store")},
-		layout[7].name: {badger + "/v4", quicGo, memberlist, mod("node/store")},
-		layout[8].name: {badger + "/v4", badger + "/v4/options", mod("node/store/badgerkv")},
-		layout[9].name: {mod("sync/replica"), mod("crdt"), "net", msgpack + "msgpack/v5"},
+		layout[0].name:  {mod("acl"), mod("namespace"), "github.com/klauspost/compress/zstd", "net", badger + "/v4"},
+		layout[1].name:  {mod("crdt"), msgpack + "msgpack/v5", "net/http"},
+		layout[2].name:  {mod("projection"), mod("node/schema"), "net", quicGo + "/http3"},
+		layout[3].name:  {mod("acl"), mod("sync/wire"), memberlist, "net"},
+		layout[4].name:  {mod("node/memory"), mod("node"), mod("sim")},
+		layout[5].name:  {mod("sync/quicnet"), mod("sync/gossip"), badger + "/v4"},
+		layout[6].name:  {badger + "/v4", "net", "net/http", mod("node/memory"), mod("node/store")},
+		layout[7].name:  {badger + "/v4", quicGo, memberlist, mod("node/store")},
+		layout[8].name:  {badger + "/v4", badger + "/v4/options", mod("node/store/badgerkv")},
+		layout[9].name:  {mod("sync/replica"), mod("crdt"), "net", msgpack + "msgpack/v5"},
+		layout[10].name: {prometheus + "/client_golang/prometheus", mod("node/metrics")},
 	}
 	if len(bad) != len(layout) {
 		t.Fatalf("%d rules, %d with violations to catch", len(layout), len(bad))
