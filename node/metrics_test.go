@@ -200,7 +200,8 @@ func TestMetricsScrape(t *testing.T) {
 		t.Fatalf("search: %d %s", code, b)
 	}
 
-	// MCP tool calls: one that exists, one that does not
+	// MCP tool calls: one that works, one that answers a tool error, one
+	// naming no tool
 	ctx := context.Background()
 	cl := mcp.NewClient(&mcp.Implementation{Name: "metrics-test", Version: "1"}, nil)
 	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: alice.Addr() + "/mcp",
@@ -211,6 +212,9 @@ func TestMetricsScrape(t *testing.T) {
 	defer cs.Close()
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mem_search", Arguments: map[string]any{"query": "buckets"}}); err != nil || res.IsError {
 		t.Fatalf("mem_search: %v %+v", err, res)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mem_get_observation", Arguments: map[string]any{"id": "01NOSUCHID"}}); err != nil || !res.IsError {
+		t.Fatalf("mem_get_observation of no memory: %v %+v", err, res)
 	}
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool_42", Arguments: map[string]any{}}); err == nil {
 		t.Fatal("an unknown tool answered")
@@ -234,6 +238,7 @@ func TestMetricsScrape(t *testing.T) {
 		{"saves", sampleCount(t, a, "mnemo_memory_operation_duration_seconds", "op", "save", "outcome", "ok")},
 		{"searches (HTTP and MCP)", sampleCount(t, a, "mnemo_memory_operation_duration_seconds", "op", "search", "outcome", "ok") / 2},
 		{"mem_search", sampleCount(t, a, "mnemo_mcp_tool_call_duration_seconds", "tool", "mem_search", "outcome", "ok")},
+		{"a tool error", sampleCount(t, a, "mnemo_mcp_tool_call_duration_seconds", "tool", "mem_get_observation", "outcome", "error")},
 		{"an unknown tool", sampleCount(t, a, "mnemo_mcp_tool_call_duration_seconds", "tool", "unknown", "outcome", "error")},
 	} {
 		if c.n == 0 {
@@ -252,8 +257,8 @@ func TestMetricsScrape(t *testing.T) {
 	if len(routes) > 12 {
 		t.Errorf("%d route labels after a dozen kinds of request: %v", len(routes), routes)
 	}
-	if tools := labelValues(a, "mnemo_mcp_tool_call_duration_seconds", "tool"); tools["no_such_tool_42"] || len(tools) != 2 {
-		t.Errorf("tool labels %v, want mem_search and unknown", tools)
+	if tools := labelValues(a, "mnemo_mcp_tool_call_duration_seconds", "tool"); tools["no_such_tool_42"] || len(tools) != 3 {
+		t.Errorf("tool labels %v, want mem_search, mem_get_observation and unknown", tools)
 	}
 	bobID := string(bob.NodeID())
 	if v, ok := value(a, "mnemo_peer_deltas_sent_total", "peer", bobID); !ok || v < 1 {
