@@ -105,6 +105,7 @@ type Service struct {
 
 	listenMu  sync.RWMutex
 	listeners []func(ns string, delta *crdt.Map)
+	watchers  []func(namespaces []string)
 
 	feat    features  // kinds.go: what the features registered
 	opening loadState // kinds.go: memories held back during Open's scan
@@ -260,6 +261,35 @@ func (s *Service) OnLocalDelta(fn func(ns string, delta *crdt.Map)) {
 	s.listenMu.Unlock()
 }
 
+// OnChanged registers fn to be told, after every local write and every
+// peer's delta applied, the namespaces whose state changed (sorted, no
+// duplicates). fn runs on the writer's goroutine: it must not block and
+// must not call back into the Service. The web console uses it to push
+// live updates.
+func (s *Service) OnChanged(fn func(namespaces []string)) {
+	s.listenMu.Lock()
+	s.watchers = append(s.watchers, fn)
+	s.listenMu.Unlock()
+}
+
+func (s *Service) tellWatchers(changes []store.Change) {
+	s.listenMu.RLock()
+	ws := s.watchers
+	s.listenMu.RUnlock()
+	if len(ws) == 0 || len(changes) == 0 {
+		return
+	}
+	var nss []string
+	for _, c := range changes {
+		nss = append(nss, c.Namespace)
+	}
+	slices.Sort(nss)
+	nss = slices.Compact(nss)
+	for _, w := range ws {
+		w(nss)
+	}
+}
+
 func (s *Service) now() (time.Time, crdt.Timestamp) {
 	w := s.cfg.Now()
 	s.clkMu.Lock()
@@ -294,6 +324,7 @@ func (s *Service) ApplyRemote(ns string, delta *crdt.Map) error {
 	}
 	s.reindex(changes)
 	s.afterSent(changes)
+	s.tellWatchers(changes)
 	return nil
 }
 
@@ -324,6 +355,7 @@ func (s *Service) write(fn func(tx *store.Tx) error) error {
 		}
 	}
 	s.afterSent(changes) // after the change itself is sent
+	s.tellWatchers(changes)
 	return nil
 }
 

@@ -1,0 +1,46 @@
+// Package console is the node's web console, served at /ui/ beside the
+// HTTP API: people sign in with the owner token or a principal-bound token
+// and see, in a browser, what that principal's agents remember and share —
+// memories with their provenance, lineage and edits; pending edits, the
+// audit log and capsules; namespaces with their grants; projections; the
+// cluster's members, per-peer counters and namespace digests — and do what
+// that principal may do.
+//
+// Decisions:
+//
+//   - Same authorizer. Every page and action calls the memory service (and
+//     its surgery, capsule and projection-view features) with the session's
+//     principal as the Caller, exactly as the API's handlers do, so the
+//     console can never show or do more than the API would. Permission
+//     checks in this package only decide which forms to offer; the service
+//     decides what happens. The replication status and digests are
+//     owner-only, as GET /v1/status is.
+//   - Server-rendered html/template pages and one small vanilla script
+//     (confirmations and live updates), embedded with embed: the console
+//     works offline, fetches nothing at run time, and needs no build step.
+//     No third-party front-end code is vendored.
+//   - Sign-in is a form POST; the token is checked (constant time for the
+//     owner token) and forgotten. The session id lives in a cookie that is
+//     HttpOnly, SameSite=Strict and scoped to /ui/; no token or session id
+//     ever appears in a URL. Sessions are bounded in number (the least
+//     recently used is signed out) and expire when idle and at a fixed
+//     lifetime; the clock is Config.Now.
+//   - Every state-changing request passes net/http's CrossOriginProtection
+//     (Sec-Fetch-Site, or Origin against Host) and must carry the session's
+//     CSRF token in its form. Sign-in passes the origin check too.
+//   - Every answer carries a strict Content-Security-Policy (scripts and
+//     styles from this origin only, no inline code, no framing) and the
+//     same DNS rebinding guard as the MCP endpoint: a request arriving on a
+//     loopback address must name a loopback host.
+//   - Live updates: memory.Service.OnChanged tells the console which
+//     namespaces a local write or a peer's delta changed; each open event
+//     stream (at most 4 per session) holds a bounded set of changed
+//     namespaces and sends only those its principal may read. A page with
+//     no unsent input reloads; otherwise it shows a banner.
+//   - Delete is the API's soft delete (the memory is kept, marked
+//     deleted); retraction, which is final, goes through a proposed edit.
+//   - Digest agreement is shown per node: the page lists this node's
+//     namespace digests, equal on two nodes exactly when they hold the same
+//     state; comparing across nodes means opening the page on each (a node
+//     does not know its peers' HTTP addresses).
+package console
