@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/mnemohq/mnemo/node/cluster"
+	"github.com/mnemohq/mnemo/node/console"
 	"github.com/mnemohq/mnemo/node/httpapi"
 	"github.com/mnemohq/mnemo/node/mcptools"
 	"github.com/mnemohq/mnemo/node/memory"
@@ -140,6 +141,17 @@ func (n *Node) start() error {
 	if err != nil {
 		return err
 	}
+	var consoleCluster console.Cluster
+	if n.cl != nil {
+		consoleCluster = n.cl
+	}
+	ui, err := console.New(console.Config{
+		Service: n.svc, OwnerToken: tok, Tokens: issuer{n.access}, Cluster: consoleCluster,
+		NodeID: string(n.NodeID()), Logger: n.log,
+	})
+	if err != nil {
+		return err
+	}
 	n.ln, err = n.listen()
 	if err != nil {
 		return err
@@ -152,7 +164,7 @@ func (n *Node) start() error {
 	n.baseCtx, n.cancel = context.WithCancel(context.Background())
 	go n.housekeep(n.baseCtx)
 	n.srv = &http.Server{
-		Handler:           h,
+		Handler:           withConsole(h, ui),
 		ReadHeaderTimeout: 10e9,
 		IdleTimeout:       120e9,
 		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
@@ -164,6 +176,17 @@ func (n *Node) start() error {
 		return fmt.Errorf("node: write %s: %w", InfoFile, err)
 	}
 	return nil
+}
+
+// withConsole serves the web console at /ui/ beside the API: the console
+// has its own sign-in (a session cookie, not a bearer token), so it is not
+// one of the API's routes.
+func withConsole(api, ui http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", ui)
+	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
+	mux.Handle("/", api)
+	return mux
 }
 
 func (n *Node) listen() (net.Listener, error) {
