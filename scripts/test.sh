@@ -20,6 +20,7 @@ echo "== simulator sweep (500 seeds of real nodes, mixed faults, 4-10 nodes; wit
 go test -count=1 -run TestSweep ./sim/ -sweep=500 -record=testdata/sweeps.log -v | grep -E '^(---|ok|FAIL|\s+sim_test)' 
 
 bash scripts/test-mcp-ts.sh
+bash scripts/test-ui-e2e.sh
 echo "== fuzz"
 FUZZTIME=${FUZZTIME:-8s} bash scripts/fuzz.sh
 echo "all checks passed"
