@@ -88,6 +88,12 @@ var layout = []layoutRule{
 	{name: "the memory core, the cluster loop, the MCP tools and the simulator link no Prometheus client",
 		from:   []string{"node/memory", "node/cluster", "node/mcptools", "sim", "sync"},
 		forbid: []string{prometheus, mod("node/metrics")}},
+	// The web console (issue 16) is an edge beside the HTTP API and the MCP
+	// tools: it calls the memory core, never another edge, and links no
+	// storage of its own.
+	{name: "the web console depends on the core, not on the other edges",
+		from:   []string{"node/console"},
+		forbid: []string{mod("node/httpapi"), mod("node/mcptools"), mod("node/mcpservice"), mod("node/client"), badger}},
 }
 
 // TestDependencyDirection checks every rule of the layout against the
@@ -130,6 +136,7 @@ func TestDependencyRulesCanFail(t *testing.T) {
 		layout[8].name:  {badger + "/v4", badger + "/v4/options", mod("node/store/badgerkv")},
 		layout[9].name:  {mod("sync/replica"), mod("crdt"), "net", msgpack + "msgpack/v5"},
 		layout[10].name: {prometheus + "/client_golang/prometheus", mod("node/metrics")},
+		layout[11].name: {mod("node/httpapi"), mod("node/mcptools"), badger + "/v4"},
 	}
 	if len(bad) != len(layout) {
 		t.Fatalf("%d rules, %d with violations to catch", len(layout), len(bad))
