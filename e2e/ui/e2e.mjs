@@ -110,6 +110,9 @@ async function main() {
     namespace: "team://eng", type: "decision", title: "Postgres for the orders service", content: "We use Postgres 16 for orders.",
     tags: ["db", "orders"],
   });
+  await api(a, "POST", "/v1/projections", a.token, {
+    source: "agent://alice", target: "agent://carol", filter: { tags: ["team"] }, level: "L2", live: true,
+  });
   const bobToken = (await api(a, "POST", "/v1/tokens", a.token, { principal: "agent://bob" })).token;
   await api(a, "POST", "/v1/memories", bobToken, { type: "observation", title: "Bob's scratch note", content: "Remember to rotate the CI cache." });
   check("seeded through the API", secret.id && team.id && bobToken);
@@ -221,6 +224,7 @@ async function main() {
     check("a save on the other node shows live", true);
 
     await page.click("nav >> text=Projections");
+    check("the projection to carol is listed", (await page.textContent("#projections")).includes("agent://carol"));
     await shot("projections");
 
     // Sign in as bob (a principal-bound token): alice's private memory is

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -16,6 +17,13 @@ var pageNames = []string{"signin", "error", "memories", "memory", "governance", 
 var funcs = template.FuncMap{
 	"join": strings.Join,
 	"list": func(s ...string) []string { return s },
+	"json": func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err.Error()
+		}
+		return string(b)
+	},
 	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
