@@ -35,7 +35,7 @@ func (m tokenMap) Lookup(tok string) (namespace.Address, bool) {
 }
 
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	svc *memory.Service
 	clk *memorytest.Clock
 	c   *Console
@@ -44,7 +44,7 @@ type fixture struct {
 
 // newFixture serves a console over real loopback for a service owned by
 // alice, on which bob and carol are local principals with tokens.
-func newFixture(t *testing.T, mutate func(*Config)) *fixture {
+func newFixture(t testing.TB, mutate func(*Config)) *fixture {
 	t.Helper()
 	surg, err := surgery.New(surgery.Approvals{"*": {memapi.OpAmend}})
 	if err != nil {
@@ -142,7 +142,7 @@ func (b *browser) signIn(token string) {
 	}
 }
 
-func save(t *testing.T, svc *memory.Service, who string, req memapi.SaveRequest) memapi.Memory {
+func save(t testing.TB, svc *memory.Service, who string, req memapi.SaveRequest) memapi.Memory {
 	t.Helper()
 	res, err := svc.Save(context.Background(), memorytest.Agent(who), req)
 	if err != nil {
