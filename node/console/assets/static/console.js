@@ -20,13 +20,23 @@ function editing() {
   return false;
 }
 
+// Reloads are spaced at least minGap apart (the time of the last one is
+// kept in sessionStorage across the reload), so a node written to many
+// times a second does not keep the page reloading.
+const minGap = 3000;
 let reloadTimer = null;
 function changed() {
   if (editing()) {
     document.getElementById("changed").hidden = false;
     return;
   }
-  if (reloadTimer === null) reloadTimer = window.setTimeout(() => window.location.reload(), 300);
+  if (reloadTimer !== null) return;
+  const last = Number(window.sessionStorage.getItem("mnemo-reloaded") || 0);
+  const wait = Math.min(minGap, Math.max(300, last + minGap - Date.now()));
+  reloadTimer = window.setTimeout(() => {
+    window.sessionStorage.setItem("mnemo-reloaded", String(Date.now()));
+    window.location.reload();
+  }, wait);
 }
 
 if (document.body.dataset.live === "on" && window.EventSource) {
