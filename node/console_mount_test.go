@@ -1,12 +1,14 @@
 package node
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/console"
@@ -86,5 +88,44 @@ func TestNodeServesTheConsole(t *testing.T) {
 		if !strings.Contains(body.String(), `<b id="principal">`+want+`</b>`) {
 			t.Fatalf("signed in as %s, the page says:\n%s", want, body.String())
 		}
+	}
+}
+
+// An open console page holds an event stream, a request that never ends
+// by itself; shutting the node down ends it instead of waiting out
+// ShutdownTimeout (an hour here: the test would time out).
+func TestShutdownEndsConsoleEventStreams(t *testing.T) {
+	cfg, _ := testConfig(t, t.TempDir())
+	cfg.ShutdownTimeout = time.Hour
+	n := mustOpen(t, cfg)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- n.Serve(ctx) }()
+	if err := waitHealthy(t, n.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", n.Addr()+"/ui/signin", strings.NewReader(url.Values{"token": {n.Token()}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	req, _ = http.NewRequest("GET", n.Addr()+"/ui/events", nil)
+	for _, c := range resp.Cookies() {
+		req.AddCookie(c)
+	}
+	stream, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	if line, _ := bufio.NewReader(stream.Body).ReadString('\n'); !strings.HasPrefix(line, ":") {
+		t.Fatalf("event stream's first line %q", line)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
 	}
 }

@@ -170,6 +170,7 @@ func (n *Node) start() error {
 		BaseContext:       func(net.Listener) context.Context { return n.baseCtx },
 		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
 	}
+	n.srv.RegisterOnShutdown(ui.Close) // open event streams would hold Shutdown for ShutdownTimeout
 	info := Info{PID: os.Getpid(), HTTP: n.url, Agent: n.svc.Owner().String()}
 	if err := writeInfo(n.cfg.Dir, info); err != nil {
 		n.cancel()

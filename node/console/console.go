@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
@@ -121,6 +122,8 @@ type Console struct {
 	static    http.Handler
 	mux       *http.ServeMux
 	origin    *http.CrossOriginProtection
+	closing   chan struct{} // closed by Close: event streams end
+	closeOnce sync.Once
 }
 
 // New returns the console. It registers a change listener on the service
@@ -150,6 +153,7 @@ func New(cfg Config) (*Console, error) {
 		static:    http.StripPrefix("/ui/static/", http.FileServerFS(static)),
 		mux:       http.NewServeMux(),
 		origin:    http.NewCrossOriginProtection(),
+		closing:   make(chan struct{}),
 	}
 	c.svc.OnChanged(c.broker.changed)
 	c.routes()
@@ -201,7 +205,7 @@ func isLoopback(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// signIn resolves a token as the API does: the owner token acts as the
+// resolveToken resolves a token as the API does: the owner token acts as the
 // node's owner, a principal-bound token as its principal.
 func (c *Console) resolveToken(tok string) (p namespace.Address, owner bool, ok bool) {
 	got := sha256.Sum256([]byte(tok))
@@ -226,6 +230,12 @@ func (c *Console) sessionOf(r *http.Request) *session {
 }
 
 func (ss *session) caller() memapi.Caller { return memapi.Caller{Principal: ss.principal} }
+
+// Close ends every open event stream, so that a server shutting down
+// need not wait for them (http.Server.RegisterOnShutdown(c.Close)): an
+// event stream is a request that never finishes by itself. Pages keep
+// working; a stream opened after Close ends at once.
+func (c *Console) Close() { c.closeOnce.Do(func() { close(c.closing) }) }
 
 // Sessions is the number of signed-in sessions.
 func (c *Console) Sessions() int { return c.sessions.len() }

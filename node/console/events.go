@@ -136,6 +136,8 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, ss *session) er
 			return nil
 		case <-ss.done:
 			return nil
+		case <-c.closing:
+			return nil
 		case _, open := <-st.wake:
 			if !open {
 				return nil

@@ -1,7 +1,11 @@
 package console
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +74,33 @@ func TestEndedSessionsCloseTheirStreams(t *testing.T) {
 	}
 	if s.get(first.id, now) != nil {
 		t.Fatal("an evicted session is still found")
+	}
+}
+
+// Close ends open event streams (a server's shutdown would otherwise wait
+// for them), and a stream opened afterwards ends at once.
+func TestCloseEndsEventStreams(t *testing.T) {
+	f := newFixture(t, nil)
+	b := f.browser()
+	b.signIn(ownerToken)
+	stream := func() *http.Response {
+		req, _ := http.NewRequest("GET", f.srv.URL+"/ui/events", nil)
+		resp, err := b.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	open := bufio.NewReader(stream().Body)
+	if line, _ := open.ReadString('\n'); !strings.HasPrefix(line, ":") {
+		t.Fatalf("first line %q", line)
+	}
+	f.c.Close()
+	if rest, err := io.ReadAll(open); err != nil || strings.TrimSpace(string(rest)) != "" {
+		t.Fatalf("after Close: %q %v", rest, err)
+	}
+	if rest, err := io.ReadAll(stream().Body); err != nil || !strings.HasPrefix(string(rest), ": live updates") {
+		t.Fatalf("a stream opened after Close: %q %v", rest, err)
 	}
 }
