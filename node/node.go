@@ -147,7 +147,7 @@ func (n *Node) start() error {
 	}
 	ui, err := console.New(console.Config{
 		Service: n.svc, OwnerToken: tok, Tokens: issuer{n.access}, Cluster: consoleCluster,
-		NodeID: string(n.NodeID()), Logger: n.log,
+		NodeID: string(n.NodeID()), Principals: n.Principals, Logger: n.log,
 	})
 	if err != nil {
 		return err

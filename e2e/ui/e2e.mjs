@@ -229,7 +229,15 @@ async function main() {
 
     // Sign in as bob (a principal-bound token): alice's private memory is
     // nowhere, the team memory he may read is there.
-    await page.click(".who button");
+    // The owner token may view the console as bob, a principal this node hosts.
+    await page.selectOption("#view-as select", "agent://bob");
+    await page.click("#view-as button");
+    await page.waitForURL("**/ui/memories");
+    const asBob = await page.textContent("#results");
+    check("the owner viewing as bob sees bob's note and not alice's plan",
+      (await page.textContent("#principal")) === "agent://bob" && asBob.includes("Bob's scratch note") && !asBob.includes("Zebra"), asBob);
+
+    await page.click("#signout button");
     await page.waitForURL("**/ui/signin");
     await ctx.clearCookies();
     await page.fill("input[name=token]", bobToken);

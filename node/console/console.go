@@ -66,6 +66,10 @@ type Config struct {
 	Cluster Cluster
 	// NodeID names this node on the cluster page.
 	NodeID string
+	// Principals lists the node's local principals, which an owner-token
+	// session may view the console as (the API's X-Mnemo-Session). Called
+	// concurrently. Default: the owner agent only.
+	Principals func() []namespace.Address
 	// MaxSessions bounds the signed-in sessions; one more signs the least
 	// recently used out. Default 64.
 	MaxSessions int
@@ -101,6 +105,10 @@ func (c *Config) validate() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Principals == nil {
+		owner := c.Service.Owner()
+		c.Principals = func() []namespace.Address { return []namespace.Address{owner} }
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -15,6 +15,10 @@
 //     checks in this package only decide which forms to offer; the service
 //     decides what happens. The replication status and digests are
 //     owner-only, as GET /v1/status is.
+//   - An owner-token session may view the console as any local principal
+//     of the node (POST /ui/view-as), as the API's owner token may act as
+//     one through the X-Mnemo-Session header; it stays an owner session,
+//     so the owner-only status remains. A principal-token session cannot.
 //   - Server-rendered html/template pages and one small vanilla script
 //     (confirmations and live updates), embedded with embed: the console
 //     works offline, fetches nothing at run time, and needs no build step.

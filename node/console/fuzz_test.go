@@ -28,7 +28,7 @@ func FuzzPagesAndForms(f *testing.F) {
 		{"POST", "/ui/memories"}, {"POST", "/ui/memories/" + alice.ID + "/update"}, {"POST", "/ui/memories/" + alice.ID + "/edits"},
 		{"POST", "/ui/memories/" + alice.ID + "/delete"}, {"GET", "/ui/namespaces"}, {"POST", "/ui/revocations"},
 		{"POST", "/ui/grants"}, {"GET", "/ui/cluster"}, {"GET", "/ui/projections"}, {"POST", "/ui/edits/x/approve"},
-		{"POST", "/ui/capsules/x/revoke"}, {"POST", "/ui/signin"},
+		{"POST", "/ui/capsules/x/revoke"}, {"POST", "/ui/signin"}, {"POST", "/ui/view-as"},
 	}
 	f.Fuzz(func(t *testing.T, route uint8, query, body string) {
 		rt := routes[int(route)%len(routes)]

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
 	"github.com/mnemohq/mnemo/node/memory/memorytest"
@@ -124,4 +125,48 @@ func namespaceSection(body, ns string) string {
 	}
 	sec, _, _ := strings.Cut(rest, "</section>")
 	return sec
+}
+
+// An owner-token session may view the console as another local principal
+// (the API's X-Mnemo-Session) and then sees what that principal sees; a
+// principal-token session may not, nor may anyone view as a principal the
+// node does not host.
+func TestOwnerViewsAsALocalPrincipal(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.Principals = func() []namespace.Address {
+			return []namespace.Address{namespace.MustParse("agent://alice"), namespace.MustParse("agent://bob")}
+		}
+	})
+	save(t, f.svc, "alice", memapi.SaveRequest{Type: "decision", Title: "alice private plan", Content: "x"})
+	save(t, f.svc, "bob", memapi.SaveRequest{Type: "observation", Title: "bob private note", Content: "y"})
+	owner := f.browser()
+	owner.signIn(ownerToken)
+	if p := owner.get("/ui/memories"); !strings.Contains(p.body, `id="view-as"`) || !strings.Contains(p.body, "alice private plan") {
+		t.Fatal("the owner is not offered view-as, or does not see alice's memory")
+	}
+	if p := owner.post("/ui/view-as", url.Values{"principal": {"agent://mallory"}}); p.status != http.StatusBadRequest {
+		t.Fatalf("view as a principal the node does not host: want 400, got %d", p.status)
+	}
+	if p := owner.post("/ui/view-as", url.Values{"principal": {"agent://bob"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("view as bob: %d %s", p.status, p.body)
+	}
+	p := owner.get("/ui/memories")
+	if !strings.Contains(p.body, `<b id="principal">agent://bob</b>`) || !strings.Contains(p.body, "bob private note") || strings.Contains(p.body, "alice private plan") {
+		t.Fatalf("viewing as bob shows:\n%s", p.body)
+	}
+	if p := owner.get("/ui/cluster"); !strings.Contains(p.body, `id="peers"`) {
+		t.Fatal("viewing as bob, the owner session lost the owner-only status")
+	}
+
+	bob := f.browser()
+	bob.signIn("bob-token-0123456789")
+	if p := bob.get("/ui/memories"); strings.Contains(p.body, `id="view-as"`) {
+		t.Fatal("a principal session is offered view-as")
+	}
+	if p := bob.post("/ui/view-as", url.Values{"principal": {"agent://alice"}}); p.status != http.StatusForbidden {
+		t.Fatalf("bob views as alice: want 403, got %d", p.status)
+	}
+	if p := bob.get("/ui/memories"); strings.Contains(p.body, "alice private plan") {
+		t.Fatal("bob sees alice's memory after asking to view as her")
+	}
 }

@@ -74,6 +74,7 @@ type view struct {
 	Owner     bool
 	CSRF      string
 	NodeID    string
+	ViewAs    []string // an owner session's choice of principals
 	Data      any
 }
 
@@ -83,6 +84,11 @@ func (c *Console) render(w http.ResponseWriter, status int, page string, ss *ses
 	v := view{Title: title, Page: page, NodeID: c.cfg.NodeID, Data: data}
 	if ss != nil {
 		v.Signed, v.Principal, v.Owner, v.CSRF = true, ss.principal.String(), ss.owner, ss.csrf
+		if ss.owner {
+			for _, p := range c.cfg.Principals() {
+				v.ViewAs = append(v.ViewAs, p.String())
+			}
+		}
 	}
 	var buf bytes.Buffer
 	if err := c.pages[page].ExecuteTemplate(&buf, "layout", v); err != nil {

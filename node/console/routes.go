@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
 )
 
@@ -25,6 +28,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /ui/signin", c.signInPage)
 	m.HandleFunc("POST /ui/signin", c.signIn)
 	m.Handle("POST /ui/signout", c.action(c.signOut))
+	m.Handle("POST /ui/view-as", c.action(c.viewAs))
 	m.Handle("GET /ui/events", c.page(c.events))
 
 	m.Handle("GET /ui/memories", c.page(c.memoriesPage))
@@ -190,4 +194,24 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request, ss *session) e
 
 func notFeature(what string) error {
 	return &httpError{http.StatusNotImplemented, fmt.Sprintf("This node does not run the %s feature.", what)}
+}
+
+// viewAs is POST /ui/view-as {principal}: an owner-token session acts as
+// another local principal from then on, as the API's owner token does
+// with an X-Mnemo-Session header; it stays an owner session (the owner
+// token is the operator's credential whatever principal it acts as). A
+// principal-token session may not: its token acts only as its principal.
+func (c *Console) viewAs(w http.ResponseWriter, r *http.Request, ss *session) error {
+	if !ss.owner {
+		return fmt.Errorf("%w: only an owner-token session may view the console as another principal", acl.ErrDenied)
+	}
+	p, err := namespace.ParsePrincipal(strings.TrimSpace(r.PostForm.Get("principal")))
+	if err != nil {
+		return &httpError{http.StatusBadRequest, "principal: " + err.Error()}
+	}
+	if !slices.Contains(c.cfg.Principals(), p) {
+		return &httpError{http.StatusBadRequest, p.String() + " is not a principal of this node"}
+	}
+	c.sessions.setPrincipal(ss.id, p)
+	return seeOther(w, r, "/ui/memories", nil)
 }

@@ -60,8 +60,9 @@ func (s *sessionStore) create(p namespace.Address, owner bool, now time.Time) *s
 	return ss
 }
 
-// get returns the live session with id and marks it used; nil when there
-// is none or it expired.
+// get returns a copy of the live session with id and marks it used; nil
+// when there is none or it expired. A copy, so that a request reads one
+// principal throughout even if the session views as another meanwhile.
 func (s *sessionStore) get(id string, now time.Time) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -76,7 +77,8 @@ func (s *sessionStore) get(id string, now time.Time) *session {
 	}
 	ss.lastSeen = now
 	s.lru.MoveToFront(e)
-	return ss
+	cp := *ss
+	return &cp
 }
 
 // remove ends the session with id (sign-out).
@@ -123,4 +125,14 @@ func (s *sessionStore) removeLocked(e *list.Element) {
 	s.lru.Remove(e)
 	delete(s.byID, ss.id)
 	close(ss.done)
+}
+
+// setPrincipal changes the principal a session acts as (an owner session's
+// view-as). Requests already running keep the principal they started with.
+func (s *sessionStore) setPrincipal(id string, p namespace.Address) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.byID[id]; ok {
+		e.Value.(*session).principal = p
+	}
 }
