@@ -23,8 +23,12 @@ import (
 	"github.com/mnemohq/mnemo/node/memapi"
 )
 
-// runBench measures a real node: for now durable saves over its HTTP API.
+// runBench measures a real node: durable saves over its HTTP API, or
+// retrieval quality on LoCoMo conversations (bench_recall.go).
 func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "recall" {
+		return runBenchRecall(ctx, args[1:], stdout, stderr)
+	}
 	fs := newFlagSet("bench", "saves [flags]",
 		"saves: opens a node in a new temporary data directory (Badger, every commit\n"+
 			"synced, as \"mnemo node\" runs it), serves its HTTP API on a free loopback\n"+
@@ -43,7 +47,7 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return code
 	}
 	if len(pos) != 1 || pos[0] != "saves" {
-		return usageError(stderr, fs, "takes one argument, the workload: saves")
+		return usageError(stderr, fs, "takes one argument, the workload: saves (or recall, first: mnemo bench recall -h)")
 	}
 	var counts []int
 	for _, f := range strings.Split(*clients, ",") {

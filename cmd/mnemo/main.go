@@ -57,6 +57,7 @@ Cluster (talk to a running node):
 Other:
   sim        simulate a cluster under faults  mnemo sim --nodes 20 --ops 2000 --seed 7 --loss 0.1
   bench      durable saves on a real node     mnemo bench saves --clients 1,8,32 --duration 10s
+             recall on LoCoMo conversations   mnemo bench recall --locomo DIR
   soak       5 real nodes under writes, kill -9 and SIGSTOP, then checked
                                               mnemo soak --for 10m
   version    print the version
@@ -97,7 +98,7 @@ func commands() map[string]command {
 		"import":      {runImport, "read a mnemo or engram export"},
 		"version":     {runVersion, "print the version"},
 		"sim":         {runSim, "deterministic cluster simulator"},
-		"bench":       {runBench, "measure durable saves on a real node"},
+		"bench":       {runBench, "measure durable saves or LoCoMo recall on a real node"},
 		"soak":        {runSoak, "run a real cluster under writes and faults, then check it"},
 		"members":     {runMembers, "list cluster members"},
 		"cluster-key": {runClusterKey, "write or print a new cluster key"},
