@@ -17,9 +17,20 @@
 //
 // Tokenize lowercases and splits on anything that is not a Unicode letter
 // or digit. Tokens of one rune, tokens longer than 64 bytes and a short
-// English stopword list are dropped. There is no stemming: "decision" and
-// "decisions" are different terms, which keeps matches predictable and
-// language-neutral. Scripts written without spaces become one token per run.
+// English stopword list are dropped. Scripts written without spaces become
+// one token per run.
+//
+// Words of the letters a–z are reduced to their English stem (stem.go, the
+// Snowball English "Porter2" rules, written here from the published
+// algorithm rather than taken from a module: about 300 lines, no
+// dependency, and the tokenizer's fuzz test checks it against a naive
+// reference). Agents ask in other inflections than they wrote ("adopting"
+// for "adopted", "kids" for "kid"); on the LoCoMo dev split stemming raised
+// recall@10 from 0.618 to 0.658, and every one of the five conversations
+// gained (mnemo bench recall, README). Tokens with digits or letters
+// outside a–z keep their exact form, so identifiers and other languages
+// are not mangled. The price: Put tokenizes about 1.4× slower (stemming
+// each word); Search is unchanged within noise (the query has a few words).
 //
 // # Scoring
 //

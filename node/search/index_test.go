@@ -233,3 +233,19 @@ func TestPutMetadataOnly(t *testing.T) {
 		t.Fatal("a text change must re-index")
 	}
 }
+
+// TestInflectionsMatch: an agent asks in other inflections than the memory
+// was written in; the stem is what matches.
+func TestInflectionsMatch(t *testing.T) {
+	ix := New()
+	ix.Put(Doc{ID: "adopt", Title: "Caroline", Content: "We finally adopted two kids from the agency."})
+	ix.Put(Doc{ID: "other", Title: "Melanie", Content: "Painting sunsets by the lake again."})
+	for _, q := range []string{"adoption of a kid", "is she adopting?", "ADOPTS children"} {
+		if hits, _ := ix.Search(q, Filter{}, 10); !slices.Equal(ids(hits), []string{"adopt"}) {
+			t.Errorf("%q: got %v, want the adoption memory only", q, ids(hits))
+		}
+	}
+	if hits, _ := ix.Search("painted sunset", Filter{}, 10); !slices.Equal(ids(hits), []string{"other"}) {
+		t.Errorf("painted sunset: got %v", ids(hits))
+	}
+}

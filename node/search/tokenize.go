@@ -28,7 +28,9 @@ var stopwords = func() map[string]struct{} {
 
 // Tokenize splits s into index terms: lowercased maximal runs of Unicode
 // letters and digits, without tokens of a single rune, tokens longer than
-// 64 bytes and English stopwords. No stemming is applied.
+// 64 bytes and English stopwords; words of the letters a–z are replaced by
+// their English stem (stem.go), and dropped if that is a stopword or a
+// single letter.
 func Tokenize(s string) []string {
 	var out []string
 	var buf []byte
@@ -44,7 +46,10 @@ func tokenize(s string, buf []byte, emit func(tok []byte)) []byte {
 	flush := func() {
 		if runes > 1 && len(buf) <= maxTokenBytes {
 			if _, stop := stopwords[string(buf)]; !stop {
-				emit(buf)
+				buf = stem(buf)
+				if _, stop := stopwords[string(buf)]; !stop && len(buf) > 1 {
+					emit(buf)
+				}
 			}
 		}
 		buf = buf[:0]
