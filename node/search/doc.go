@@ -32,6 +32,13 @@
 // are not mangled. The price: Put tokenizes about 1.4× slower (stemming
 // each word); Search is unchanged within noise (the query has a few words).
 //
+// The stopword list is short on purpose. Adding the question words and
+// auxiliaries (when, where, why, how, would, could, should, had, being)
+// raised LoCoMo dev recall@10 from 0.658 to 0.668, every conversation
+// gaining; a long list (pronouns, prepositions, "also", "just", …, about
+// 150 words) reached 0.663 but lost on two of the five conversations, so
+// it was not kept.
+//
 // # Scoring
 //
 // Okapi BM25 over one virtual field, with field boosts applied to term

@@ -10,7 +10,9 @@ import (
 const maxTokenBytes = 64
 
 // stopwords are dropped at index and query time. The list is deliberately
-// short: words that appear in most English memories and carry no topic.
+// short: words that appear in most English memories and carry no topic,
+// and the question words and auxiliaries agents ask with ("when did",
+// "how would") — in a memory they are as empty as in the question.
 var stopwords = func() map[string]struct{} {
 	m := make(map[string]struct{})
 	for _, w := range []string{
@@ -20,6 +22,8 @@ var stopwords = func() map[string]struct{} {
 		"that", "the", "their", "then", "there", "these", "they", "this",
 		"to", "was", "we", "were", "will", "with", "you", "your", "than",
 		"been", "do", "does", "did", "am", "can", "which", "who", "what",
+		"when", "where", "why", "how", "whom", "whose",
+		"would", "could", "should", "had", "being",
 	} {
 		m[w] = struct{}{}
 	}
