@@ -44,10 +44,18 @@
 // Okapi BM25 over one virtual field, with field boosts applied to term
 // frequencies and lengths (a simplified BM25F), k1 = 1.2, b = 0.75:
 //
-//	tf(t,d)  = 2·tf_title + tf_content + 1.5·tf_tags
-//	dl(d)    = 2·len_title + len_content + 1.5·len_tags   (lengths in tokens)
+//	tf(t,d)  = 3·tf_title + tf_content + 1.5·tf_tags
+//	dl(d)    = 3·len_title + len_content + 1.5·len_tags   (lengths in tokens)
 //	idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
 //	score(d) = Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))
+//
+// The title weighs 3 (it was 2): titles hold who and when a memory is
+// about, and on the LoCoMo dev split, choosing on conversations 26, 30 and
+// 41 (mean recall@10 with title weight 0, 0.5, 1, 1.5, 2, 3, 4, 6: 0.617,
+// 0.638, 0.658, 0.672, 0.674, 0.682, 0.680, 0.679), the two held out
+// moved 42 0.653→0.652 and 43 0.682→0.693;
+// all 0.668→0.675. k1 (0.6–2.0) and b (0.3–1.0) were swept as well and
+// the textbook 1.2 and 0.75 are within ±0.005 of the best, so they stay.
 //
 // N, df and avgdl count every document in the index, soft-deleted and
 // hidden ones included, so a filter never changes a document's score.

@@ -14,8 +14,8 @@ const (
 	b  = 0.75
 
 	// Weighted term frequencies and lengths are kept in half units so the
-	// boosts 2, 1 and 1.5 stay integers: title 4, content 2, tags 3.
-	titleHalf   = 4
+	// boosts 3, 1 and 1.5 stay integers: title 6, content 2, tags 3.
+	titleHalf   = 6
 	contentHalf = 2
 	tagsHalf    = 3
 )

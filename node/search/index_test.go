@@ -40,8 +40,8 @@ func TestBM25HandComputed(t *testing.T) {
 	ix.Put(Doc{ID: "b", Title: "banana split", Content: "cherry cherry"})
 	ix.Put(Doc{ID: "c", Content: "durian", Tags: []string{"apple"}})
 
-	// Weighted lengths: title×2 + content + tags×1.5.
-	dlA, dlB, dlC := 2*2+3+1.5*1, 2*2+2.0, 1+1.5*1
+	// Weighted lengths: title×3 + content + tags×1.5.
+	dlA, dlB, dlC := 3*2+3+1.5*1, 3*2+2.0, 1+1.5*1
 	avgdl := (dlA + dlB + dlC) / 3
 	const k1, b = 1.2, 0.75
 	idf := func(df float64) float64 { return math.Log(1 + (3-df+0.5)/(df+0.5)) }
@@ -50,12 +50,12 @@ func TestBM25HandComputed(t *testing.T) {
 	}
 
 	hits, total := ix.Search("apple", Filter{}, 10)
-	// c's short length outweighs a's higher frequency.
-	if total != 2 || !slices.Equal(ids(hits), []string{"c", "a"}) {
+	// a's title occurrence (×3) just outweighs c's short length.
+	if total != 2 || !slices.Equal(ids(hits), []string{"a", "c"}) {
 		t.Fatalf("apple: %v total %d", hits, total)
 	}
 	for id, want := range map[string]float64{
-		"a": term(2, 2*1+1, dlA),
+		"a": term(2, 3*1+1, dlA),
 		"c": term(2, 1.5, dlC),
 	} {
 		if got := score(t, hits, id); math.Abs(got-want) > 1e-12 {
@@ -65,7 +65,7 @@ func TestBM25HandComputed(t *testing.T) {
 
 	// Two terms sum; "cherry": a tf 1, b tf 2; "banana": a content, b title.
 	hits, _ = ix.Search("cherry banana", Filter{}, 10)
-	wantB := term(2, 2, dlB) + term(2, 2, dlB)
+	wantB := term(2, 2, dlB) + term(2, 3, dlB)
 	wantA := term(2, 1, dlA) + term(2, 1, dlA)
 	if got := score(t, hits, "b"); math.Abs(got-wantB) > 1e-12 {
 		t.Errorf("b: %v want %v", got, wantB)

@@ -24,7 +24,7 @@ func refTF(d Doc) (map[string]float64, float64) {
 			dl += w
 		}
 	}
-	add(d.Title, 2)
+	add(d.Title, 3)
 	add(d.Content, 1)
 	for _, tag := range d.Tags {
 		add(tag, 1.5)
