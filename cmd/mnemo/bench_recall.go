@@ -37,6 +37,7 @@ func runBenchRecall(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := newFlagSet("bench recall", "--locomo DIR [flags]", recallAbout, stdout, stderr)
 	locomo := fs.String("locomo", "", "`DIR` of LoCoMo-format JSON files (required)")
 	dir := fs.String("data", "", "data `DIR` to use (default a new temporary directory, removed after)")
+	feedback := fs.Bool("feedback", false, "search with feedback=true (pseudo-relevance feedback)")
 	results := fs.String("results", "", "also write one JSON line per question (conversation, question, evidence, the dia_ids returned) to `FILE`")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
@@ -85,7 +86,11 @@ func runBenchRecall(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	fmt.Fprintf(stdout, "LoCoMo recall over GET /v1/search (%s), %d conversations from %s\n", n.Addr(), len(convs), *locomo)
+	how := ""
+	if *feedback {
+		how = " with feedback"
+	}
+	fmt.Fprintf(stdout, "LoCoMo recall over GET /v1/search%s (%s), %d conversations from %s\n", how, n.Addr(), len(convs), *locomo)
 	row := "%-14s %6s %9s %7s %7s %9s %9s %9s %7s\n"
 	fmt.Fprintf(stdout, row, "conversation", "turns", "questions", "hit@1", "hit@10", "recall@5", "recall@10", "recall@20", "MRR@10")
 	var all recallScore
@@ -102,7 +107,7 @@ func runBenchRecall(ctx context.Context, args []string, stdout, stderr io.Writer
 				continue
 			}
 			t0 := time.Now()
-			res, err := cl.Search(ctx, memapi.SearchQuery{Query: q.Question, Filter: memapi.Filter{Namespace: ns}, Limit: recallKs[len(recallKs)-1]})
+			res, err := cl.Search(ctx, memapi.SearchQuery{Query: q.Question, Filter: memapi.Filter{Namespace: ns}, Limit: recallKs[len(recallKs)-1], Feedback: *feedback})
 			lats = append(lats, time.Since(t0))
 			if err != nil {
 				return failed(stderr, fs, fmt.Errorf("conversation %s: search %q: %w", c.Name, q.Question, err))

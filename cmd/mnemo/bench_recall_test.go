@@ -77,6 +77,14 @@ func TestBenchRecall(t *testing.T) {
 	if !strings.Contains(out.String(), "search latency over 4 queries") {
 		t.Errorf("no latency line:\n%s", out.String())
 	}
+	// With feedback the first hit stays first and nothing else is found.
+	out.Reset()
+	if code := run(context.Background(), []string{"bench", "recall", "--feedback", "--locomo", dir}, nil, &out, &errb); code != exitOK {
+		t.Fatalf("--feedback: exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "with feedback") || !strings.Contains(out.String(), "all                 6         4   0.750   0.750") {
+		t.Errorf("--feedback:\n%s", out.String())
+	}
 
 	for _, bad := range [][]string{
 		{"bench", "recall"},

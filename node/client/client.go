@@ -325,6 +325,9 @@ func SearchValues(s memapi.SearchQuery) url.Values {
 	if s.IncludeDeleted {
 		q.Set("include_deleted", "true")
 	}
+	if s.Feedback {
+		q.Set("feedback", "true")
+	}
 	return q
 }
 

@@ -11,7 +11,7 @@
 //	GET    /v1/memories/{id}            ?include_deleted=true &include_quarantined=true &channel= (blocked for it: 404)
 //	PATCH  /v1/memories/{id}            change the given fields
 //	DELETE /v1/memories/{id}            soft delete; ?hard=true retracts; 204
-//	GET    /v1/search                   ?q= &limit= &include_deleted= + filters → {"results":[{"memory","score"}],"total"}
+//	GET    /v1/search                   ?q= &limit= &include_deleted= &feedback= + filters → {"results":[{"memory","score"}],"total"}
 //	GET    /v1/timeline                 ?id= &before= &after= + filters
 //	GET    /v1/context                  ?max_tokens= + filters
 //	POST   /v1/compact                  identify (older_than_days) or execute (compact_ids)

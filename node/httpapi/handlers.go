@@ -100,7 +100,7 @@ func (a *api) delete(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) search(w http.ResponseWriter, r *http.Request) error {
-	p, err := newParams(r, with(filterParams, "q", "limit", "include_deleted")...)
+	p, err := newParams(r, with(filterParams, "q", "limit", "include_deleted", "feedback")...)
 	if err != nil {
 		return err
 	}
@@ -109,6 +109,7 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) error {
 		Filter:         p.filter(),
 		Limit:          p.count("limit"),
 		IncludeDeleted: p.boolean("include_deleted"),
+		Feedback:       p.boolean("feedback"),
 	}
 	if p.err != nil {
 		return p.err

@@ -75,6 +75,7 @@ type searchArgs struct {
 	Namespace      string   `json:"namespace,omitempty" jsonschema:"Search only this namespace and its sub-namespaces. Omit to search everything you may read."`
 	// IncludeQuarantined admits memories quarantined by mem_edit.
 	IncludeQuarantined bool `json:"include_quarantined,omitempty" jsonschema:"Also return memories quarantined by an edit (held back from automatic retrieval, e.g. unverified). Only when you need them explicitly."`
+	Feedback           bool `json:"feedback,omitempty" jsonschema:"Rank with pseudo-relevance feedback: words shared by the best hits reorder the rest. Finds more when the question is worded unlike the memory; slower."`
 }
 
 type contextArgs struct {
@@ -253,7 +254,7 @@ Returns a numbered list of hits with id, type, title, score and a snippet; call 
 			return nil, memapi.SearchResult{}, err
 		}
 		res, err := b.Search(ctx, memapi.SearchQuery{
-			Query: a.Query, Limit: a.Limit, IncludeDeleted: a.IncludeDeleted,
+			Query: a.Query, Limit: a.Limit, IncludeDeleted: a.IncludeDeleted, Feedback: a.Feedback,
 			Filter: memapi.Filter{
 				Namespace: a.Namespace, Type: a.Type, Tags: a.Tags, Project: a.Project, Scope: scope(a.Scope),
 				SubjectType: a.SubjectType, SubjectID: a.SubjectID, SessionID: a.SessionID,

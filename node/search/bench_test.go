@@ -3,6 +3,7 @@ package search
 import (
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -123,4 +124,43 @@ func BenchmarkCompact100k(b *testing.B) {
 		b.StartTimer()
 		ix.Compact()
 	}
+}
+
+func BenchmarkSearchFeedback10k(b *testing.B)  { benchSearchFeedback(b, 10_000) }
+func BenchmarkSearchFeedback100k(b *testing.B) { benchSearchFeedback(b, 100_000) }
+
+// benchSearchFeedback times what the node does per query: a first pass,
+// Expand over the text of its best FeedbackDocs hits, and the expanded
+// pass (the node reads those texts from its store; here a map).
+func benchSearchFeedback(b *testing.B, n int) {
+	c := newCorpus(1)
+	ix := New()
+	text := make(map[string]string, n)
+	for range n {
+		d := c.next()
+		ix.Put(d)
+		text[d.ID] = d.Title + "\n" + d.Content + "\n" + strings.Join(d.Tags, "\n")
+	}
+	queries := make([]string, 200)
+	for i := range queries {
+		queries[i] = c.query()
+	}
+	var lat []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, q := range queries {
+			start := time.Now()
+			hits, _ := ix.Search(q, Filter{}, 10)
+			var fb []FeedbackDoc
+			for _, h := range hits[:min(len(hits), FeedbackDocs)] {
+				fb = append(fb, FeedbackDoc{Score: h.Score, Text: text[h.ID]})
+			}
+			ix.SearchExpanded(q, Expand(fb), Filter{}, 10)
+			lat = append(lat, time.Since(start))
+		}
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds()), "p95-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
 }

@@ -62,6 +62,29 @@
 // Distinct query terms are OR'ed and summed; a repeated query term counts
 // once. Ties rank newer CreatedAt first, then smaller ID.
 //
+// # Relevance feedback
+//
+// On request (SearchQuery.Feedback, "feedback=true", the MCP search tool's
+// "feedback"), the node searches twice: Expand takes the best FeedbackDocs
+// (3) hits' text as relevant and returns up to 10 terms weighted by the
+// relevance model (RM3); SearchExpanded then ranks the documents the query
+// matched — never others, and the total is unchanged — by λ = 0.5 of the
+// query and the expansion terms; the first hit of the plain search is kept
+// first. Chosen on LoCoMo dev conversations 26, 30, 41 among 3–20 docs,
+// 5–30 terms, λ 0.3–0.8; with the first hit moved, hit@1 fell 0.421→0.378,
+// with it kept it stays. Dev recall@10 0.675→0.699 (26 0.640→0.686, 30
+// 0.707→0.706, 41 0.699→0.725; held out 42 0.652→0.668, 43 0.693→0.718),
+// recall@20 0.722→0.767, MRR@10 0.521→0.527. Expansion terms held by more
+// than a fifth of all documents are skipped: they barely discriminate and
+// their posting lists made the second pass 4.5× slower for the same recall
+// (a tenth or less lost recall). It stays opt-in because it still costs
+// about 4× a plain search (BenchmarkSearchFeedback10k against
+// BenchmarkSearch10k) and three store reads; a coordination factor
+// (score × share of query terms matched, exponent 0.3–1) was measured too
+// and lowered recall, so it is not used. Proximity and phrase boosts need
+// term positions, which the index does not keep (postings hold slot and
+// frequency only); they were not tried.
+//
 // # Layout
 //
 // Each document version occupies a slot. Catalog strings are interned per

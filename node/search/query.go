@@ -44,9 +44,25 @@ func (ix *Index) getScratch() *scratch {
 // terms are OR'ed; repeated terms count once. Ties are broken by newer
 // CreatedAt, then smaller ID. limit <= 0 returns all matches.
 func (ix *Index) Search(query string, f Filter, limit int) (hits []Hit, total int) {
+	return ix.SearchExpanded(query, nil, f, limit)
+}
+
+// SearchExpanded is Search with the query's ranking refined by expansion
+// terms (Expand): the documents matching f and a term of query are the
+// ones returned and counted, as by Search; with expansion terms, each
+// query term weighs feedbackQueryWeight/(number of query terms) and each
+// expansion term its Weight, added to the score of the documents that
+// contain it among those; expansion terms held by more than feedbackMaxDF
+// of all documents are skipped. Without expansion terms it is Search
+// exactly.
+func (ix *Index) SearchExpanded(query string, expansion []Term, f Filter, limit int) (hits []Hit, total int) {
 	terms := slices.Compact(slices.Sorted(slices.Values(Tokenize(query))))
 	if len(terms) == 0 {
 		return nil, 0
+	}
+	queryWeight := 1.0
+	if len(expansion) > 0 {
+		queryWeight = feedbackQueryWeight / float64(len(terms))
 	}
 	// Terms are summed in lexical order, which fixes the floating-point
 	// summation order independently of how the query was phrased.
@@ -61,46 +77,14 @@ func (ix *Index) Search(query string, f Filter, limit int) (hits []Hit, total in
 	}
 	sc := ix.getScratch()
 	defer ix.scratch.Put(sc)
-	gen, stamp, acc := sc.gen, sc.stamp, sc.acc
-	n := float64(ix.live)
-	avgdl := float64(ix.totalLen) / n
-	slots, dead := ix.slots, ix.dead
 	for _, term := range terms {
-		t, ok := ix.dict[term]
-		if !ok {
-			continue
-		}
-		p := &ix.terms[t]
-		df := int(p.n)
-		if ix.ndead > 0 {
-			df = 0
-			for it := (postingIter{buf: p.buf}); it.next(); {
-				if dead[it.slot/64]&(1<<(it.slot%64)) == 0 {
-					df++
-				}
-			}
-		}
-		if df == 0 {
-			continue
-		}
-		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-		for it := (postingIter{buf: p.buf}); it.next(); {
-			s := it.slot
-			if dead[s/64]&(1<<(s%64)) != 0 {
-				continue
-			}
-			if stamp[s] != gen {
-				stamp[s] = gen
-				if !m.match(&slots[s]) {
-					acc[s] = -1
-					continue
-				}
-				acc[s] = 0
-				sc.touched = append(sc.touched, s)
-			} else if acc[s] < 0 {
-				continue
-			}
-			acc[s] += bm25(idf, float64(it.tf2)/2, float64(slots[s].dl), avgdl)
+		ix.accumulate(sc, &m, term, queryWeight, true)
+	}
+	for _, e := range expansion {
+		// An expansion term in more than feedbackMaxDF of the documents
+		// barely tells them apart but costs a long posting list.
+		if t, ok := ix.dict[e.Text]; ok && float64(ix.terms[t].n) <= feedbackMaxDF*float64(ix.live) {
+			ix.accumulate(sc, &m, e.Text, e.Weight, false)
 		}
 	}
 	total = len(sc.touched)
@@ -108,6 +92,55 @@ func (ix *Index) Search(query string, f Filter, limit int) (hits []Hit, total in
 		limit = total
 	}
 	return ix.topK(sc, limit), total
+}
+
+// accumulate adds weight times term's BM25 contribution to the score of
+// every live document holding it that m accepts. Only with admit does it
+// add documents not yet scored; otherwise it refines those already there.
+func (ix *Index) accumulate(sc *scratch, m *matcher, term string, weight float64, admit bool) {
+	t, ok := ix.dict[term]
+	if !ok {
+		return
+	}
+	gen, stamp, acc := sc.gen, sc.stamp, sc.acc
+	n := float64(ix.live)
+	avgdl := float64(ix.totalLen) / n
+	slots, dead := ix.slots, ix.dead
+	p := &ix.terms[t]
+	df := int(p.n)
+	if ix.ndead > 0 {
+		df = 0
+		for it := (postingIter{buf: p.buf}); it.next(); {
+			if dead[it.slot/64]&(1<<(it.slot%64)) == 0 {
+				df++
+			}
+		}
+	}
+	if df == 0 {
+		return
+	}
+	idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+	for it := (postingIter{buf: p.buf}); it.next(); {
+		s := it.slot
+		if dead[s/64]&(1<<(s%64)) != 0 {
+			continue
+		}
+		if stamp[s] != gen {
+			if !admit {
+				continue
+			}
+			stamp[s] = gen
+			if !m.match(&slots[s]) {
+				acc[s] = -1
+				continue
+			}
+			acc[s] = 0
+			sc.touched = append(sc.touched, s)
+		} else if acc[s] < 0 {
+			continue
+		}
+		acc[s] += weight * bm25(idf, float64(it.tf2)/2, float64(slots[s].dl), avgdl)
+	}
 }
 
 // bm25 is one term's contribution: idf·tf·(k1+1) / (tf + k1·(1−b+b·dl/avgdl)).
