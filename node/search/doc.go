@@ -117,7 +117,7 @@
 //	100k       p50 385 µs p95 2.3 ms   p50 330 µs p95 1.8 ms     p50 403 µs p95 2.3 ms
 //
 // Issue 15 (stemming, the longer stopword list, title weight 3), against
-// 2ae83a0 (before them) and e3c5a4f, binaries run alternately 8× (10k) and 4× (100k) on
+// 2ae83a0 (before them) and bd1ccbc, binaries run alternately 8× (10k) and 4× (100k) on
 // this shared machine, median ns/op ratios: Search10k 1.05, 0.78, 0.90 and
 // Search100k 1.03, 0.77, 0.88 (no filter, namespace+type, subtree) — the
 // same within noise; Put 1.47 (every word is stemmed).
