@@ -58,7 +58,7 @@ func (g *group) context(ns string) *crdt.Context {
 	if c, ok := g.ctxs[ns]; ok {
 		return c
 	}
-	return g.s.Context(ns)
+	return g.s.committedContext(ns)
 }
 
 // add joins r's deltas into the group's transaction. An error returned

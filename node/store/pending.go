@@ -117,7 +117,7 @@ func (s *Store) pendContext(ns string) *crdt.Context {
 	if e, ok := s.pend.ctxs[ns]; ok {
 		return e.ctx
 	}
-	return s.Context(ns)
+	return s.committedContext(ns)
 }
 
 func (s *Store) pendRecord(ns, id string) (*crdt.Record, error) {

@@ -201,6 +201,20 @@ func (s *Store) Context(ns string) *crdt.Context {
 // whose Seq is lower may no longer be the record as committed.
 func (s *Store) CommittedSeq() uint64 { return s.committed.Load() }
 
+// committedContext is ns's committed context itself, not a copy: callers
+// must not change it. A committed context is never changed in place (a
+// commit stores a new one), so it may be read after ctxMu is released.
+// The store's own reads (building a write, joining a group) take it so
+// instead of copying it once more before they copy it to build the next.
+func (s *Store) committedContext(ns string) *crdt.Context {
+	s.ctxMu.RLock()
+	defer s.ctxMu.RUnlock()
+	if c, ok := s.ctxs[ns]; ok {
+		return c
+	}
+	return crdt.NewContext()
+}
+
 // Record returns the stored entry for id (nil if none).
 func (s *Store) Record(ns, id string) (*crdt.Record, error) {
 	var rec *crdt.Record
