@@ -48,6 +48,15 @@
 // So the next writes are built and sealed while a group syncs, and a
 // group holds whatever queued during the sync before it.
 //
+// A peer's delta (Apply) is joined when it is built, so that the writes
+// after it see it, and its commit would join it again over the same state.
+// Where no uncommitted write touched the namespace, the commit takes the
+// build's join instead (pendDeltas, joined): the state it was made over is
+// exactly what the group's transaction holds when the delta's turn comes
+// (the writes before it are committed or earlier in the group, in build
+// order). Where one did, the commit joins again: the pending records an
+// Update built are unsealed, the committed ones are not.
+//
 // Failures.
 //   - A closure that fails (or panics, in its own goroutine) has made
 //     nothing pending: it is refused alone and the others go on.

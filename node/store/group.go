@@ -26,6 +26,7 @@ type request struct {
 	replica crdt.ReplicaID
 	fn      func(tx *Tx) error   // an Update's closure
 	deltas  map[string]*crdt.Map // an Apply's deltas, or what fn built
+	joined  map[string]*joined   // an Apply's joins made when built (pendDeltas)
 	built   bool                 // deltas are fn's: sealed before commit
 	seq     uint64               // build order
 	// cutBefore: a group ends before this request unless it comes first
@@ -66,7 +67,7 @@ func (g *group) context(ns string) *crdt.Context {
 // abandoned.
 func (g *group) add(r *request) error {
 	g.taken++
-	changes, ctxs, err := g.s.applyTo(g.w, g.context, r.deltas)
+	changes, ctxs, err := g.s.applyTo(g.w, g.context, r.deltas, r.joined)
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func (s *Store) prepare(r *request) (queued bool, err error) {
 		}
 		r.deltas, r.built = tx.deltas, true
 		s.pendTx(tx, seq)
-	} else if err := s.pendDeltas(r.deltas, seq); err != nil {
+	} else if r.joined, err = s.pendDeltas(r.deltas, seq); err != nil {
 		return false, err
 	}
 	s.seq, r.seq = seq, seq

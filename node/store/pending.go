@@ -157,15 +157,28 @@ func (s *Store) pendTx(tx *Tx, seq uint64) {
 // pendDeltas records a peer's deltas (Apply) as pending, for write seq:
 // joined as applyTo will join them, minus the encoding and the index. On
 // an error nothing is recorded.
-func (s *Store) pendDeltas(deltas map[string]*crdt.Map, seq uint64) error {
+//
+// It returns, for each namespace no uncommitted write touches, the join
+// it made (joined): applyTo, which commits the write over the same state,
+// takes it instead of reading and joining every entry a second time. A
+// namespace with pending entries is left out: what the commit joins over
+// there (sealed records) is not what the pending state holds (records an
+// Update built, unsealed), so applyTo joins it again.
+func (s *Store) pendDeltas(deltas map[string]*crdt.Map, seq uint64) (map[string]*joined, error) {
 	type set struct {
 		ns, id string
 		e      pendRec
 	}
 	var sets []set
 	ctxs := map[string]pendCtx{}
+	var out map[string]*joined
 	for ns, d := range deltas {
 		cur := s.pendContext(ns)
+		_, ctxPending := s.pend.ctxs[ns]
+		var j *joined
+		if !ctxPending && len(s.pend.recs[ns]) == 0 {
+			j = &joined{recs: map[string]joinedRec{}}
+		}
 		for _, id := range d.RetractedIDs() {
 			sets = append(sets, set{ns, id, pendRec{retracted: true, seq: seq}})
 		}
@@ -182,15 +195,26 @@ func (s *Store) pendDeltas(deltas map[string]*crdt.Map, seq uint64) error {
 			if local, err = s.pendRecord(ns, id); err != nil {
 				return false
 			}
-			sets = append(sets, set{ns, id, pendRec{rec: crdt.JoinRecord(local, cur, drec, d.Context()), seq: seq}})
+			merged := crdt.JoinRecord(local, cur, drec, d.Context())
+			sets = append(sets, set{ns, id, pendRec{rec: merged, seq: seq}})
+			if j != nil {
+				j.recs[id] = joinedRec{local, merged}
+			}
 			return true
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		next := cur.Clone()
 		next.Join(d.Context())
 		ctxs[ns] = pendCtx{next, seq}
+		if j != nil {
+			j.next = next
+			if out == nil {
+				out = map[string]*joined{}
+			}
+			out[ns] = j
+		}
 	}
 	for _, x := range sets {
 		s.pend.setRec(x.ns, x.id, x.e)
@@ -198,5 +222,25 @@ func (s *Store) pendDeltas(deltas map[string]*crdt.Map, seq uint64) error {
 	for ns, c := range ctxs {
 		s.pend.ctxs[ns] = c
 	}
-	return nil
+	return out, nil
+}
+
+// joined is one namespace of a peer's delta as pendDeltas joined it over
+// the committed state: ns's context once the delta is in (never changed),
+// and each entry's record before and after (records are not changed once
+// built either).
+type joined struct {
+	next *crdt.Context
+	recs map[string]joinedRec
+}
+
+type joinedRec struct{ local, merged *crdt.Record }
+
+// rec is id's join, if j holds it (j may be nil).
+func (j *joined) rec(id string) (joinedRec, bool) {
+	if j == nil {
+		return joinedRec{}, false
+	}
+	r, ok := j.recs[id]
+	return r, ok
 }

@@ -351,8 +351,11 @@ func (s *Store) Apply(deltas map[string]*crdt.Map) ([]Change, error) {
 // same group). It returns the entries touched and the namespaces' contexts
 // once the deltas are in; it changes neither ctxOf's contexts nor the
 // store's. On an error w may hold part of the deltas: the caller discards
-// the transaction.
-func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas map[string]*crdt.Map) ([]Change, map[string]*crdt.Context, error) {
+// the transaction. pre holds the joins pendDeltas made when the write was
+// built, over the state w holds now (the writes before it are committed
+// or earlier in w, in the same order): an entry found there is not read
+// and joined again.
+func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas map[string]*crdt.Map, pre map[string]*joined) ([]Change, map[string]*crdt.Context, error) {
 	var changes []Change
 	newCtx := make(map[string]*crdt.Context, len(deltas))
 	nss := make([]string, 0, len(deltas))
@@ -363,8 +366,14 @@ func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas ma
 	for _, ns := range nss {
 		d := deltas[ns]
 		cur := ctxOf(ns)
-		next := cur.Clone() // ns's context once d is in
-		next.Join(d.Context())
+		j := pre[ns]
+		var next *crdt.Context // ns's context once d is in
+		if j != nil {
+			next = j.next
+		} else {
+			next = cur.Clone()
+			next.Join(d.Context())
+		}
 		for _, id := range d.RetractedIDs() {
 			old, err := s.readRecord(w, ns, id)
 			if err != nil {
@@ -392,11 +401,15 @@ func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas ma
 				err = gerr
 				return false
 			}
-			var local *crdt.Record
-			if local, err = s.readRecord(w, ns, id); err != nil {
-				return false
+			var local, merged *crdt.Record
+			if jr, ok := j.rec(id); ok {
+				local, merged = jr.local, jr.merged
+			} else {
+				if local, err = s.readRecord(w, ns, id); err != nil {
+					return false
+				}
+				merged = crdt.JoinRecord(local, cur, drec, d.Context())
 			}
-			merged := crdt.JoinRecord(local, cur, drec, d.Context())
 			if err = w.Set(recKey(ns, id), crdt.EncodeRecord(merged)); err != nil {
 				return false
 			}
