@@ -1,6 +1,7 @@
 package crdt
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -154,5 +155,49 @@ func TestContextDecodeRejects(t *testing.T) {
 		if _, err := DecodeContext(b, Limits{}); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("DecodeContext(%x) = %v", b, err)
 		}
+	}
+}
+
+// TestContextEncodeAsWriter: Context.Encode, which appends the bytes
+// itself, writes exactly what the writer (replica table, then the
+// context's intervals) writes, for random contexts whose replica ids,
+// counters and interval counts cross every msgpack integer and array size.
+func TestContextEncodeAsWriter(t *testing.T) {
+	viaWriter := func(c *Context) []byte {
+		w := newWriter()
+		reps := make(map[ReplicaID]struct{})
+		c.replicas(reps)
+		w.array(3)
+		w.uint(encodingVersion)
+		w.replicaTable(reps)
+		w.context(c, nil)
+		return w.bytes()
+	}
+	sizes := []uint64{1, 1 << 7, 1 << 8, 1 << 16, 1 << 32, 1 << 62}
+	forSeeds(t, func(t *testing.T, rng *rand.Rand) {
+		c := NewContext()
+		reps := []ReplicaID{ReplicaID(1 + rng.IntN(100)), ReplicaID(1 + rng.IntN(300)), randomReplica(rng)}
+		for range rng.IntN(20) {
+			reps = append(reps, randomReplica(rng))
+		}
+		for range rng.IntN(200) {
+			top := sizes[rng.IntN(len(sizes))]
+			c.Add(Dot{pick(rng, reps), 1 + rng.Uint64N(top)})
+		}
+		got, want := c.Encode(), viaWriter(c)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("Encode = %x, the writer's %x", got, want)
+		}
+		back, err := DecodeContext(got, DefaultLimits())
+		if err != nil || !back.Equal(c) {
+			t.Fatalf("decode: %v, equal %v", err, err == nil && back.Equal(c))
+		}
+	})
+	big := NewContext() // 3 × 22,000 intervals: a 32-bit array length
+	for i := range uint64(22_000) {
+		big.Add(Dot{5, 2*i + 1})
+	}
+	if !bytes.Equal(big.Encode(), viaWriter(big)) {
+		t.Fatal("Encode of 22,000 intervals differs from the writer's")
 	}
 }
