@@ -36,11 +36,11 @@ type MemKV struct {
 }
 
 // memItem is one key and its value, never changed once in a tree: a
-// write replaces the item. shared, when the KV has a ValueTable, holds
-// val's bytes alive in the table.
+// write replaces the item. shared and sharedKey, when the KV has a
+// ValueTable, hold val's and key's bytes alive in the table.
 type memItem struct {
-	key, val []byte
-	shared   *sharedValue
+	key, val          []byte
+	shared, sharedKey *sharedValue
 }
 
 func memLess(a, b memItem) bool { return bytes.Compare(a.key, b.key) < 0 }
@@ -190,12 +190,12 @@ func (w *memWriter) Set(key, value []byte) error {
 	}
 	// Clipped, so that a caller appending to a key or value it was handed
 	// reallocates rather than writing into memory the tree shares.
-	it := memItem{key: slices.Clip(bytes.Clone(key))}
+	var it memItem
 	if w.values != nil {
-		it.shared = w.values.intern(value)
-		it.val = it.shared.b
+		it.shared, it.sharedKey = w.values.intern(value), w.values.intern(key)
+		it.val, it.key = it.shared.b, it.sharedKey.b
 	} else {
-		it.val = slices.Clip(bytes.Clone(value))
+		it.key, it.val = slices.Clip(bytes.Clone(key)), slices.Clip(bytes.Clone(value))
 	}
 	w.work.ReplaceOrInsert(it)
 	return nil

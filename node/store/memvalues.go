@@ -10,11 +10,11 @@ import (
 )
 
 // ValueTable lets many MemKVs in one process share the bytes of equal
-// values: the simulator's nodes, which hold the same records as each other
-// once they converge, where real nodes would each hold their own copy. A
-// value is kept once while any MemKV's tree still holds it (the table
-// points to it weakly, and forgets it once it is collected). Safe for
-// concurrent use.
+// values and of equal keys: the simulator's nodes, which hold the same
+// records (and the same index keys naming them) as each other once they
+// converge, where real nodes would each hold their own copy. A value or key
+// is kept once while any MemKV's tree still holds it (the table points to
+// it weakly, and forgets it once it is collected). Safe for concurrent use.
 type ValueTable struct {
 	mu sync.Mutex
 	m  map[[32]byte]weak.Pointer[sharedValue]

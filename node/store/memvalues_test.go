@@ -36,8 +36,8 @@ func TestValueTableSharesEqualValues(t *testing.T) {
 	if &va[0] != &vb[0] {
 		t.Fatal("two stores hold two copies of an equal value")
 	}
-	if values.Len() != 1 {
-		t.Fatalf("table holds %d values, want 1", values.Len())
+	if values.Len() != 3 { // the value and the two keys
+		t.Fatalf("table holds %d values and keys, want 3", values.Len())
 	}
 	set(a, "k", []byte("changed in a"))
 	if string(get(b, "other key")) != "the same record bytes" {
@@ -47,14 +47,46 @@ func TestValueTableSharesEqualValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	va, vb = nil, nil
-	for i := 0; values.Len() != 1; i++ { // "changed in a" is left
+	for i := 0; values.Len() != 2; i++ { // "k" and "changed in a" are left
 		if i == 100 {
-			t.Fatalf("the table still holds %d values after 100 collections", values.Len())
+			t.Fatalf("the table still holds %d values and keys after 100 collections", values.Len())
 		}
 		runtime.GC()
 		runtime.Gosched()
 	}
 	if string(get(a, "k")) != "changed in a" {
 		t.Fatal("a value still held was lost")
+	}
+}
+
+// MemKVs sharing a ValueTable hold one copy of an equal key too (the
+// simulator's nodes hold the same index keys), and a caller's later change
+// to its key buffer reaches no tree.
+func TestValueTableSharesEqualKeys(t *testing.T) {
+	values := NewValueTable()
+	a, b := NewSharedMemKV(values), NewSharedMemKV(values)
+	key := []byte("r/team://t0\x00the same id")
+	for i, kv := range []*MemKV{a, b} {
+		if err := kv.Update(func(w Writer) error { return w.Set(key, []byte{byte(i)}) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key[0] = 'X' // the caller reuses its buffer
+	keyOf := func(kv *MemKV) []byte {
+		t.Helper()
+		var got []byte
+		if err := kv.View(func(r Reader) error {
+			return r.Iterate([]byte("r/"), func(k, _ []byte) error { got = k; return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	ka, kb := keyOf(a), keyOf(b)
+	if string(ka) != "r/team://t0\x00the same id" || string(kb) != string(ka) {
+		t.Fatalf("keys %q and %q", ka, kb)
+	}
+	if &ka[0] != &kb[0] {
+		t.Fatal("two stores hold two copies of an equal key")
 	}
 }
