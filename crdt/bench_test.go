@@ -208,3 +208,21 @@ func BenchmarkContextEncode(b *testing.B) {
 		_ = c.Encode()
 	}
 }
+
+// BenchmarkContextClone: the same context copied, as a store and the
+// engine copy a namespace's context.
+func BenchmarkContextClone(b *testing.B) {
+	c := NewContext()
+	for i := range 100 {
+		r := hashReplica(fmt.Sprint("node ", i))
+		for n := uint64(1); n <= 200; n++ {
+			if n%50 != 0 {
+				c.Add(Dot{r, n})
+			}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = c.Clone()
+	}
+}

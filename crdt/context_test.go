@@ -201,3 +201,35 @@ func TestContextEncodeAsWriter(t *testing.T) {
 		t.Fatal("Encode of 22,000 intervals differs from the writer's")
 	}
 }
+
+// TestContextCloneIndependent: adding dots to a clone (merging intervals
+// in place, splitting them, growing a replica's list) changes nothing in
+// the original, nor the other way round, and every other clone stays as
+// it was made.
+func TestContextCloneIndependent(t *testing.T) {
+	forSeeds(t, func(t *testing.T, rng *rand.Rand) {
+		reps := []ReplicaID{1, 2, randomReplica(rng), randomReplica(rng)}
+		c := NewContext()
+		for range rng.IntN(60) {
+			c.Add(Dot{pick(rng, reps), 1 + uint64(rng.IntN(40))})
+		}
+		want := c.Encode()
+		a, b := c.Clone(), c.Clone()
+		for range 1 + rng.IntN(40) {
+			a.Add(Dot{pick(rng, reps), 1 + uint64(rng.IntN(45))})
+		}
+		if !bytes.Equal(c.Encode(), want) || !bytes.Equal(b.Encode(), want) {
+			t.Fatal("adding to a clone changed the original or another clone")
+		}
+		wantA := a.Encode()
+		for range 1 + rng.IntN(40) {
+			c.Add(Dot{pick(rng, reps), 1 + uint64(rng.IntN(45))})
+		}
+		if !bytes.Equal(a.Encode(), wantA) || !bytes.Equal(b.Encode(), want) {
+			t.Fatal("adding to the original changed a clone")
+		}
+		if err := checkContext(a); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
