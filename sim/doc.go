@@ -67,6 +67,20 @@
 // (erasure), and a sync request naming the namespace a thousand times
 // (flood). Replays come from the network's duplication.
 //
+// # What the simulated nodes share
+//
+// Where every real node would hold or compute the very same thing on its
+// own, the simulated nodes share one, and the node's code still runs on
+// each: one frame codec (cluster.Config.Codec: the same frames, one
+// compressor's history); one cache each of verified seals, delta
+// signatures and acl record signatures (replica.Config.Seals,
+// replica.Config.DeltaSigs, memory.Config.ACLSigs: each distinct signed
+// message is verified by the real code once, and each node's checks still
+// look it up and refuse what does not verify); one table of stored values
+// and keys (store.ValueTable: converged nodes hold equal records under
+// equal keys once, as immutable bytes; each node's B-tree, index and
+// contexts stay its own).
+//
 // # What is checked (Report.Violations, first violated first; check.go)
 //
 //   - convergence: every member whose agent may read a namespace has the

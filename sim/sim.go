@@ -71,9 +71,10 @@ type Sim struct {
 	seals     *crdt.SealCache // the seals verified, for every node
 	deltaSigs *crdt.SealCache // the delta signatures verified, for every node
 	aclSigs   *acl.SigCache   // the acl record signatures verified, for every node
-	// values holds once the stored bytes equal between nodes (each node's
-	// store.MemKV shares it): converged nodes hold the same records, which
-	// real nodes would each keep on their own disk.
+	// values holds once the stored values and keys equal between nodes
+	// (each node's store.MemKV shares it): converged nodes hold the same
+	// records under the same keys, which real nodes would each keep on
+	// their own disk.
 	values *store.ValueTable
 	rng    *rand.Rand // the run's: network, faults, setup
 	wr     *rand.Rand // the operation in progress's, from its own seed (so a scenario can drop operations)
