@@ -103,6 +103,7 @@
 //	o/<ns>\x00<id>                      entry holding a dot outside the context (empty value)
 //	s/format                            version of this layout (decimal; 1)
 //	m/<name>                            node metadata (clock, identity)
+//	v/<space>\x00<key>                   side data: derived, local, never replicated (side.go)
 //
 // Migration. A store written before the dot index has no s/format key:
 // Open builds the index from the entries (a one-time pass over the store,
