@@ -125,6 +125,13 @@ func (c *Core) List(f search.Filter, newest bool, limit int) []Memory {
 	return c.s.load(metaIDs(c.s.ix.List(f, newest, limit)))
 }
 
+// Matching runs fn with a predicate telling whether a memory id matches f
+// in the search index, all answers from one state of it (search.Index.Within):
+// how a Ranker applies the caller's filter. fn must not call the Service.
+func (c *Core) Matching(f search.Filter, fn func(match func(id string) bool)) {
+	c.s.ix.Within(f, fn)
+}
+
 // Touched lists the memories whose record or effective view the changes
 // altered (a ChangeObserver's changes), once each, in order.
 func (c *Core) Touched(changes []store.Change) []MemoryKey { return c.s.touched(changes) }

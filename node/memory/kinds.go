@@ -10,6 +10,7 @@ import (
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/node/memory/effective"
 	"github.com/mnemohq/mnemo/node/schema"
+	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -141,6 +142,24 @@ type Opener interface {
 	Opened()
 }
 
+// Ranker adds a second ranking to Search (hybrid retrieval:
+// node/memory/semantic). Rank returns up to limit ids of memories that
+// match f, best first, or nil when it has nothing to add (not ready, its
+// model unreachable); Search fuses it with the lexical ranking (fusion.go).
+// Rank may block for a round trip, bounded by ctx; it is called from
+// concurrent searches. FusionK is the k of reciprocal rank fusion. The
+// first registered Ranker is used.
+type Ranker interface {
+	Rank(ctx context.Context, query string, f search.Filter, limit int) []string
+	FusionK() int
+}
+
+// Closer stops what a feature runs in the background; Service.Close calls
+// it before it closes the store, so nothing the feature does outlives it.
+type Closer interface {
+	Close()
+}
+
 // features is the core's registry: what register found each feature to
 // implement, in registration order. Set in Open, read-only after.
 type features struct {
@@ -157,6 +176,8 @@ type features struct {
 	retracters []Retracter
 	loaders    []Loader
 	openers    []Opener
+	rankers    []Ranker
+	closers    []Closer
 }
 
 func (f *features) register(x any) {
@@ -198,6 +219,12 @@ func (f *features) register(x any) {
 	}
 	if v, ok := x.(Opener); ok {
 		f.openers = append(f.openers, v)
+	}
+	if v, ok := x.(Ranker); ok {
+		f.rankers = append(f.rankers, v)
+	}
+	if v, ok := x.(Closer); ok {
+		f.closers = append(f.closers, v)
 	}
 }
 

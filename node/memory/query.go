@@ -89,8 +89,38 @@ func (s *Service) load(ids []string) []Memory {
 	return out
 }
 
-// Search ranks memories by BM25 over title, content and tags, refined on
-// request by pseudo-relevance feedback from the best few.
+// lexicalSearch is the BM25 ranking of q, with pseudo-relevance feedback
+// (search/feedback.go) when q asks for it: the best first hits refine the
+// ranking of the same matches. The first hit stays first: feedback takes
+// it as relevant, and moving it lost hit@1 on LoCoMo.
+func (s *Service) lexicalSearch(q SearchQuery, sf search.Filter) ([]search.Hit, int) {
+	limit := q.Limit
+	if q.Feedback {
+		limit = max(limit, search.FeedbackDocs)
+	}
+	hits, total := s.ix.Search(q.Query, sf, limit)
+	if q.Feedback && len(hits) > 1 {
+		fb := make([]search.FeedbackDoc, 0, search.FeedbackDocs)
+		for _, h := range hits[:min(len(hits), search.FeedbackDocs)] {
+			if ms := s.load([]string{h.ID}); len(ms) == 1 {
+				fb = append(fb, search.FeedbackDoc{Score: h.Score, Text: ms[0].Title + "\n" + ms[0].Content + "\n" + strings.Join(ms[0].Tags, "\n")})
+			}
+		}
+		if exp := search.Expand(fb); exp != nil {
+			first := hits[0]
+			hits, _ = s.ix.SearchExpanded(q.Query, exp, sf, q.Limit+1)
+			hits = slices.DeleteFunc(hits, func(h search.Hit) bool { return h.ID == first.ID })
+			hits = append([]search.Hit{first}, hits...)
+		}
+	}
+	return hits[:min(len(hits), q.Limit)], total
+}
+
+// Search ranks memories by BM25 over title, content and tags, fused with
+// a second ranking when a feature offers one (Ranker: hybrid search), in
+// which case scores are the fused ones and Total counts at least the
+// results; otherwise refined on request by pseudo-relevance feedback from
+// the best few (feedback is not applied to a fused ranking).
 func (s *Service) Search(ctx context.Context, c Caller, q SearchQuery) (_ SearchResult, err error) {
 	if s.cfg.Timed != nil {
 		defer s.timed(OpSearch, time.Now(), &err)
@@ -112,29 +142,10 @@ func (s *Service) Search(ctx context.Context, c Caller, q SearchQuery) (_ Search
 		return SearchResult{}, err
 	}
 	sf.IncludeDeleted = q.IncludeDeleted
-	limit := q.Limit
-	if q.Feedback {
-		limit = max(limit, search.FeedbackDocs)
+	hits, total, fused := s.hybridSearch(ctx, q.Query, sf, q.Limit) // fusion.go
+	if !fused {
+		hits, total = s.lexicalSearch(q, sf)
 	}
-	hits, total := s.ix.Search(q.Query, sf, limit)
-	// Pseudo-relevance feedback (search/feedback.go): the best first hits
-	// refine the ranking of the same matches. The first hit stays first:
-	// feedback takes it as relevant, and moving it lost hit@1 on LoCoMo.
-	if q.Feedback && len(hits) > 1 {
-		fb := make([]search.FeedbackDoc, 0, search.FeedbackDocs)
-		for _, h := range hits[:min(len(hits), search.FeedbackDocs)] {
-			if ms := s.load([]string{h.ID}); len(ms) == 1 {
-				fb = append(fb, search.FeedbackDoc{Score: h.Score, Text: ms[0].Title + "\n" + ms[0].Content + "\n" + strings.Join(ms[0].Tags, "\n")})
-			}
-		}
-		if exp := search.Expand(fb); exp != nil {
-			first := hits[0]
-			hits, _ = s.ix.SearchExpanded(q.Query, exp, sf, q.Limit+1)
-			hits = slices.DeleteFunc(hits, func(h search.Hit) bool { return h.ID == first.ID })
-			hits = append([]search.Hit{first}, hits...)
-		}
-	}
-	hits = hits[:min(len(hits), q.Limit)]
 	res := SearchResult{Results: []SearchHit{}, Total: total}
 	for _, h := range hits {
 		ms := s.load([]string{h.ID})

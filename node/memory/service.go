@@ -237,8 +237,14 @@ func (s *Service) indexHeldBack() error {
 	})
 }
 
-// Close closes the store.
-func (s *Service) Close() error { return s.st.Close() }
+// Close stops the features' background work (Closer), then closes the
+// store.
+func (s *Service) Close() error {
+	for _, c := range s.feat.closers {
+		c.Close()
+	}
+	return s.st.Close()
+}
 
 // Owner is the node's owner agent.
 func (s *Service) Owner() namespace.Address { return s.cfg.Agent }
