@@ -47,6 +47,14 @@ type Config struct {
 	// principal, the same way. Default 16.
 	MCPMaxSessionsPerPrincipal int
 
+	// EmbeddingsURL, when set, turns hybrid search on with that
+	// OpenAI-compatible endpoint (e.g. http://127.0.0.1:11434/v1),
+	// overriding config.json's hybrid_search base_url; EmbeddingsModel
+	// (required then, unless config.json names one) and EmbeddingsKeyEnv
+	// (the variable holding a bearer key) override its model and
+	// api_key_env. Default: as config.json says (off).
+	EmbeddingsURL, EmbeddingsModel, EmbeddingsKeyEnv string
+
 	// ClusterKey (base64 text of a 16, 24 or 32-byte key, as in a key file)
 	// turns replication on; empty keeps the node alone. See replication.go.
 	ClusterKey []byte

@@ -20,6 +20,7 @@ import (
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/capsule"
 	"github.com/mnemohq/mnemo/node/memory/projview"
+	"github.com/mnemohq/mnemo/node/memory/semantic"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 	"github.com/mnemohq/mnemo/node/memory/transfer"
 	"github.com/mnemohq/mnemo/node/metrics"
@@ -70,7 +71,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	feats, err := features(ac)
+	feats, err := features(ac, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("node: %s: %w", SettingsFile, err)
 	}
@@ -306,13 +307,29 @@ func (n *Node) Close() error {
 // service (memory.Config.Features), in the order the core consults them:
 // surgery first (its view and audit records are what copies, capsules and
 // projections see), then capsules, projection views, duplicate detection,
-// and export and import (which registers no hook, so its place is free).
-// The settings file's were checked when it was read (loadSettings), and
-// dedup built.
-func features(ac *access) ([]memory.Feature, error) {
+// export and import (which registers no hook, so its place is free), and
+// hybrid search (which only observes memories and ranks them). The
+// settings file's were checked when it was read (loadSettings), and dedup
+// built; hybrid search is built here, with the flags' overrides.
+func features(ac *access, cfg Config) ([]memory.Feature, error) {
 	surg, err := surgery.New(ac.settings.Approvals)
 	if err != nil {
 		return nil, err
 	}
-	return []memory.Feature{surg, capsule.New(), projview.New(), ac.dedup, transfer.New()}, nil
+	hs := ac.settings.HybridSearch
+	if cfg.EmbeddingsURL != "" {
+		hs.Enabled, hs.BaseURL = true, cfg.EmbeddingsURL
+	}
+	if cfg.EmbeddingsModel != "" {
+		hs.Model = cfg.EmbeddingsModel
+	}
+	if cfg.EmbeddingsKeyEnv != "" {
+		hs.APIKeyEnv = cfg.EmbeddingsKeyEnv
+	}
+	sem, err := semantic.New(hs)
+	if err != nil {
+		return nil, err
+	}
+	ac.settings.HybridSearch = sem.Config() // as in effect
+	return []memory.Feature{surg, capsule.New(), projview.New(), ac.dedup, transfer.New(), sem}, nil
 }

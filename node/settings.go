@@ -12,6 +12,7 @@ import (
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/dedup"
+	"github.com/mnemohq/mnemo/node/memory/semantic"
 	"github.com/mnemohq/mnemo/node/memory/surgery"
 )
 
@@ -25,8 +26,11 @@ import (
 //	  ],
 //	  "auto_promote": {"enabled": true, "namespace": "team://backend",
 //	                   "types": ["correction", "decision", "preference"], "min_confidence": 0.9},
-//	  "approvals": {"team://backend": ["retract", "amend"], "*": ["retract"]}
+//	  "approvals": {"team://backend": ["retract", "amend"], "*": ["retract"]},
+//	  "hybrid_search": {"enabled": true, "base_url": "http://127.0.0.1:11434/v1", "model": "nomic-embed-text"}
 //	}
+//
+// hybrid_search: see Settings.HybridSearch.
 //
 // principal_rules map an X-Mnemo-Session key to a principal (see
 // namespace.Resolver; no match gives the owner agent). auto_promote is
@@ -48,6 +52,12 @@ type Settings struct {
 	// (dedup.Config).
 	Duplicates dedup.Config      `json:"duplicates,omitzero"`
 	Approvals  surgery.Approvals `json:"approvals,omitempty"`
+	// HybridSearch fuses vector search into search: {"enabled": true,
+	// "base_url": "http://127.0.0.1:11434/v1", "model": "nomic-embed-text",
+	// "api_key_env": "VAR", "query_prefix": "…", "document_prefix": "…",
+	// "rrf_k": 60, "queue": 4096, "batch": 32}; off (lexical only) by
+	// default (semantic.Config). The --embeddings-* flags override it.
+	HybridSearch semantic.Config `json:"hybrid_search,omitzero"`
 }
 
 // loadSettings reads dir's settings file and builds the principal resolver

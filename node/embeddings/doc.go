@@ -4,8 +4,10 @@
 // servers (Ollama, llama.cpp, vLLM) and hosted services speak it.
 //
 // The node uses it for duplicate detection (node/memory/dedup's Embedder,
-// built once by dedup.New from Config.Embeddings); nothing else in mnemo depends
-// on an embeddings service, and detection works without one (MinHash).
+// built once by dedup.New from Config.Embeddings) and for hybrid search
+// (node/memory/semantic's Embedder, built by semantic.New from the
+// node's hybrid_search settings or --embeddings-* flags). Both are off by
+// default: detection works without it (MinHash), search stays lexical.
 //
 // Decisions: answers may list the vectors in any order (index says which
 // input each is for); an answer with a missing, repeated or out-of-range
