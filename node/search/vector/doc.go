@@ -48,8 +48,11 @@
 // is never returned. When tombstones outnumber live nodes (and number at
 // least 64) the index rebuilds itself from the live vectors, in insertion
 // order: a rebuild of n live nodes follows at least n deletions, so it
-// costs at most one extra insertion per deletion, amortised — but it is
-// done at once, under the write lock (searches wait). Compact rebuilds on
+// costs at most one extra insertion per deletion, amortised. The rebuild
+// runs beside the old graph: writers wait for it (they are serialised),
+// searches do not — they go on over the old graph and wait only for the
+// swap. Hybrid search writes from its one worker goroutine, so a rebuild
+// there delays vectors, never a save or a search. Compact rebuilds on
 // demand. Repairing a deleted node's neighbourhood in place (as some
 // implementations do) was not done: it is more code and more distance
 // computations per delete, and deletes of memories are rare.

@@ -89,15 +89,18 @@ func (c *Config) validate() error {
 }
 
 // Index is an HNSW graph over unit vectors, searched by cosine
-// similarity. It is safe for concurrent use: searches share a read lock,
-// Put and Delete take it exclusively.
+// similarity. It is safe for concurrent use: searches share a read lock;
+// writers (Put, Delete, Compact) are serialised and hold the lock
+// exclusively only while they change the graph — a compaction builds the
+// new graph beside the old one and swaps it in.
 type Index struct {
 	cfg   Config
-	m0    int     // links per node on layer 0
-	ml    float64 // level multiplier, 1/ln(M)
-	rng   *rand.Rand
-	mu    sync.RWMutex
-	vecs  []float32 // slot s at vecs[s*dim:(s+1)*dim], normalised
+	m0    int          // links per node on layer 0
+	ml    float64      // level multiplier, 1/ln(M)
+	rng   *rand.Rand   // layer draws; writers only
+	wmu   sync.Mutex   // serialises writers (Put, Delete, Compact)
+	mu    sync.RWMutex // readers against a writer changing the graph
+	vecs  []float32    // slot s at vecs[s*dim:(s+1)*dim], normalised
 	keys  []string
 	slot  map[string]uint32
 	level []uint8
@@ -197,12 +200,14 @@ func (ix *Index) Put(key string, v []float32) error {
 	if err != nil {
 		return err
 	}
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	if old, ok := ix.slot[key]; ok {
 		ix.kill(old)
 	}
 	ix.insert(key, u)
+	ix.mu.Unlock()
 	ix.maybeCompact()
 	return nil
 }
@@ -211,15 +216,18 @@ func (ix *Index) Put(key string, v []float32) error {
 // graph as a tombstone (walked through, never returned) until the index
 // compacts.
 func (ix *Index) Delete(key string) bool {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	s, ok := ix.slot[key]
-	if !ok {
-		return false
+	if ok {
+		ix.kill(s)
 	}
-	ix.kill(s)
-	ix.maybeCompact()
-	return true
+	ix.mu.Unlock()
+	if ok {
+		ix.maybeCompact()
+	}
+	return ok
 }
 
 func (ix *Index) kill(s uint32) {
@@ -231,9 +239,9 @@ func (ix *Index) kill(s uint32) {
 func (ix *Index) isDead(s uint32) bool { return ix.dead[s/64]&(1<<(s%64)) != 0 }
 
 // maybeCompact rebuilds the graph from the live vectors once tombstones
-// outnumber live nodes (and at least compactMinDead): a
-// rebuild of n live nodes follows at least n deletions, so it costs at
-// most one extra insertion per deletion, amortised.
+// outnumber live nodes (and number at least compactMinDead): a rebuild of
+// n live nodes follows at least n deletions, so it costs at most one extra
+// insertion per deletion, amortised. wmu held.
 func (ix *Index) maybeCompact() {
 	if ix.ndead < compactMinDead || ix.ndead <= len(ix.slot) {
 		return
@@ -244,31 +252,36 @@ func (ix *Index) maybeCompact() {
 // Compact rebuilds the graph from the live vectors now, in slot order
 // (so deterministically), dropping every tombstone.
 func (ix *Index) Compact() {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
 	ix.rebuild()
 }
 
+// rebuild builds a new graph from the live vectors and swaps it in. wmu is
+// held, so nothing else changes the graph meanwhile and the build reads it
+// without the read lock: searches go on over the old graph, and wait only
+// for the swap.
 func (ix *Index) rebuild() {
-	oldKeys, oldVecs, oldDead := ix.keys, ix.vecs, ix.dead
-	dim := ix.cfg.Dim
 	live := len(ix.slot)
-	ix.vecs = make([]float32, 0, live*dim)
-	ix.keys = make([]string, 0, live)
-	ix.slot = make(map[string]uint32, live)
-	ix.level = make([]uint8, 0, live)
-	ix.l0 = make([]uint32, 0, live*ix.m0)
-	ix.l0n = make([]uint8, 0, live)
-	ix.upper = make([][]uint32, 0, live)
-	ix.dead = nil
-	ix.ndead = 0
-	ix.empty = true
-	for s := range uint32(len(oldKeys)) {
-		if oldDead[s/64]&(1<<(s%64)) != 0 {
-			continue
-		}
-		ix.insert(oldKeys[s], oldVecs[int(s)*dim:int(s+1)*dim])
+	fresh := &Index{cfg: ix.cfg, m0: ix.m0, ml: ix.ml, rng: ix.rng, empty: true,
+		vecs:  make([]float32, 0, live*ix.cfg.Dim),
+		keys:  make([]string, 0, live),
+		slot:  make(map[string]uint32, live),
+		level: make([]uint8, 0, live),
+		l0:    make([]uint32, 0, live*ix.m0),
+		l0n:   make([]uint8, 0, live),
+		upper: make([][]uint32, 0, live),
 	}
+	for s := range uint32(len(ix.keys)) {
+		if !ix.isDead(s) {
+			fresh.insert(ix.keys[s], ix.vec(s))
+		}
+	}
+	ix.mu.Lock()
+	ix.vecs, ix.keys, ix.slot, ix.level = fresh.vecs, fresh.keys, fresh.slot, fresh.level
+	ix.l0, ix.l0n, ix.upper = fresh.l0, fresh.l0n, fresh.upper
+	ix.dead, ix.ndead, ix.entry, ix.empty = fresh.dead, fresh.ndead, fresh.entry, fresh.empty
+	ix.mu.Unlock()
 }
 
 // randomLevel draws a node's top layer: floor(-ln(U)·mL), capped.
@@ -277,7 +290,8 @@ func (ix *Index) randomLevel() int {
 	return min(int(-math.Log(u)*ix.ml), maxLevel)
 }
 
-// insert adds the unit vector u as a new slot (the lock held).
+// insert adds the unit vector u as a new slot (wmu and mu held, or ix
+// private to a rebuild).
 func (ix *Index) insert(key string, u []float32) {
 	s := uint32(len(ix.keys))
 	lvl := ix.randomLevel()
@@ -433,20 +447,26 @@ func (ix *Index) vec(s uint32) []float32 {
 // dist is the cosine distance 1 − u·v of unit vectors.
 func (ix *Index) dist(u []float32, s uint32) float32 { return 1 - dot(u, ix.vec(s)) }
 
+// dot is written with eight accumulators, so the adds of a long vector
+// overlap instead of waiting on one another, and with slices advanced in
+// step, so the compiler proves every index in range (no bounds checks).
 func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	for len(a) >= 8 && len(b) >= 8 {
+		s0 += a[0] * b[0]
+		s1 += a[1] * b[1]
+		s2 += a[2] * b[2]
+		s3 += a[3] * b[3]
+		s4 += a[4] * b[4]
+		s5 += a[5] * b[5]
+		s6 += a[6] * b[6]
+		s7 += a[7] * b[7]
+		a, b = a[8:], b[8:]
 	}
-	for ; i < len(a); i++ {
+	for i := range min(len(a), len(b)) {
 		s0 += a[i] * b[i]
 	}
-	return (s0 + s1) + (s2 + s3)
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }
 
 // greedy walks layer l from ep to a local minimum of the distance to q.

@@ -395,11 +395,12 @@ func TestRefusesBadInput(t *testing.T) {
 	}
 }
 
-// TestConcurrentUse runs searches beside writers; -race checks the locking
-// and every answer must be live at some point (keys only ever added here).
+// TestConcurrentUse runs searches beside writers that insert, then delete
+// enough to compact while the searches go on; -race checks the locking,
+// and every answer must be a key that was inserted.
 func TestConcurrentUse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 13))
-	vs := dataset(rng, 1200, 16, 4)
+	vs := dataset(rng, sized(1200), 16, 4)
 	ix, _ := New(Config{Dim: 16, Seed: 13, ExactBelow: -1})
 	var wg sync.WaitGroup
 	for w := range 2 {
@@ -409,19 +410,29 @@ func TestConcurrentUse(t *testing.T) {
 					t.Error(err)
 				}
 			}
+			for i := w; i < len(vs)*3/4; i += 2 {
+				ix.Delete(key(i))
+			}
 		})
 	}
 	for range 2 {
 		wg.Go(func() {
 			for _, q := range vs[:200] {
-				if _, err := ix.Search(q, 5, nil); err != nil {
+				res, err := ix.Search(q, 5, nil)
+				if err != nil {
 					t.Error(err)
+				}
+				for _, r := range res {
+					var j int
+					if _, err := fmt.Sscanf(r.Key, "k%d", &j); err != nil || j >= len(vs) {
+						t.Errorf("answer %q was never inserted", r.Key)
+					}
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if ix.Len() != len(vs) {
-		t.Fatalf("Len %d", ix.Len())
+	if st := ix.Stats(); st.Live != len(vs)-len(vs)*3/4 || st.Tombstones >= st.Live {
+		t.Fatalf("after inserting %d and deleting 3/4: %+v (a compaction was due)", len(vs), st)
 	}
 }
