@@ -158,7 +158,7 @@ type Semantic struct {
 	ix atomic.Pointer[vector.Index] // nil until the first vector
 
 	// have is the text hash behind each indexed vector; the worker's alone.
-	have map[string]uint64
+	have map[string]held
 
 	qmu    sync.Mutex
 	qcache map[string][]float32 // query text → vector, dropped whole when full
@@ -177,7 +177,7 @@ func New(cfg Config) (*Semantic, error) {
 	return &Semantic{
 		cfg: cfg, space: "emb:" + cfg.Model,
 		queue: make(chan item, cfg.Queue), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		have: map[string]uint64{}, qcache: map[string][]float32{},
+		have: map[string]held{}, qcache: map[string][]float32{},
 	}, nil
 }
 

@@ -18,6 +18,13 @@ type item struct {
 	barrier chan struct{}
 }
 
+// held is what the worker knows of an indexed vector: the namespace of its
+// memory (to name the stored copy) and the hash of the text it was made of.
+type held struct {
+	ns   string
+	hash uint64
+}
+
 // storeKey names a memory's vector in the side space.
 func storeKey(k memory.MemoryKey) string { return k.Namespace + "\x00" + k.ID }
 
@@ -110,14 +117,16 @@ func (s *Semantic) load() {
 			ix, err = s.index(len(v))
 		}
 		if err == nil {
-			err = ix.Put(idOf(key), v)
+			_, id := splitKey(key)
+			err = ix.Put(id, v)
 		}
 		if err != nil {
 			log.Warn("hybrid search: dropping a stored vector", "key", key, "err", err)
 			bad = append(bad, key)
 			return nil
 		}
-		s.have[idOf(key)] = h
+		ns, id := splitKey(key)
+		s.have[id] = held{ns, h}
 		return nil
 	})
 	if err != nil && s.ctx.Err() == nil {
@@ -126,13 +135,15 @@ func (s *Semantic) load() {
 	s.deleteStored(bad)
 }
 
-func idOf(storeKey string) string {
-	for i := len(storeKey) - 1; i >= 0; i-- {
-		if storeKey[i] == 0 {
-			return storeKey[i+1:]
+// splitKey splits a store key into namespace and id (ids never hold a
+// NUL byte; namespaces neither).
+func splitKey(key string) (ns, id string) {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == 0 {
+			return key[:i], key[i+1:]
 		}
 	}
-	return storeKey
+	return "", key
 }
 
 // rescan compares every memory in the store with the vectors held: it
@@ -153,7 +164,7 @@ func (s *Semantic) rescan() {
 			return nil
 		}
 		seen[id] = true
-		if h, ok := s.have[id]; !ok || h != textHash(s.embedText(m)) {
+		if h, ok := s.have[id]; !ok || h.hash != textHash(s.embedText(m)) {
 			todo = append(todo, memory.MemoryKey{Namespace: ns, ID: id})
 		}
 		return nil
@@ -165,11 +176,14 @@ func (s *Semantic) rescan() {
 		}
 		return
 	}
-	for id := range s.have {
+	var gone []string
+	for id, h := range s.have {
 		if !seen[id] {
 			s.forgetID(id)
+			gone = append(gone, storeKey(memory.MemoryKey{Namespace: h.ns, ID: id}))
 		}
 	}
+	s.deleteStored(gone)
 	for len(todo) > 0 && s.ctx.Err() == nil {
 		n := min(len(todo), s.cfg.Batch)
 		s.process(todo[:n])
@@ -177,8 +191,8 @@ func (s *Semantic) rescan() {
 	}
 }
 
-// forgetID drops a vector from the index (its stored copy is pruned by
-// key below, or at the next rescan).
+// forgetID drops a vector from the index; the caller deletes the stored
+// copy.
 func (s *Semantic) forgetID(id string) {
 	if ix := s.ix.Load(); ix != nil {
 		ix.Delete(id)
@@ -232,7 +246,7 @@ func (s *Semantic) process(keys []memory.MemoryKey) {
 		}
 		t := s.embedText(m)
 		h := textHash(t)
-		if have, ok := s.have[k.ID]; ok && have == h {
+		if have, ok := s.have[k.ID]; ok && have.hash == h {
 			continue
 		}
 		jobs = append(jobs, job{k, t, h})
@@ -271,7 +285,7 @@ func (s *Semantic) process(keys []memory.MemoryKey) {
 				s.core.Logger().Warn("hybrid search: refusing a vector", "id", j.key.ID, "err", err)
 				continue
 			}
-			s.have[j.key.ID] = j.hash
+			s.have[j.key.ID] = held{j.key.Namespace, j.hash}
 			stored[storeKey(j.key)] = encodeVector(j.hash, v)
 		}
 		s.embedded.Add(int64(n))
