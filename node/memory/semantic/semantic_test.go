@@ -96,7 +96,7 @@ func open(t *testing.T, kv store.KV, cfg semantic.Config) (*memory.Service, *sem
 	return s, sem
 }
 
-func sync_(t *testing.T, sem *semantic.Semantic) {
+func sync_(t testing.TB, sem *semantic.Semantic) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang detector, not a timing
 	defer cancel()
