@@ -46,9 +46,9 @@ func BenchmarkSearch10kDim384(b *testing.B) { benchSearch(b, 10_000, 384) }
 var built = map[[2]int]*builtIndex{}
 
 type builtIndex struct {
-	ix                 *Index
-	vs, qs             [][]float32
-	perVector, buildµs float64
+	ix                             *Index
+	vs, qs                         [][]float32
+	perVector, buildµs, buildCPUµs float64
 }
 
 func benchSearch(b *testing.B, n, dim int) {
@@ -73,8 +73,11 @@ func benchSearch(b *testing.B, n, dim int) {
 		}
 	}
 	var lat []time.Duration
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := threadCPU()
 	for i := 0; b.Loop(); i++ {
 		t0 := time.Now()
 		if _, err := ix.Search(qs[i%len(qs)], 10, nil); err != nil {
@@ -82,12 +85,14 @@ func benchSearch(b *testing.B, n, dim int) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
+	b.ReportMetric(float64((threadCPU()-cpu0).Nanoseconds())/1e3/float64(len(lat)), "cpu-µs/query")
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*95/100].Nanoseconds())/1e3, "p95-µs")
 	b.ReportMetric(float64(hit)/1000, "recall@10")
 	b.ReportMetric(bi.perVector, "heap-B/vector")
 	b.ReportMetric(bi.buildµs, "build-µs/insert")
+	b.ReportMetric(bi.buildCPUµs, "build-cpu-µs/insert")
 }
 
 func buildBench(b *testing.B, n, dim int) *builtIndex {
@@ -95,7 +100,9 @@ func buildBench(b *testing.B, n, dim int) *builtIndex {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	start := time.Now()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start, cpu0 := time.Now(), threadCPU()
 	ix, err := New(Config{Dim: dim, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
@@ -105,12 +112,13 @@ func buildBench(b *testing.B, n, dim int) *builtIndex {
 			b.Fatal(err)
 		}
 	}
-	build := time.Since(start)
+	build, buildCPU := time.Since(start), threadCPU()-cpu0
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	// The input vectors were made before the first reading, so HeapAlloc
 	// grows by the index alone.
 	return &builtIndex{ix: ix, vs: vs, qs: qs,
-		perVector: float64(after.HeapAlloc-before.HeapAlloc) / float64(n),
-		buildµs:   float64(build.Microseconds()) / float64(n)}
+		perVector:  float64(after.HeapAlloc-before.HeapAlloc) / float64(n),
+		buildµs:    float64(build.Microseconds()) / float64(n),
+		buildCPUµs: float64(buildCPU.Microseconds()) / float64(n)}
 }

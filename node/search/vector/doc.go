@@ -66,6 +66,28 @@
 // EfSearch 128–200 for recall@10 ≥ 0.95 (property_test.go runs both).
 // Search time grows about linearly with EfSearch.
 //
+// # Measured
+//
+//	go test -run XXX -bench Search -benchtime 3000x ./node/search/vector/
+//
+// on this project's shared 2-core machine (Xeon, go1.26) while other jobs
+// kept its load average at 10–16, so wall times include waiting for a
+// core; cpu-µs counts the searching thread's own CPU time. Data: 1000
+// Gaussian clusters in 384 dimensions (a vector's cosine to its centre
+// ≈ 0.9), 500 queries drawn the same way, k 10, default parameters:
+//
+//	         search p50   p95      cpu/query  recall@10  heap/vector  build cpu/insert
+//	10k      822 µs      10.7 ms   801 µs     1.000      2,039 B      0.98 ms
+//	100k     695 µs       8.8 ms   704 µs     1.000      1,903 B      1.77 ms
+//
+// A query costs about the same at 10k and 100k (the walk grows with log n;
+// the difference is noise): some 1,200 dot products of 384 floats, each
+// ~0.35–0.5 µs here without SIMD. The vectors themselves are 1,536 of the
+// ~1,900 bytes per vector (100k: 181 MiB of heap). Building is the slow
+// part: 100k insertions cost ~3 minutes of CPU, which is what a node with
+// 100k stored vectors spends at start rebuilding the graph in the
+// background.
+//
 // The index is in memory only. The node's hybrid search stores vectors
 // beside the records (node/store side data) and rebuilds the graph from
 // them at start, in the background.
