@@ -11,14 +11,18 @@ cd "$(dirname "$0")/.."
 
 echo "== console e2e (Playwright + Debian Chromium)"
 if [ ! -x /usr/bin/chromium ]; then
+  as_root=()
   if [ "$(id -u)" != 0 ]; then
-    echo "/usr/bin/chromium is missing; install it with: sudo apt-get install -y chromium" >&2
-    exit 1
+    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+      as_root=(sudo -n)
+    else
+      echo "/usr/bin/chromium is missing; install it with: sudo apt-get install -y chromium" >&2
+      exit 1
+    fi
   fi
   echo "installing Debian's chromium"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 go build -o bin/mnemo ./cmd/mnemo
 (cd e2e/ui && npm ci --silent --no-audit --no-fund >/dev/null)
