@@ -48,8 +48,9 @@ type Settings struct {
 	AutoPromote    memory.AutoPromote `json:"auto_promote,omitzero"`
 	// Duplicates configures duplicate detection: {"threshold": 0.8, "embeddings":
 	// {"enabled": true, "base_url": "http://127.0.0.1:11434/v1", "model": "…",
-	// "api_key_env": "VAR", "threshold": 0.9}}; off (MinHash only) by default
-	// (dedup.Config).
+	// "api_key_env": "VAR", "threshold": 0.9}, "on_save": {"disabled": false,
+	// "queue_size": 1024}}; embeddings off (MinHash only) and merging on save
+	// on by default (dedup.Config).
 	Duplicates dedup.Config      `json:"duplicates,omitzero"`
 	Approvals  surgery.Approvals `json:"approvals,omitempty"`
 	// HybridSearch fuses vector search into search: {"enabled": true,

@@ -84,7 +84,9 @@ func features() ([]memory.Feature, error) {
 	if err != nil {
 		return nil, err
 	}
-	dd, err := dedup.New(dedup.Config{})
+	// Merging on save runs on a goroutine of its own, which a stepped,
+	// replayable node must not have.
+	dd, err := dedup.New(dedup.Config{OnSave: dedup.OnSaveConfig{Disabled: true}})
 	if err != nil {
 		return nil, err
 	}

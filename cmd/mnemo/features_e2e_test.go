@@ -165,7 +165,9 @@ func syncedWith(t *testing.T, a, b *nodeProc) {
 	for _, pair := range [][2]*nodeProc{{a, b}, {b, a}} {
 		x, y := pair[0], pair[1]
 		fcall(t, x, "POST", "/v1/sync", fmt.Sprintf(`{"peer":%q}`, y.nodeID), 202)
-		marker := fsave(t, x, `{"namespace":"team://ops","type":"note","content":"sync marker"}`)
+		// Each marker's own words: identical notes by two agents in a team
+		// namespace are merged on save, which would delete one marker.
+		marker := fsave(t, x, fmt.Sprintf(`{"namespace":"team://ops","type":"note","content":"sync marker from %s for %s"}`, x.nodeID, y.nodeID))
 		eventually(t, "a marker from "+x.nodeID+" on "+y.nodeID, func() bool { return y.has(marker.ID) })
 	}
 }

@@ -35,8 +35,8 @@
 // feature: features plug in through the Kind interface and optional ones
 // the core finds by type assertion — Forgetter, RemoteChecker,
 // MemoryObserver, ChangeObserver, SentObserver, Viewer, Affecter,
-// ReadGate, PolicyObserver, Retracter, Loader, Opener (each documented in
-// kinds.go). A feature package (node/memory/X)
+// ReadGate, PolicyObserver, Retracter, Loader, Opener, Closer (each
+// documented in kinds.go). A feature package (node/memory/X)
 // implements Feature: Open calls its Attach with the Core, a privileged
 // handle (write, view, locate, check) through which it registers and
 // works; the node lists the packages it attaches (node/node.go, features),

@@ -41,6 +41,8 @@ type Config struct {
 	// by New, so once); otherwise none and no embeddings pass. Tests and
 	// embedders in process set it directly.
 	Embedder Embedder `json:"-"`
+	// OnSave configures merging on save; on by default.
+	OnSave OnSaveConfig `json:"on_save,omitzero"`
 }
 
 // EmbeddingsConfig configures an OpenAI-compatible embeddings endpoint.
@@ -75,6 +77,9 @@ func (d *Config) validate() error {
 	}
 	if d.Threshold <= 0 || d.Threshold > 1 {
 		return invalid("duplicates.threshold must be in (0, 1], got %v", d.Threshold)
+	}
+	if err := d.OnSave.validate(); err != nil {
+		return err
 	}
 	e := &d.Embeddings
 	if !e.Enabled && d.Embedder == nil {
@@ -127,6 +132,8 @@ type Dedup struct {
 	mu   sync.Mutex
 	sigs map[string]similarity.Signature // cacheKey → MinHash signature
 	vecs map[string][]float64            // cacheKey → embedding
+
+	save *saveQueue // nil: merging on save is off
 }
 
 // New checks cfg, fills its defaults and builds its Embedder, once, for
@@ -135,17 +142,32 @@ func New(cfg Config) (*Dedup, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Dedup{cfg: cfg}, nil
+	d := &Dedup{cfg: cfg}
+	if !cfg.OnSave.Disabled {
+		d.save = newSaveQueue(cfg.OnSave.QueueSize)
+	}
+	return d, nil
 }
 
 // Of returns the dedup feature attached to svc, or nil.
 func Of(svc *memory.Service) *Dedup { return memory.FeatureOf[*Dedup](svc) }
 
-// Attach keeps the core (memory.Feature). Dedup registers no hook: it
-// owns no record kind and derives nothing from the store.
-func (d *Dedup) Attach(c *memory.Core) { d.core = c }
+// Attach keeps the core (memory.Feature). Dedup owns no record kind;
+// with merging on save on, it registers as a SentObserver (to queue what
+// changed), an Opener (to start its worker) and a Closer (to stop it).
+func (d *Dedup) Attach(c *memory.Core) {
+	d.core = c
+	if d.save != nil {
+		c.Register(d)
+	}
+}
 
-var _ memory.Feature = (*Dedup)(nil)
+var (
+	_ memory.Feature      = (*Dedup)(nil)
+	_ memory.SentObserver = (*Dedup)(nil)
+	_ memory.Opener       = (*Dedup)(nil)
+	_ memory.Closer       = (*Dedup)(nil)
+)
 
 // Config is the configuration in effect, defaults filled.
 func (d *Dedup) Config() Config { return d.cfg }

@@ -35,7 +35,7 @@ func openTest(t *testing.T, cfg dedup.Config) (*memory.Service, *dedup.Dedup) {
 var agent = memorytest.Agent
 
 func TestFindDuplicatesAcrossNamespaces(t *testing.T) {
-	s, d := openTest(t, dedup.Config{})
+	s, d := openTest(t, dedup.Config{OnSave: manualOnly})
 	ctx := context.Background()
 	memorytest.Create(t, s, "alice", "team://backend")
 	memorytest.Grant(t, s, "alice", "team://backend", "agent://bob", "read,write")
@@ -61,7 +61,7 @@ func TestFindDuplicatesAcrossNamespaces(t *testing.T) {
 }
 
 func TestMergeDuplicates(t *testing.T) {
-	s, d := openTest(t, dedup.Config{})
+	s, d := openTest(t, dedup.Config{OnSave: manualOnly})
 	ctx := context.Background()
 	memorytest.Create(t, s, "alice", "team://backend")
 	memorytest.Grant(t, s, "alice", "team://backend", "agent://bob", "read,write")
@@ -102,7 +102,7 @@ func TestMergeDuplicates(t *testing.T) {
 }
 
 func TestMergeConfidenceRules(t *testing.T) {
-	s, d := openTest(t, dedup.Config{})
+	s, d := openTest(t, dedup.Config{OnSave: manualOnly})
 	ctx := context.Background()
 	memorytest.Create(t, s, "alice", "team://backend")
 	low := 0.5
@@ -149,7 +149,7 @@ func TestFindDuplicatesWithEmbeddings(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]any{"data": data})
 	}))
 	defer srv.Close()
-	s, d := openTest(t, dedup.Config{Embeddings: dedup.EmbeddingsConfig{Enabled: true, BaseURL: srv.URL, Model: "m"}})
+	s, d := openTest(t, dedup.Config{Embeddings: dedup.EmbeddingsConfig{Enabled: true, BaseURL: srv.URL, Model: "m"}, OnSave: manualOnly})
 	ctx := context.Background()
 	s.Save(ctx, agent("alice"), memapi.SaveRequest{Content: "the ledger is append-only"})
 	s.Save(ctx, agent("alice"), memapi.SaveRequest{Namespace: "agent://alice/notes", Content: "never rewrite ledger rows"})
@@ -197,7 +197,7 @@ func (f *fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float64, er
 // skips the pass with a warning.
 func TestFindDuplicatesWithAnEmbedder(t *testing.T) {
 	emb := &fakeEmbedder{}
-	s, d := openTest(t, dedup.Config{Embedder: emb})
+	s, d := openTest(t, dedup.Config{Embedder: emb, OnSave: manualOnly})
 	if d.Config().Embeddings.Threshold != dedup.DefaultEmbeddingsThreshold {
 		t.Fatalf("threshold %v", d.Config().Embeddings.Threshold)
 	}

@@ -3,8 +3,9 @@
 // and merges them within a shared namespace. Build it with New (which
 // checks its Config and builds the embeddings client once), attach it to
 // one Service (memory.Config.Features), and reach it with Of; the HTTP API
-// and the MCP tools do. It registers no hook: it reads the effective views
-// through the core when asked, and keeps only caches keyed by content.
+// and the MCP tools do. Find and Merge read the effective views through
+// the core when asked and keep only caches keyed by content; merging on
+// save (below) hooks the core's writes.
 //
 // Detection. The same knowledge often lands in two namespaces a principal
 // can read: a share or promotion copies it, or two agents learn it on
@@ -19,8 +20,7 @@
 // {base}/embeddings) or an Embedder given, pairs whose cosine similarity
 // is >= its threshold (default 0.9) are reported too, with method
 // "embeddings"; an endpoint failure is reported as a warning and the
-// MinHash pairs still answer. Detection on save is not implemented:
-// detection runs when asked.
+// MinHash pairs still answer.
 //
 // Merge. Merge merges ids within one shared namespace the caller may
 // write. The survivor is the first id that lives in that namespace; the
@@ -32,4 +32,62 @@
 // them have different authors and neither derives from the other (their
 // ids, lineages and "source:" provenance do not meet) — the survivor's
 // confidence rises by ConsensusBoost (0.2), capped at 1.
+//
+// Merging on save (onsave.go; Config.OnSave, on unless Disabled). In a
+// shared namespace (team:// or project://; never agent://, so never an
+// inbox), a memory that near-duplicates a live memory of another author
+// in the same namespace is merged with it, as seed 002 asks: the same
+// knowledge learnt by two agents becomes one memory with both as
+// provenance. Detection is MinHash at Config.Threshold against the
+// namespace's live memories (at most maxCandidates, newest first);
+// the embeddings pass is not used on save (vectors from the semantic
+// feature are not consulted yet). The decisions:
+//
+//   - Asynchronous. The core tells the feature what each local write or
+//     peer delta changed after it went to replication (SentObserver); the
+//     feature only queues the shared-namespace memories changed, so the
+//     save is acknowledged without waiting. The queue is bounded
+//     (OnSave.QueueSize, default 1024) and drained by one goroutine that
+//     Opened starts; a change that finds it full is not checked and is
+//     counted (SaveStats.Dropped), the save never blocks. A memory
+//     already queued is queued once. Close (the core's Closer, before the
+//     store closes) refuses new work, checks what is queued, and waits for
+//     the goroutine. The queue is not persisted: a check lost to a full
+//     queue or a crash is left to the other replicas (below) or to a
+//     manual merge; nothing scans for missed duplicates at start.
+//   - On every replica, idempotently. Every node that holds both
+//     memories, whichever arrived last and whoever saved it, checks and
+//     merges, so a merge does not depend on the saving node staying up
+//     (its queue is in memory; it may crash or go offline right after the
+//     save, or not hold the other memory yet when it saves: the author's
+//     node alone would then never see the pair). For merges made by
+//     several nodes to agree: the survivor is the oldest of the group by
+//     (created_at, id), the same on every node whatever the arrival
+//     order, so two nodes never delete each other's survivor; the writes
+//     are sets and registers whose values any node would choose alike:
+//     provenance gains "author:" of both sides and "source:" of the loser
+//     (add-wins set: union), the loser gets deleted_at and lineage = the
+//     survivor (LWW: concurrent merges differ only in the deleted_at time,
+//     and the join keeps one). The consensus boost is counted once per
+//     survivor: a merge that boosts adds ConsensusMark to the provenance,
+//     and a survivor that carries it is not boosted again, so a third
+//     author's duplicate, or a second node merging after the first's
+//     merge arrived, adds provenance only, and concurrent merges write
+//     the same confidence. A loser already soft-deleted is not a
+//     candidate, so a repeated check writes nothing. The convergence of
+//     the replicas themselves is the CRDT's; these rules make the state
+//     they converge to the same whoever merged.
+//   - Who may write. A node's write to a shared namespace is accepted by
+//     its peers only if a principal it hosts holds write there
+//     (node/cluster's ReplicaMayWrite), so a node merges only when the
+//     owner agent or the author of one side is local and holds write
+//     there (acl check at merge time); a node whose principals only read
+//     the namespace leaves the merge to the others (SaveStats.NoWrite).
+//   - Scope. Only different authors (a memory's author is the principal
+//     that saved it); same-author near-duplicates stay, as do capsule
+//     references and empty texts. Whether the two sides are independent
+//     (for the boost) is Merge's rule above.
+//
+// The simulator turns merging on save off (its stepped nodes run no
+// goroutine of their own); tests observe merges with Flush.
 package dedup

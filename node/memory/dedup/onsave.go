@@ -1,0 +1,345 @@
+package dedup
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/schema"
+	"github.com/mnemohq/mnemo/node/search"
+	"github.com/mnemohq/mnemo/node/similarity"
+	"github.com/mnemohq/mnemo/node/store"
+)
+
+// Bounds of merging on save.
+const (
+	DefaultSaveQueue = 1024  // memories waiting for their check
+	maxSaveQueue     = 65536 // the largest OnSave.QueueSize accepted
+	// ConsensusMark is the provenance entry a merge on save adds with its
+	// confidence boost: a survivor that carries it has had its boost, so
+	// later or concurrent merges into it do not add another.
+	ConsensusMark = "consensus:+0.2"
+)
+
+// OnSaveConfig configures merging on save (see the package doc).
+type OnSaveConfig struct {
+	// Disabled turns merging on save off; default false (on). The
+	// simulator turns it off: its nodes must not run goroutines of their
+	// own.
+	Disabled bool `json:"disabled,omitempty"`
+	// QueueSize bounds the memories waiting for their check; default
+	// DefaultSaveQueue (1024), at most 65536. A save that finds the
+	// queue full is not checked (SaveStats.Dropped counts it).
+	QueueSize int `json:"queue_size,omitempty"`
+}
+
+func (o *OnSaveConfig) validate() error {
+	if o.QueueSize == 0 {
+		o.QueueSize = DefaultSaveQueue
+	}
+	if o.QueueSize < 0 || o.QueueSize > maxSaveQueue {
+		return invalid("duplicates.on_save.queue_size must be in 1..%d, got %d", maxSaveQueue, o.QueueSize)
+	}
+	return nil
+}
+
+// SaveStats counts what merging on save did since the feature opened.
+type SaveStats struct {
+	Checked uint64 // memories checked for duplicates
+	Merged  uint64 // memories soft-deleted into a survivor
+	Dropped uint64 // memories not checked: the queue was full, or closed
+	NoWrite uint64 // merges skipped: no local principal may write the namespace
+}
+
+// saveQueue is the bounded queue of memories to check, drained by one
+// goroutine. busy counts the keys queued or being checked, so Flush can
+// wait for quiet.
+type saveQueue struct {
+	keys chan memory.MemoryKey
+	done chan struct{} // closed when the worker has returned
+
+	mu      sync.Mutex
+	idle    sync.Cond // signalled when busy drops to 0
+	queued  map[memory.MemoryKey]bool
+	busy    int
+	started bool
+	closed  bool
+	stats   SaveStats
+
+	// beforeCheck, when set (tests), runs on the worker before each check.
+	beforeCheck func(memory.MemoryKey)
+}
+
+func newSaveQueue(size int) *saveQueue {
+	q := &saveQueue{keys: make(chan memory.MemoryKey, size), done: make(chan struct{}), queued: map[memory.MemoryKey]bool{}}
+	q.idle.L = &q.mu
+	return q
+}
+
+// AfterSent queues the shared-namespace memories a write or a peer's delta
+// changed (memory.SentObserver): called once the change itself has gone
+// to replication, it never blocks, so the save is acknowledged without
+// waiting for its check.
+func (d *Dedup) AfterSent(changes []store.Change) {
+	if d.save == nil {
+		return
+	}
+	for _, c := range changes {
+		if c.Record == nil || schema.Str(c.Record, schema.FieldKind) != "" || schema.Str(c.Record, schema.FieldDeletedAt) != "" || !sharedNS(c.Namespace) {
+			continue
+		}
+		d.save.enqueue(memory.MemoryKey{Namespace: c.Namespace, ID: c.ID})
+	}
+}
+
+// sharedNS reports whether merging on save applies in ns: team and project
+// namespaces only, never an agent's (nor an inbox, which is an agent's).
+func sharedNS(ns string) bool {
+	a, err := namespace.Parse(ns)
+	return err == nil && (a.Kind == namespace.KindTeam || a.Kind == namespace.KindProject)
+}
+
+func (q *saveQueue) enqueue(k memory.MemoryKey) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.queued[k]:
+	case q.closed:
+		q.stats.Dropped++
+	default:
+		select {
+		case q.keys <- k:
+			q.queued[k] = true
+			q.busy++
+		default:
+			q.stats.Dropped++
+		}
+	}
+}
+
+// Opened starts the worker (memory.Opener): the store is indexed, so
+// checks see every memory.
+func (d *Dedup) Opened() {
+	if d.save == nil {
+		return
+	}
+	d.save.mu.Lock()
+	d.save.started = true
+	d.save.mu.Unlock()
+	go d.drain()
+}
+
+func (d *Dedup) drain() {
+	q := d.save
+	defer close(q.done)
+	for k := range q.keys {
+		q.mu.Lock()
+		delete(q.queued, k) // a change from now on queues k again
+		hook := q.beforeCheck
+		q.mu.Unlock()
+		if hook != nil {
+			hook(k)
+		}
+		d.checkSaved(k)
+		q.mu.Lock()
+		q.stats.Checked++
+		if q.busy--; q.busy == 0 {
+			q.idle.Broadcast()
+		}
+		q.mu.Unlock()
+	}
+}
+
+// Close stops merging on save (memory.Closer, before the store closes):
+// later changes are dropped, the memories already queued are checked, and
+// Close returns once the worker has. Safe to call more than once.
+func (d *Dedup) Close() {
+	q := d.save
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		close(q.keys)
+	}
+	done := q.done
+	if !q.started { // no worker ever ran: nothing to wait for
+		done = make(chan struct{})
+		close(done)
+	}
+	q.mu.Unlock()
+	<-done
+}
+
+// Flush waits until no memory is queued or being checked, including the
+// ones the checks' own merges queue. Tests and benchmarks call it to
+// observe merges; nothing on a save's path does.
+func (d *Dedup) Flush() {
+	q := d.save
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	for q.busy > 0 && q.started {
+		q.idle.Wait()
+	}
+	q.mu.Unlock()
+}
+
+// SaveStats reports what merging on save has done so far (zero when off).
+func (d *Dedup) SaveStats() SaveStats {
+	if d.save == nil {
+		return SaveStats{}
+	}
+	d.save.mu.Lock()
+	defer d.save.mu.Unlock()
+	return d.save.stats
+}
+
+func (d *Dedup) count(f func(*SaveStats)) {
+	d.save.mu.Lock()
+	f(&d.save.stats)
+	d.save.mu.Unlock()
+}
+
+// eligible reports whether m takes part in merging on save.
+func eligible(m memory.Memory) bool {
+	return m.DeletedAt == nil && m.Author != "" && m.Type != memory.TypeReference && strings.TrimSpace(text(m)) != ""
+}
+
+// checkSaved merges the memory k with its near-duplicates by other
+// authors in its namespace (see the package doc): the oldest of the group
+// survives.
+func (d *Dedup) checkSaved(k memory.MemoryKey) {
+	rec, err := d.core.Record(k.Namespace, k.ID)
+	if err != nil || rec.Empty() {
+		return
+	}
+	m, fl := d.core.View(k.Namespace, k.ID, rec)
+	if fl.Retracted || !eligible(m) {
+		return
+	}
+	sig := d.signature(m)
+	var dups []memory.Memory
+	for _, o := range d.core.List(search.Filter{Namespaces: []string{k.Namespace}}, true, maxCandidates) {
+		if o.ID == m.ID || o.Author == m.Author || !eligible(o) {
+			continue
+		}
+		if similarity.Similarity(sig, d.signature(o)) >= d.cfg.Threshold {
+			dups = append(dups, o)
+		}
+	}
+	if len(dups) == 0 {
+		return
+	}
+	oldest := slices.MinFunc(dups, older)
+	if older(m, oldest) < 0 {
+		d.mergeSaved(m, dups) // every dup's author differs from m's
+		return
+	}
+	d.mergeSaved(oldest, []memory.Memory{m})
+}
+
+// older orders memories by (created_at, id): the survivor is the same on
+// every node whatever order the memories arrived in.
+func older(a, b memory.Memory) int {
+	return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+}
+
+// writer is a principal this node hosts that may write ns, naming whom the
+// merge writes for; false when none may (peers would refuse the write).
+func (d *Dedup) writer(ns namespace.Address, mems ...memory.Memory) bool {
+	cands := []namespace.Address{d.core.Service().Owner()}
+	for _, m := range mems {
+		if p, err := namespace.ParsePrincipal(m.Author); err == nil {
+			cands = append(cands, p)
+		}
+	}
+	for _, p := range cands {
+		if d.core.IsLocal(p) && d.core.Check(p, ns, acl.Write) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeSaved soft-deletes losers into surv in their namespace. Every
+// value it writes is what any node would write for the same records
+// (sets gain the same elements, the lineage is the survivor), so merges
+// of the same duplicates on several nodes join to one state; the boost
+// is added once per survivor (ConsensusMark).
+func (d *Dedup) mergeSaved(surv memory.Memory, losers []memory.Memory) {
+	ns, err := namespace.Parse(surv.Namespace)
+	if err != nil {
+		return
+	}
+	if !d.writer(ns, append([]memory.Memory{surv}, losers...)...) {
+		d.count(func(s *SaveStats) { s.NoWrite++ })
+		return
+	}
+	prov := []string{"author:" + surv.Author}
+	boost := false
+	for _, l := range losers {
+		prov = append(prov, l.Provenance...)
+		prov = append(prov, "author:"+l.Author, "source:"+l.ID)
+		boost = boost || independent(surv, l)
+	}
+	boost = boost && !slices.Contains(surv.Provenance, ConsensusMark)
+	if boost {
+		prov = append(prov, ConsensusMark)
+	}
+	slices.Sort(prov)
+	prov = slices.Compact(prov)
+	err = d.core.Write(func(tx *store.Tx) error {
+		now, ts := d.core.Now()
+		e, err := tx.Edit(surv.Namespace, surv.ID)
+		if err != nil {
+			return err
+		}
+		for _, p := range prov {
+			if !slices.Contains(surv.Provenance, p) {
+				if err := e.Add(schema.SetProvenance, p); err != nil {
+					return err
+				}
+			}
+		}
+		if boost {
+			conf := min(1, math.Round((surv.Confidence+ConsensusBoost)*1e9)/1e9)
+			if err := e.Set(ts, schema.FieldConfidence, schema.EncodeNum(conf)); err != nil {
+				return err
+			}
+		}
+		if err := schema.Touch(e, ts, now); err != nil {
+			return err
+		}
+		tx.Commit(surv.Namespace, surv.ID, e)
+		for _, l := range losers {
+			e, err := tx.Edit(l.Namespace, l.ID)
+			if err != nil {
+				return err
+			}
+			if err := e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(now)); err != nil {
+				return err
+			}
+			if err := e.Set(ts, schema.FieldLineage, []byte(surv.ID)); err != nil {
+				return err
+			}
+			if err := schema.Touch(e, ts, now); err != nil {
+				return err
+			}
+			tx.Commit(l.Namespace, l.ID, e)
+		}
+		return nil
+	})
+	if err != nil {
+		d.core.Logger().Warn("dedup: merge on save failed", "namespace", surv.Namespace, "survivor", surv.ID, "err", err)
+		return
+	}
+	d.count(func(s *SaveStats) { s.Merged += uint64(len(losers)) })
+}
