@@ -152,6 +152,18 @@
 //     compares contexts, does not find; comparing content fingerprints
 //     would.
 //
+// # Agreement
+//
+// Engine.Agreement tells, per peer and namespace, how the peer's causal
+// context, as the peer last told it (in a sync request, or at the end of
+// its sync answer), compares with this node's now: equal, behind, ahead
+// or concurrent, with the engine's time it was told. It is what digest
+// sync itself compares, without the full scan a state digest needs; it is
+// only as fresh as the pair's last sync (anti-entropy picks a random peer
+// every AntiEntropyInterval), and live deltas move it without a word. The
+// engine keeps one context per peer and namespace held, reuses the one
+// answerSync decodes, never sends it, and drops it with the peer.
+//
 // # Bounded work
 //
 // A sync request or reply is answered once per distinct namespace, for at

@@ -281,7 +281,10 @@ type peerState struct {
 	// to the peer (the smaller id) to ask first until joinAt.
 	joinWait map[string]bool
 	joinAt   time.Time
-	stats    PeerStats
+	// told: the peer's context of each namespace held, as it last told
+	// it (agreement.go).
+	told  map[string]toldContext
+	stats PeerStats
 }
 
 // asking is a sync request waiting for the peer's answer: when it left,
@@ -362,7 +365,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 		seen[p.ID] = true
 		ps, ok := e.peers[p.ID]
 		if !ok || ps.Incarnation != p.Incarnation {
-			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, answered: map[string]time.Time{}, asked: map[string]asking{}, readable: map[string]bool{}, joining: map[string]time.Time{}}
+			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, answered: map[string]time.Time{}, asked: map[string]asking{}, readable: map[string]bool{}, joining: map[string]time.Time{}, told: map[string]toldContext{}}
 			ps.stats.Peer = p.ID
 			e.peers[p.ID] = ps
 			ps.Peer = p
@@ -679,6 +682,7 @@ func (e *Engine) Tick(now time.Time) {
 	}
 	if !now.Before(e.nextAE) && len(e.peers) > 0 {
 		e.nextAE = now.Add(e.cfg.AntiEntropyInterval)
+		e.forgetUnheld()
 		ids := e.sortedPeers()
 		p := e.peers[ids[e.rng.IntN(len(ids))]]
 		for _, ns := range e.st.Namespaces() {
