@@ -224,11 +224,18 @@ func (c *Cluster) Close() error {
 
 // Status reports the replication counters and the namespaces held. With
 // digests it also hashes each namespace's whole state (a full scan of each:
-// for convergence checks, not for every metrics scrape).
+// for convergence checks, not for every metrics scrape) and compares each
+// peer's last told context with this node's (Status.Agreement).
 func (c *Cluster) Status(digests bool) Status {
 	peers := []replica.PeerStats{}
-	_ = c.do(func() { peers = c.eng.Stats() })
-	st := c.status(peers, digests)
+	var agreement []replica.PeerAgreement
+	_ = c.do(func() {
+		peers = c.eng.Stats()
+		if digests {
+			agreement = c.eng.Agreement()
+		}
+	})
+	st := c.status(peers, agreement, digests)
 	st.QUIC, st.Gossip = c.QUICAddr(), c.GossipAddr()
 	return st
 }

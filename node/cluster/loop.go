@@ -100,6 +100,11 @@ type Status struct {
 	DroppedFrames    uint64            `json:"dropped_frames"`
 	LocalOverflow    uint64            `json:"local_overflows"`
 	Namespaces       []NamespaceDigest `json:"namespaces"`
+	// Agreement (with digests): per peer and namespace, how the peer's
+	// causal context as it last told it compares with this node's now
+	// (replica.Engine.Agreement). What digest sync compares, without the
+	// scan a digest needs; as fresh as the pair's last sync.
+	Agreement []replica.PeerAgreement `json:"agreement,omitempty"`
 }
 
 // NamespaceDigest is one replicated namespace's state digest: equal on two
@@ -506,8 +511,8 @@ func (l *loop) knownKey(pub ed25519.PublicKey) bool {
 
 // status reports the counters and the namespaces held, with peers the
 // engine's stats. Any goroutine.
-func (l *loop) status(peers []replica.PeerStats, digests bool) Status {
-	st := Status{NodeID: string(l.self), Replica: l.cfg.Identity.ReplicaID().String(), Peers: peers}
+func (l *loop) status(peers []replica.PeerStats, agreement []replica.PeerAgreement, digests bool) Status {
+	st := Status{NodeID: string(l.self), Replica: l.cfg.Identity.ReplicaID().String(), Peers: peers, Agreement: agreement}
 	st.Applied, st.Rejected, st.DroppedFrames, st.LocalOverflow = l.applied.Load(), l.rejected.Load(), l.dropped.Load(), l.localOver.Load()
 	st.BindingConflicts = l.conflicts.Load()
 	st.Namespaces = []NamespaceDigest{}

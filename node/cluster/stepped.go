@@ -144,11 +144,15 @@ func (s *Stepped) Pump() { s.step(nil) }
 func (s *Stepped) Advert() Advert { return s.advert(s.cfg.Addr) }
 
 // Status reports the replication counters and the namespaces held (and
-// their digests with digests), with Config.Addr as the QUIC address. It
-// steps nothing: reading the state sends no frame and leaves the local
-// deltas waiting.
+// with digests their digests and each peer's agreement), with Config.Addr
+// as the QUIC address. It steps nothing: reading the state sends no frame
+// and leaves the local deltas waiting.
 func (s *Stepped) Status(digests bool) Status {
-	st := s.status(s.eng.Stats(), digests)
+	var agreement []replica.PeerAgreement
+	if digests {
+		agreement = s.eng.Agreement()
+	}
+	st := s.status(s.eng.Stats(), agreement, digests)
 	st.QUIC = s.cfg.Addr
 	return st
 }

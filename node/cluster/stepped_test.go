@@ -492,3 +492,34 @@ func TestRefusedForWantOfBindingSyncsWhenItArrives(t *testing.T) {
 		t.Fatal("the refused write did not come with the binding that lets it pass")
 	}
 }
+
+// Status with digests says, per peer and namespace, how the peer's context
+// as it last told it stands against this node's; without digests it says
+// nothing of it (metrics scrapes do not pay for it).
+func TestStatusShowsAgreementWithPeers(t *testing.T) {
+	net := newSteppedNet(t, 2, 3)
+	net.join()
+	n0, n1 := net.nodes[0], net.nodes[1]
+	net.save(n0, "team://core", "a note both hold")
+	net.tick()
+	if err := n0.st.Sync(""); err != nil {
+		t.Fatal(err)
+	}
+	net.run()
+	told := net.clock.Now()
+	for _, pair := range [][2]*steppedNode{{n0, n1}, {n1, n0}} {
+		st := pair[0].st.Status(true)
+		peer := replica.PeerID(pair[1].id.NodeID())
+		if a := st.Agreement; len(a) != 1 || a[0].Peer != peer || a[0].Namespace != "team://core" ||
+			a[0].Agreement != replica.AgreeEqual || !a[0].Told.Equal(told) {
+			t.Fatalf("node %d agreement after a sync: %+v, want %s equal on team://core told at %v", pair[0].i, a, peer, told)
+		}
+		if st := pair[0].st.Status(false); st.Agreement != nil {
+			t.Fatalf("node %d: agreement without digests: %+v", pair[0].i, st.Agreement)
+		}
+	}
+	net.save(n0, "team://core", "a second note, live")
+	if got := n0.st.Status(true).Agreement; len(got) != 1 || got[0].Agreement != replica.AgreeBehind {
+		t.Fatalf("node 0 after a write node 1 has not told it has: %+v, want behind", got)
+	}
+}

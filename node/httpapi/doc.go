@@ -47,7 +47,7 @@
 //	GET    /v1/duplicates               ?namespace= → near-duplicate pairs the caller can read
 //	POST   /v1/duplicates/merge         {"ids":[…],"namespace"}: merge within a shared namespace
 //	GET    /v1/members                  {"members":[{"node_id","key","agents","addr","state"}]} (the node alone without a cluster key); any token
-//	GET    /v1/status                   owner token only: replication per peer; ?digests=true adds each namespace's state digest (a full scan)
+//	GET    /v1/status                   owner token only: replication per peer; ?digests=true adds each namespace's state digest (a full scan) and "agreement": each peer's last told context against ours
 //	POST   /v1/sync                     owner token only: {"peer"} ("" = every peer): digest sync now; 202, 409 without replication
 //	POST   /v1/handover                 owner token only: {"principal","to"}: hand an agent this node hosts over to the node whose key (from /v1/members) is "to"; 409 if not hosted here, 501 without replication
 //	GET    /metrics                     owner token only: Prometheus metrics (below)
