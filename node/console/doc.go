@@ -3,7 +3,7 @@
 // and see, in a browser, what that principal's agents remember and share —
 // memories with their provenance, lineage and edits; pending edits, the
 // audit log and capsules; namespaces with their grants; projections; the
-// cluster's members, per-peer counters and namespace digests — and do what
+// cluster's members, per-peer counters, agreement and digests — and do what
 // that principal may do.
 //
 // Decisions:
@@ -43,8 +43,17 @@
 //     no unsent input reloads; otherwise it shows a banner.
 //   - Delete is the API's soft delete (the memory is kept, marked
 //     deleted); retraction, which is final, goes through a proposed edit.
-//   - Digest agreement is shown per node: the page lists this node's
-//     namespace digests, equal on two nodes exactly when they hold the same
-//     state; comparing across nodes means opening the page on each (a node
-//     does not know its peers' HTTP addresses).
+//   - Agreement across peers is shown as causal contexts, not digests. A
+//     namespace's digest hashes its whole state, a full scan, and a node
+//     knows only its own; what peers do tell each other, in every digest
+//     sync, is their causal context of each namespace (the writes seen).
+//     The replication engine remembers the last one each peer told
+//     (replica.Engine.Agreement), so the cluster page lists, per peer and
+//     namespace, whether that context is equal to this node's now, behind,
+//     ahead or concurrent, and how old it is. That comparison is the one
+//     digest sync itself makes; equal contexts with unequal states (a
+//     writer that equivocates) are not seen by it, which is why the page
+//     keeps this node's digests beside it for comparing across nodes by
+//     hand. The knowledge is as fresh as the pair's last sync: live deltas
+//     move contexts without a word. Owner-only, as the digests.
 package console

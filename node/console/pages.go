@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/node/cluster"
@@ -148,9 +149,40 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request, ss *sessio
 			st = c.cfg.Cluster.Status(true)
 		}
 		data["Status"] = st
+		data["Agreement"] = agreementRows(st.Agreement, c.cfg.Now())
 	}
 	c.render(w, http.StatusOK, "cluster", ss, "Cluster", data)
 	return nil
+}
+
+// agreementRow is one peer's agreement on one namespace, as the cluster
+// page shows it: the age of the knowledge rather than its time, since the
+// question is how fresh it is.
+type agreementRow struct {
+	replica.PeerAgreement
+	Label string // what the relation means, from this node's side
+	Age   string // "" when the engine had no time yet
+}
+
+var agreementLabels = map[replica.Agreement]string{
+	replica.AgreeEqual:      "equal",
+	replica.AgreeBehind:     "peer behind",
+	replica.AgreeAhead:      "peer ahead",
+	replica.AgreeConcurrent: "concurrent",
+}
+
+func agreementRows(as []replica.PeerAgreement, now time.Time) []agreementRow {
+	rows := make([]agreementRow, len(as))
+	for i, a := range as {
+		rows[i] = agreementRow{PeerAgreement: a, Label: agreementLabels[a.Agreement]}
+		if rows[i].Label == "" {
+			rows[i].Label = string(a.Agreement)
+		}
+		if !a.Told.IsZero() {
+			rows[i].Age = max(now.Sub(a.Told), 0).Round(time.Second).String() + " ago"
+		}
+	}
+	return rows
 }
 
 // projectionsPage is GET /ui/projections: the projections whose source
