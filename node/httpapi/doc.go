@@ -33,7 +33,7 @@
 //	POST   /v1/retract                  {"id"}: final removal; 200 {"retracted"}
 //	POST   /v1/tokens                   {"principal"}: owner token only; 201 {"principal","token"}
 //	POST   /v1/projections              {"source","target","filter":{…},"level":"L2","live":true}: share holders; 201 with the projection
-//	GET    /v1/projections              those the caller created or receives → {"projections":[{"id",…,"view","memories"}]}
+//	GET    /v1/projections              those the caller created or receives → {"projections":[{"id",…,"view","memories","last_delivery"}]}
 //	DELETE /v1/projections/{id}         the creator ends it, its view empties; 204
 //	POST   /v1/edits                    {"target_id","op","reason","patch":{"text","importance","importance_delta","channel"}}: 201 {"edit_id","status"}
 //	POST   /v1/edits/{id}/approve       admin of the memory's namespace; 200 the edit; 409 if decided or needing no approval

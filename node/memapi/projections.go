@@ -18,10 +18,14 @@ type ProjectionRequest struct {
 }
 
 // ProjectionInfo is a projection as callers see it: the spec, the view
-// namespace, and how many memories the view shows on this node.
+// namespace, how many memories the view shows on this node (delivered),
+// and when the newest change this node holds of the view was written
+// into it, by the creator's node's clock (absent while the view holds
+// nothing; a retraction carries no time and does not move it).
 type ProjectionInfo struct {
 	projection.Spec
-	View      string     `json:"view"`
-	Memories  int        `json:"memories"`
-	DeletedAt *time.Time `json:"deleted_at,omitempty"`
+	View         string     `json:"view"`
+	Memories     int        `json:"memories"`
+	LastDelivery *time.Time `json:"last_delivery,omitempty"`
+	DeletedAt    *time.Time `json:"deleted_at,omitempty"`
 }

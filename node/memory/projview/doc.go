@@ -45,4 +45,18 @@
 // (live false) is filled at creation and never touched again until
 // deleted. Inbox namespaces are never a source: what was delivered is not
 // delivered again.
+//
+// Delivery figures. ProjectionInfo.Memories counts what the view shows on
+// this node (the index answers it); LastDelivery is the newest write its
+// view records hold here, the creator's node's clock when it wrote them.
+// The feature is a memory.MemoryObserver: every memory record passes
+// through ObserveMemory at Open's scan and after each write or peer delta,
+// so it keeps one time per view namespace and no list call scans a view.
+// A retraction carries no time and does not move it. There is no lag
+// figure: on the creator's node the view is written in the same change
+// hook as its source, so a source change not yet in the view exists only
+// when that write failed (logged, repaired at the next Open); the lag that
+// remains is the view namespace's replication to the target's node, which
+// the replication engine's agreement (the console's cluster page) and the
+// replication lag histogram show.
 package projview

@@ -30,6 +30,9 @@ type Projections struct {
 
 	mu     sync.RWMutex
 	byView map[string]*entry // view namespace → entry
+	// written: view namespace → the newest write its records hold here
+	// (ObserveMemory), one entry per view namespace held.
+	written map[string]time.Time
 }
 
 // entry is an admitted spec record.
@@ -59,6 +62,7 @@ var (
 	_ memory.Kind           = (*Projections)(nil)
 	_ memory.ChangeObserver = (*Projections)(nil)
 	_ memory.Opener         = (*Projections)(nil)
+	_ memory.MemoryObserver = (*Projections)(nil)
 )
 
 // Owns reports whether rec is a projection spec (memory.Kind).
@@ -83,6 +87,28 @@ func (pv *Projections) Admit(ns, id string, rec *crdt.Record) {
 
 // Changed updates the live views the changes touch (memory.ChangeObserver).
 func (pv *Projections) Changed(changes []store.Change) { pv.projectChanges(changes) }
+
+// ObserveMemory notes the newest write a view record holds
+// (memory.MemoryObserver): the core offers every memory record, at Open's
+// scan and after each write or peer delta, so the time of a view's last
+// delivery costs no scan to show. A record's newest field timestamp is
+// when the creator's node wrote it into the view (putViewTx stamps every
+// field it changes with the creator's clock), on the creator's node and
+// the target's alike.
+func (pv *Projections) ObserveMemory(ns, _ string, rec *crdt.Record) {
+	if !strings.Contains(ns, "/"+namespace.InboxSegment+"/") || !strings.Contains(ns, "/"+schema.ProjNamePrefix) {
+		return // not a projection view: the common case, decided without a lock
+	}
+	t := rec.MaxTimestamp().Time()
+	pv.mu.Lock()
+	if pv.written == nil {
+		pv.written = map[string]time.Time{}
+	}
+	if t.After(pv.written[ns]) {
+		pv.written[ns] = t
+	}
+	pv.mu.Unlock()
+}
 
 // Opened reconciles every maintained view with its source (memory.Opener):
 // it repairs views a crash left behind their source.
@@ -212,6 +238,12 @@ func (pv *Projections) info(e *entry) memapi.ProjectionInfo {
 	info := memapi.ProjectionInfo{Spec: e.spec, View: e.view.String(), DeletedAt: e.deleted}
 	if e.deleted == nil {
 		info.Memories = pv.core.Count(search.Filter{Namespaces: []string{info.View}, IncludeHidden: true})
+		pv.mu.RLock()
+		t, ok := pv.written[info.View]
+		pv.mu.RUnlock()
+		if ok {
+			info.LastDelivery = &t
+		}
 	}
 	return info
 }

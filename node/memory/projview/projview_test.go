@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
@@ -418,6 +419,17 @@ func TestProjectionAcrossNodes(t *testing.T) {
 	if got := projSearch(t, sub, bob, "", "remote")[m.ID]; got.Content != "remote auth fact, v2" {
 		t.Fatalf("bob sees %+v", got)
 	}
+	// Both nodes tell the same last delivery: the creator's write time.
+	clk.Advance(time.Minute)
+	if _, err := other.Update(ctx, alice, m.ID, memapi.UpdateRequest{Content: ptr("remote auth fact, v3")}); err != nil {
+		t.Fatal(err)
+	}
+	pubList, _ := projview.Of(pub).List(ctx, alice)
+	subList, _ := projview.Of(sub).List(ctx, bob)
+	if len(pubList) != 1 || len(subList) != 1 || subList[0].LastDelivery == nil || pubList[0].LastDelivery == nil ||
+		!subList[0].LastDelivery.Equal(*pubList[0].LastDelivery) || !subList[0].LastDelivery.Equal(clk.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("last delivery on the publisher %+v, on bob's node %+v, want both %v", pubList, subList, clk.Now())
+	}
 	// bob's node holds the spec but does not maintain the view itself.
 	if projview.Of(sub).Maintained() != 0 {
 		t.Fatal("the subscriber maintains a projection it did not create")
@@ -496,5 +508,43 @@ func TestProjectionQuarantineAndRetractOfRemoved(t *testing.T) {
 	}
 	if rec, gone := viewRec(t, s, info, m.Memory); !gone || !rec.Empty() {
 		t.Fatalf("retract of a removed view record: gone=%v", gone)
+	}
+}
+
+// A projection tells when its view last received a change: the time the
+// creator's node wrote it, moved by what the view delivers and by nothing
+// else, and known again after a restart without a write.
+func TestProjectionLastDelivery(t *testing.T) {
+	dir := t.TempDir()
+	s, clk := openTest(t, dir)
+	alice := memorytest.Agent("alice")
+	info := mustProject(t, s, alice, memapi.ProjectionRequest{Source: "agent://alice", Target: "bob",
+		Filter: projection.Filter{Tags: []string{"x"}}, Level: projection.L3})
+	last := func(s *memory.Service) *time.Time {
+		t.Helper()
+		ps, err := projview.Of(s).List(context.Background(), alice)
+		if err != nil || len(ps) != 1 || ps[0].ID != info.ID {
+			t.Fatalf("projections: %+v %v", ps, err)
+		}
+		return ps[0].LastDelivery
+	}
+	if got := last(s); got != nil {
+		t.Fatalf("an empty view was delivered to at %v", got)
+	}
+	clk.Advance(time.Minute)
+	delivered := clk.Now().Truncate(time.Millisecond)
+	memorytest.Save(t, s, alice, memapi.SaveRequest{Type: "note", Content: "delivered fact", Tags: []string{"x"}})
+	if got := last(s); got == nil || !got.Equal(delivered) {
+		t.Fatalf("last delivery %v, want %v", got, delivered)
+	}
+	clk.Advance(time.Minute)
+	memorytest.Save(t, s, alice, memapi.SaveRequest{Type: "note", Content: "not for bob", Tags: []string{"y"}})
+	if got := last(s); got == nil || !got.Equal(delivered) {
+		t.Fatalf("last delivery %v after a write the view does not take, want %v", got, delivered)
+	}
+	s.Close()
+	s, _ = openTest(t, dir)
+	if got := last(s); got == nil || !got.Equal(delivered) {
+		t.Fatalf("last delivery %v after a restart, want %v", got, delivered)
 	}
 }
