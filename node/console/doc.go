@@ -56,4 +56,14 @@
 //     keeps this node's digests beside it for comparing across nodes by
 //     hand. The knowledge is as fresh as the pair's last sync: live deltas
 //     move contexts without a word. Owner-only, as the digests.
+//   - The projections page shows, per projection, the memories its view
+//     shows on this node (delivered) and how long ago the newest change
+//     this node holds of the view was written into it (projview keeps
+//     that time per view as records pass, so the page scans nothing). It
+//     shows no lag figure of its own: the creating node writes the view in
+//     the same change hook as the source, so the only lag left is the
+//     view namespace's replication to the target's node, which the
+//     cluster page's agreement row for the view namespace shows the owner
+//     (and the replication lag histogram, /metrics). A principal session
+//     does not see it: it is read from the owner-only status.
 package console

@@ -179,10 +179,16 @@ func agreementRows(as []replica.PeerAgreement, now time.Time) []agreementRow {
 			rows[i].Label = string(a.Agreement)
 		}
 		if !a.Told.IsZero() {
-			rows[i].Age = max(now.Sub(a.Told), 0).Round(time.Second).String() + " ago"
+			rows[i].Age = age(now, a.Told)
 		}
 	}
 	return rows
+}
+
+// age is how long before now t was, to the second ("1m30s ago"); a time
+// after now (another node's clock ahead) is "0s ago".
+func age(now, t time.Time) string {
+	return max(now.Sub(t), 0).Round(time.Second).String() + " ago"
 }
 
 // projectionsPage is GET /ui/projections: the projections whose source
@@ -195,6 +201,21 @@ func (c *Console) projectionsPage(w http.ResponseWriter, r *http.Request, ss *se
 	if err != nil {
 		return err
 	}
-	c.render(w, http.StatusOK, "projections", ss, "Projections", map[string]any{"Projections": list})
+	now := c.cfg.Now()
+	rows := make([]projectionRow, len(list))
+	for i, p := range list {
+		rows[i] = projectionRow{ProjectionInfo: p}
+		if p.LastDelivery != nil {
+			rows[i].DeliveredAge = age(now, *p.LastDelivery)
+		}
+	}
+	c.render(w, http.StatusOK, "projections", ss, "Projections", map[string]any{"Projections": rows})
 	return nil
+}
+
+// projectionRow is a projection with the age of its view's last delivery
+// ("" when the view holds nothing yet).
+type projectionRow struct {
+	memapi.ProjectionInfo
+	DeliveredAge string
 }
