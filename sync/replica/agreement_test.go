@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -152,5 +153,27 @@ func TestAgreementOnlyForNamespacesHeld(t *testing.T) {
 	}
 	if n := len(c.nodes[1].eng.peers[c.nodes[0].id].told); n != 1 {
 		t.Fatalf("n1 still keeps %d told contexts of n0, want 1", n)
+	}
+}
+
+// Converged peers tell the same context: it is kept once, not per peer.
+func TestToldContextsSharedWhenEqual(t *testing.T) {
+	c := newCluster(t, 3, Config{}, openPolicy{}, 1)
+	c.write(1, "team://a", "m1", "title", "one")
+	c.tick(time.Second)
+	c.pump(10)
+	for _, peer := range c.nodes[1:] {
+		if err := peer.eng.RequestSync(c.nodes[0].id, "team://a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.pump(10)
+	n0 := c.nodes[0].eng
+	a, b := n0.peers[c.nodes[1].id].told["team://a"].enc, n0.peers[c.nodes[2].id].told["team://a"].enc
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Fatalf("n1 and n2 told %x and %x, want the same context", a, b)
+	}
+	if &a[0] != &b[0] {
+		t.Fatal("two equal told contexts are kept as two copies")
 	}
 }

@@ -36,7 +36,7 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			e.reject(p, ns, err)
 			continue
 		}
-		e.remember(p, ns, have)
+		e.remember(p, ns, nc.Context)
 		ret, err := e.st.Retracted(ns)
 		if err != nil {
 			e.stateErr(p, fmt.Errorf("replica: answering %s's sync of %s: %w", p.ID, ns, err))

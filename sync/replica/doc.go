@@ -161,8 +161,9 @@
 // sync itself compares, without the full scan a state digest needs; it is
 // only as fresh as the pair's last sync (anti-entropy picks a random peer
 // every AntiEntropyInterval), and live deltas move it without a word. The
-// engine keeps one context per peer and namespace held, reuses the one
-// answerSync decodes, never sends it, and drops it with the peer.
+// engine keeps one encoded context per peer and namespace held (peers
+// telling the same bytes share them), never sends it, and drops it with
+// the peer.
 //
 // # Bounded work
 //

@@ -282,7 +282,7 @@ type peerState struct {
 	joinWait map[string]bool
 	joinAt   time.Time
 	// told: the peer's context of each namespace held, as it last told
-	// it (agreement.go).
+	// it (agreement.go); nil until it tells one.
 	told  map[string]toldContext
 	stats PeerStats
 }
@@ -329,6 +329,9 @@ type Engine struct {
 	// queued for every reader goes out as the same bytes to each, and one
 	// signature costs more than hashing them. nil outside flushAll.
 	sigs map[[32]byte][]byte
+	// toldLast: per namespace held, the last distinct context a peer told,
+	// encoded (agreement.go), shared by the peers that tell the same.
+	toldLast map[string][]byte
 }
 
 // held is a checked live delta whose dependencies have not all arrived.
@@ -365,7 +368,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 		seen[p.ID] = true
 		ps, ok := e.peers[p.ID]
 		if !ok || ps.Incarnation != p.Incarnation {
-			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, answered: map[string]time.Time{}, asked: map[string]asking{}, readable: map[string]bool{}, joining: map[string]time.Time{}, told: map[string]toldContext{}}
+			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, answered: map[string]time.Time{}, asked: map[string]asking{}, readable: map[string]bool{}, joining: map[string]time.Time{}}
 			ps.stats.Peer = p.ID
 			e.peers[p.ID] = ps
 			ps.Peer = p
