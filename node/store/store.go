@@ -274,20 +274,46 @@ func (s *Store) Scan(ns string, fn func(ns, id string, rec *crdt.Record) error) 
 	})
 }
 
-// State assembles the full crdt state of ns (for state sync and tests).
+// State assembles the full crdt state of ns (for state sync and tests):
+// its context, records and retracted ids read in one view of the KV, so a
+// state taken while a write commits is the state before it or after it,
+// never the records of one and the context of the other.
 func (s *Store) State(ns string) (*crdt.Map, error) {
 	recs := map[string]*crdt.Record{}
-	if err := s.Scan(ns, func(_, id string, rec *crdt.Record) error {
-		recs[id] = rec
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	retracted, err := s.RetractedIDs(ns)
+	var retracted []string
+	ctx := crdt.NewContext()
+	err := s.kv.View(func(r Reader) error {
+		c, err := r.Get(ctxKey(ns))
+		switch {
+		case errors.Is(err, ErrKeyNotFound):
+		case err != nil:
+			return err
+		default:
+			if ctx, err = crdt.DecodeContext(c, s.lim); err != nil {
+				return fmt.Errorf("store: context of %s: %w", ns, err)
+			}
+		}
+		if err := r.Iterate(recPrefix(ns), func(k, v []byte) error {
+			_, id := splitNSID(k)
+			rec, err := crdt.DecodeRecord(v, s.lim)
+			if err != nil {
+				return fmt.Errorf("store: record %s in %s: %w", id, ns, err)
+			}
+			recs[id] = rec
+			return nil
+		}); err != nil {
+			return err
+		}
+		return r.Iterate(retKey(ns, ""), func(k, _ []byte) error {
+			_, id := splitNSID(k)
+			retracted = append(retracted, id)
+			return nil
+		})
+	})
 	if err != nil {
 		return nil, err
 	}
-	return crdt.AssembleMap(s.Context(ns), recs, retracted), nil
+	return crdt.AssembleMap(ctx, recs, retracted), nil
 }
 
 // Fingerprint is a SHA-256 over what is stored of ns, as stored: its

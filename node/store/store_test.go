@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -165,5 +166,58 @@ func TestFingerprintFollowsTheState(t *testing.T) {
 	}
 	if fp(a, "team://x") == fp(b, "team://x") {
 		t.Fatal("a retract left the fingerprint unchanged")
+	}
+}
+
+// afterCommitKV calls after once each transaction is committed, before the
+// store has taken it in (its contexts in memory, its snapshot).
+type afterCommitKV struct {
+	KV
+	after func()
+}
+
+func (k *afterCommitKV) Update(fn func(w Writer) error) error {
+	err := k.KV.Update(fn)
+	if err == nil && k.after != nil {
+		k.after()
+	}
+	return err
+}
+
+// State taken while a write commits is the state before or after it:
+// every dot a record of it holds is in its context. (It read the records
+// from the KV and the context from memory, which the store updates after
+// the commit: a status digest taken then was of neither state.)
+func TestStateIsOneView(t *testing.T) {
+	kv := &afterCommitKV{KV: NewMemKV()}
+	s, err := Open(kv, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checked := 0
+	kv.after = func() {
+		st, err := s.State("team://a")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		st.Records(func(id string, r *crdt.Record) bool {
+			for _, d := range r.Dots() {
+				if !st.Context().Contains(d) {
+					t.Errorf("record %s holds %v, outside the state's context", id, d)
+				}
+			}
+			checked++
+			return true
+		})
+	}
+	for i := range 3 {
+		if _, err := s.Update(7, set("team://a", "m"+strconv.Itoa(i), 1, "ti", "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("the scenario did not happen: no state was checked mid-commit")
 	}
 }
