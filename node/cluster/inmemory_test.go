@@ -39,7 +39,7 @@ func TestInMemoryClusterReplicatesAndHeals(t *testing.T) {
 	// settle waits for cond, moving the clock one tick at every poll.
 	settle := func(what string, cond func() bool) {
 		t.Helper()
-		eventually(t, 10*time.Second, what, func() bool {
+		eventually(t, convergeWithin, what, func() bool {
 			if cond() {
 				return true
 			}
@@ -73,20 +73,20 @@ func TestInMemoryClusterReplicatesAndHeals(t *testing.T) {
 	})
 	first := save(nodes[0], "a note every node should see")
 	for _, nd := range nodes[1:] {
-		eventually(t, 10*time.Second, "the save on a peer, with the clock standing still", func() bool { return has(nd, first) })
+		eventually(t, convergeWithin, "the save on a peer, with the clock standing still", func() bool { return has(nd, first) })
 	}
 
 	part.set(true)
 	alone := save(nodes[0], "saved on the lone side")
 	pair := save(nodes[1], "saved on the side of two")
-	eventually(t, 10*time.Second, "the pair's save within its side", func() bool { return has(nodes[2], pair) })
+	eventually(t, convergeWithin, "the pair's save within its side", func() bool { return has(nodes[2], pair) })
 	for range 3 * time.Second / tick { // past the ack timeout and anti-entropy: retries are cut too
 		step()
 	}
 	if has(nodes[0], pair) || has(nodes[1], alone) || has(nodes[2], alone) {
 		t.Fatal("the partition leaked")
 	}
-	eventually(t, 10*time.Second, "the lone node's frames dropped at the partition", func() bool {
+	eventually(t, convergeWithin, "the lone node's frames dropped at the partition", func() bool {
 		return nodes[0].cl.Status(false).DroppedFrames > 0
 	})
 
