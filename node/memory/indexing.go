@@ -1,0 +1,98 @@
+package memory
+
+import (
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/node/schema"
+	"github.com/mnemohq/mnemo/node/store"
+)
+
+// Indexing: what a write or a peer's delta changed reaches the Kinds, the
+// feature observers and the search index (in commit order: putMemory).
+
+// reindex brings the index and the features up to date with what a write
+// or a peer's delta changed.
+func (s *Service) reindex(changes []store.Change) {
+	for _, c := range changes {
+		if c.Record == nil {
+			s.unindex(c.ID)
+			for _, f := range s.feat.forgetters {
+				f.Forget(c.Namespace, c.ID)
+			}
+			continue
+		}
+		s.index(c.Namespace, c.ID, c.Record, c.Seq)
+	}
+	for _, o := range s.feat.changed {
+		o.Changed(changes)
+	}
+}
+
+// index offers a record to the Kinds, and indexes it if it is a memory.
+// seq is the store's commit Seq of the write that left rec (putMemory).
+func (s *Service) index(ns, id string, rec *crdt.Record, seq uint64) {
+	if rec.Empty() {
+		return
+	}
+	if k := s.feat.owner(rec); k != nil {
+		k.Admit(ns, id, rec)
+		return
+	}
+	if schema.Str(rec, schema.FieldKind) != "" {
+		return // a kind no attached feature owns: not a memory either
+	}
+	for _, o := range s.feat.memories {
+		o.ObserveMemory(ns, id, rec)
+	}
+	if s.holdBack(ns, id) {
+		return
+	}
+	s.putMemory(ns, id, rec, seq)
+}
+
+// putMemory puts the effective view of the memory in the search index.
+// Two writes of one memory commit in order but may reach the index in the
+// other order (each writer reindexes after its commit, concurrently). So
+// under ixMu a record whose write is no longer the last committed is read
+// again: every put is of what was committed when it was made, and the put
+// that follows a memory's last write is of what that write left.
+func (s *Service) putMemory(ns, id string, rec *crdt.Record, seq uint64) {
+	s.ixMu.Lock()
+	defer s.ixMu.Unlock()
+	if seq < s.st.CommittedSeq() {
+		cur, err := s.st.Record(ns, id)
+		switch {
+		case err != nil:
+			s.log.Warn("memory unreadable", "namespace", ns, "id", id, "err", err)
+		case cur.Empty():
+			s.ix.Delete(id) // retracted since
+			return
+		default:
+			rec = cur
+		}
+	}
+	m, fl := s.view(ns, id, rec)
+	if fl.Retracted {
+		s.ix.Delete(id)
+		return
+	}
+	s.ix.Put(toDoc(m))
+}
+
+// unindex takes a retracted memory out of the search index.
+func (s *Service) unindex(id string) {
+	s.ixMu.Lock()
+	s.ix.Delete(id)
+	s.ixMu.Unlock()
+}
+
+// view is the effective view of the memory stored as id in ns: every read
+// goes through it. Each registered Viewer (surgery) may change the memory
+// and set its flags.
+func (s *Service) view(ns, id string, rec *crdt.Record) (Memory, viewFlags) {
+	m := toMemory(ns, id, rec)
+	var fl viewFlags
+	for _, v := range s.feat.viewers {
+		m = v.View(ns, id, m, &fl)
+	}
+	return m, fl
+}
