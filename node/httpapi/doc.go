@@ -51,6 +51,9 @@
 //	POST   /v1/sync                     owner token only: {"peer"} ("" = every peer): digest sync now; 202, 409 without replication
 //	POST   /v1/handover                 owner token only: {"principal","to"}: hand an agent this node hosts over to the node whose key (from /v1/members) is "to"; 409 if not hosted here, 501 without replication
 //	GET    /metrics                     owner token only: Prometheus metrics (below)
+//	GET    /debug/pprof/{profile}       owner token only: the Go runtime's profiles of the node process (heap, allocs, goroutine,
+//	                                    mutex, block, threadcreate as runtime/pprof writes them, ?debug=1 for text; profile =
+//	                                    CPU for ?seconds=, default 30; trace) for `go tool pprof`; other names 404
 //	*      /mcp                         the MCP tools over streamable HTTP (token required; caller resolved as for /v1;
 //	                                    Config.MCP bounds the sessions: 16 per principal, 256 in all, least recently used closed first)
 //

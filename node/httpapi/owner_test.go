@@ -73,6 +73,8 @@ func TestNodeWideRoutesAreOwnerOnly(t *testing.T) {
 		{"GET", "/v1/status?digests=true", ""},
 		{"GET", "/v1/status", ""},
 		{"GET", "/metrics", ""},
+		{"GET", "/debug/pprof/heap", ""},
+		{"GET", "/debug/pprof/profile?seconds=1", ""},
 		{"POST", "/v1/sync", `{"peer":"n2"}`},
 		{"POST", "/v1/sync", ""},
 	} {
@@ -97,6 +99,14 @@ func TestNodeWideRoutesAreOwnerOnly(t *testing.T) {
 	if a := f.do("GET", "/metrics", ""); a.status != http.StatusOK || !strings.Contains(string(a.body), "mnemo_peer_deltas_sent_total") ||
 		!strings.Contains(string(a.body), "mnemo_replication_binding_conflicts_total") {
 		t.Fatalf("owner /metrics: %d %s", a.status, a.body)
+	}
+	// A heap profile in its text form names the runtime's own frames; an
+	// unknown profile is a 404 naming the ones there are.
+	if a := f.do("GET", "/debug/pprof/heap?debug=1", ""); a.status != http.StatusOK || !strings.Contains(string(a.body), "runtime.MemStats") {
+		t.Fatalf("owner heap profile: %d %.200s", a.status, a.body)
+	}
+	if a := f.do("GET", "/debug/pprof/cmdline", ""); a.status != http.StatusNotFound || !strings.Contains(string(a.body), "heap") {
+		t.Fatalf("unknown profile: %d %s", a.status, a.body)
 	}
 	if fc.digests != 1 || fc.syncs != 1 {
 		t.Fatalf("owner requests: %d digest scans, %d syncs; want 1 and 1", fc.digests, fc.syncs)

@@ -208,6 +208,7 @@ func New(cfg Config) (http.Handler, error) {
 		return nil
 	}))
 	a.mux.Handle("GET /metrics", a.authed(a.metrics))
+	a.mux.Handle("GET /debug/pprof/{profile}", a.authed(a.debugProfile)) // debug_handlers.go
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
