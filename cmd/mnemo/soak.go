@@ -63,6 +63,7 @@ type soakConfig struct {
 	RSSEvery   time.Duration // between RSS samples
 	RSSWarm    time.Duration // an incarnation's RSS baseline is its first sample this old
 	RSSDrift   float64       // allowed drift from the baseline, as a fraction
+	HeapDir    string        // where heap profiles of processes past the bound go ("" = none taken)
 	Settle     time.Duration // bound on the wait for equal digests at the end
 	Seed       uint64
 }
@@ -99,6 +100,8 @@ func runSoak(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.DurationVar(&cfg.RSSEvery, "rss-every", 5*time.Second, "between RSS samples")
 	fs.DurationVar(&cfg.RSSWarm, "rss-warmup", time.Minute, "age of a node process at which its RSS baseline is taken")
 	fs.Float64Var(&cfg.RSSDrift, "rss-drift", 0.20, "allowed RSS drift from the baseline, a fraction")
+	fs.StringVar(&cfg.HeapDir, "heap-profiles", "", "write a heap profile of each node process into `DIR` at its RSS baseline and each time it passes\n"+
+		"the bound by another tenth (go tool pprof -base BASELINE LATER tells what grew)")
 	fs.DurationVar(&cfg.Settle, "settle", 2*time.Minute, "bound on the wait for equal digests after the faults")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "fault script seed (default from the clock; printed)")
 	pos, code := parseArgs(fs, args, stdout)
@@ -114,6 +117,11 @@ func runSoak(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if cfg.For <= 0 || cfg.FaultEvery <= 0 || cfg.DownMax < 0 || cfg.PauseMin < 0 || cfg.PauseMax < cfg.PauseMin ||
 		cfg.RSSEvery <= 0 || cfg.RSSWarm < 0 || cfg.Settle <= 0 || cfg.RSSDrift <= 0 {
 		return usageError(stderr, fs, "durations must be positive (--pause-max at least --pause-min) and --rss-drift above 0")
+	}
+	if cfg.HeapDir != "" {
+		if err := os.MkdirAll(cfg.HeapDir, 0o700); err != nil {
+			return failed(stderr, fs, err)
+		}
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
@@ -454,7 +462,9 @@ func (s *soak) sample(ctx context.Context) {
 	for {
 		now := time.Now()
 		for _, n := range s.nodes {
-			n.sampleRSS(now)
+			if inc, kib, ok := n.sampleRSS(now); ok && s.cfg.HeapDir != "" {
+				s.profileHeap(ctx, n, inc, kib)
+			}
 		}
 		select {
 		case <-ctx.Done():

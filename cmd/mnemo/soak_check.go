@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -152,4 +155,50 @@ func rssDrift(samples []rssSample, warm time.Duration) (base, peak int64, drift 
 		}
 	}
 	return base, peak, drift, true
+}
+
+// profileHeap writes a heap profile of n's process inc (whose RSS sample
+// is kib) into HeapDir when the sample is its baseline or passes the
+// drift bound by another tenth over the last profile, so a run that
+// drifts leaves the profiles that say what grew. A profile that cannot
+// be fetched (the process paused or gone) is logged and skipped.
+func (s *soak) profileHeap(ctx context.Context, n *soakNode, inc *soakIncarnation, kib int64) {
+	n.mu.Lock()
+	base, _, _, ok := rssDrift(inc.rss, s.cfg.RSSWarm)
+	last, k, tok, proc, paused := inc.profile, len(n.incs), n.token, n.proc, n.paused
+	n.mu.Unlock()
+	bound := float64(base) * (1 + s.cfg.RSSDrift)
+	if !ok || proc == nil || paused || (last != 0 && (float64(kib) <= bound || float64(kib) <= float64(last)*1.1)) {
+		return
+	}
+	age := time.Since(inc.started).Round(time.Second)
+	name := filepath.Join(s.cfg.HeapDir, fmt.Sprintf("%s-%d-%v-%dMiB.heap", n.name, k, age, kib/1024))
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(pctx, "GET", proc.url+"/debug/pprof/heap", nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := s.api.hc.Do(req)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	if err == nil {
+		var b []byte
+		if b, err = io.ReadAll(resp.Body); err == nil {
+			err = os.WriteFile(name, b, 0o600)
+		}
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		s.logf("%s: no heap profile at %.1f MiB: %v", n.name, float64(kib)/1024, err)
+		return
+	}
+	n.mu.Lock()
+	inc.profile = kib
+	n.mu.Unlock()
+	s.logf("%s: heap profile at %.1f MiB: %s", n.name, float64(kib)/1024, name)
 }

@@ -54,6 +54,7 @@ type soakIncarnation struct {
 	ended   time.Time   // zero while it runs
 	rss     []rssSample // in time order
 	pid     int
+	profile int64 // RSS in KiB at the last heap profile taken (--heap-profiles), 0 before the first
 }
 
 type rssSample struct {
@@ -206,22 +207,24 @@ func (n *soakNode) pause(stop bool) error {
 	return n.proc.cmd.Process.Signal(sig)
 }
 
-// sampleRSS records the current incarnation's resident set.
-func (n *soakNode) sampleRSS(now time.Time) {
+// sampleRSS records the current incarnation's resident set, and returns
+// the incarnation and the sample (ok false if none was taken).
+func (n *soakNode) sampleRSS(now time.Time) (inc *soakIncarnation, kib int64, ok bool) {
 	n.mu.Lock()
 	if n.proc == nil || len(n.incs) == 0 {
 		n.mu.Unlock()
-		return
+		return nil, 0, false
 	}
-	inc := n.incs[len(n.incs)-1]
+	inc = n.incs[len(n.incs)-1]
 	n.mu.Unlock()
 	kib, anon, err := vmRSS(inc.pid)
 	if err != nil {
-		return // exited between the check and the read
+		return nil, 0, false // exited between the check and the read
 	}
 	n.mu.Lock()
 	inc.rss = append(inc.rss, rssSample{age: now.Sub(inc.started), kib: kib, anon: anon})
 	n.mu.Unlock()
+	return inc, kib, true
 }
 
 // vmRSS reads a process's resident set and its anonymous part, in KiB,
