@@ -189,7 +189,7 @@ func (d *Dedup) signature(m memory.Memory) similarity.Signature {
 	}
 	sig = similarity.MinHash(text(m))
 	d.mu.Lock()
-	if d.sigs == nil || len(d.sigs) > 4*maxCandidates {
+	if d.sigs == nil || len(d.sigs) >= maxCandidates { // one request's worth: 10 MiB
 		d.sigs = map[string]similarity.Signature{}
 	}
 	d.sigs[k] = sig

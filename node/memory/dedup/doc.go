@@ -39,9 +39,9 @@
 // in the same namespace is merged with it, as seed 002 asks: the same
 // knowledge learnt by two agents becomes one memory with both as
 // provenance. Detection is MinHash at Config.Threshold against the
-// namespace's live memories (at most maxCandidates, newest first);
-// the embeddings pass is not used on save (vectors from the semantic
-// feature are not consulted yet). The decisions:
+// namespace's live memories, found through a band table (below); the
+// embeddings pass is not used on save (vectors from the semantic feature
+// are not consulted yet). The decisions:
 //
 //   - Asynchronous. The core tells the feature what each local write or
 //     peer delta changed after it went to replication (SentObserver); the
@@ -88,14 +88,39 @@
 //     references and empty texts. Whether the two sides are independent
 //     (for the boost) is Merge's rule above.
 //
-// Cost. A check loads the namespace's live memories through the effective
-// view and compares signatures (cached by text), so it is linear in the
-// namespace's size up to maxCandidates: BenchmarkSaveWithCheck measured a
-// save plus its check at 3–5 ms beside 300 memories and 30–64 ms beside
-// 3,000 (a save alone: 0.06–0.17 ms), on a loaded 2-core machine. The
-// save does not pay it; the worker does, one check at a time, and a burst
-// beyond the queue is dropped. An incremental LSH band index per shared
-// namespace would make a check cost O(bands); not built yet.
+// Band tables (bands.go). The worker keeps, per shared namespace, each
+// eligible memory's 32 LSH band hashes cut to 32 bits (128 bytes, not the
+// 1 KiB signature, nor its text): a check compares its own band keys with
+// the table's in memory and loads only the memories that share a band,
+// then compares their full signatures. At the default threshold nothing
+// is missed: two signatures at a similarity above 0.75 differ in fewer
+// slots than there are bands, so some band is equal in both
+// (TestBandsFindEveryPairAboveTheBound); at a threshold of 0.75 or below
+// a check compares with the namespace's newest maxCandidates memories one
+// by one, as it did before the tables. The tables are built from the
+// store when the worker starts, then follow every change the worker
+// sees: deletes, retractions and edits (approved surgery edits too) are
+// queued like saves, and a change that found the queue full makes the
+// worker rebuild the tables once the queue has drained, so a memory
+// whose own check was dropped is still found by a later duplicate
+// (TestDroppedMemoryIsStillFoundLater). An entry is only a hint: a
+// candidate is reloaded and compared in full before any merge, so a
+// stale entry costs one load, never a wrong merge.
+//
+// Cost. Before the band tables a check loaded up to maxCandidates
+// memories of the namespace: a save plus its check took 3.9 ms beside 300
+// memories and 28–62 ms beside 3,000 (1.9 MB and 14.9 MB allocated per
+// check), and in the 5-node soak (`mnemo soak`, one team namespace) the
+// checks made 87% of all the nodes' allocation, raising their resident
+// memory with the namespace. With them (`go test -run XXX -bench
+// SaveWithCheck -benchtime 200x -benchmem ./node/memory/dedup/`, one run
+// each, old and new test binaries alternately on a loaded 2-core
+// machine): 0.61 ms beside 300, 0.71–2.1 ms beside 3,000 and 1.4 ms
+// beside 30,000, 180 KB allocated per check whatever the size (a save
+// alone: 0.08–0.12 ms). The table costs ~230 bytes per memory (keys, id
+// and map entry): 7 MB for 30,000 shared memories. The save does not pay
+// for the check; the worker does, one check at a time, and a burst
+// beyond the queue is dropped.
 //
 // The simulator turns merging on save off (its stepped nodes run no
 // goroutine of their own); tests observe merges with Flush.

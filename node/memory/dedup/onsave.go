@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/schema"
@@ -70,6 +71,15 @@ type saveQueue struct {
 	started bool
 	closed  bool
 	stats   SaveStats
+	// missed is set when a change was not queued (the queue was full),
+	// so the band tables may lack it: the worker rebuilds them once the
+	// queue has drained.
+	missed bool
+
+	// tables are the band tables of the shared namespaces (bands.go), nil
+	// until the worker first builds them; the worker's alone. Not kept
+	// when the threshold is too low for bands to find every pair.
+	tables map[string]*bandTable
 
 	// beforeCheck, when set (tests), runs on the worker before each check.
 	beforeCheck func(memory.MemoryKey)
@@ -82,15 +92,24 @@ func newSaveQueue(size int) *saveQueue {
 }
 
 // AfterSent queues the shared-namespace memories a write or a peer's delta
-// changed (memory.SentObserver): called once the change itself has gone
-// to replication, it never blocks, so the save is acknowledged without
+// changed (memory.SentObserver), deleted and edited ones included, so the
+// band tables follow them: called once the change itself has gone to
+// replication, it never blocks, so the save is acknowledged without
 // waiting for its check.
 func (d *Dedup) AfterSent(changes []store.Change) {
 	if d.save == nil {
 		return
 	}
 	for _, c := range changes {
-		if c.Record == nil || schema.Str(c.Record, schema.FieldKind) != "" || schema.Str(c.Record, schema.FieldDeletedAt) != "" || !sharedNS(c.Namespace) {
+		if !sharedNS(c.Namespace) {
+			continue
+		}
+		if c.Record != nil && schema.Str(c.Record, schema.FieldKind) != "" {
+			// Another kind's record (an approved edit) may change a
+			// memory's effective text: the core names which.
+			for _, k := range d.core.Touched([]store.Change{c}) {
+				d.save.enqueue(k)
+			}
 			continue
 		}
 		d.save.enqueue(memory.MemoryKey{Namespace: c.Namespace, ID: c.ID})
@@ -118,6 +137,7 @@ func (q *saveQueue) enqueue(k memory.MemoryKey) {
 			q.busy++
 		default:
 			q.stats.Dropped++
+			q.missed = true
 		}
 	}
 }
@@ -141,13 +161,20 @@ func (d *Dedup) drain() {
 		q.mu.Lock()
 		delete(q.queued, k) // a change from now on queues k again
 		hook := q.beforeCheck
+		rebuild := bandsFind(d.cfg.Threshold) && (q.tables == nil || q.missed && len(q.keys) == 0)
+		q.missed = q.missed && !rebuild
 		q.mu.Unlock()
+		if rebuild {
+			d.buildTables()
+		}
 		if hook != nil {
 			hook(k)
 		}
-		d.checkSaved(k)
+		checked := d.checkSaved(k)
 		q.mu.Lock()
-		q.stats.Checked++
+		if checked {
+			q.stats.Checked++
+		}
 		if q.busy--; q.busy == 0 {
 			q.idle.Broadcast()
 		}
@@ -213,37 +240,111 @@ func eligible(m memory.Memory) bool {
 	return m.DeletedAt == nil && m.Author != "" && m.Type != memory.TypeReference && strings.TrimSpace(text(m)) != ""
 }
 
-// checkSaved merges the memory k with its near-duplicates by other
-// authors in its namespace (see the package doc): the oldest of the group
-// survives.
-func (d *Dedup) checkSaved(k memory.MemoryKey) {
-	rec, err := d.core.Record(k.Namespace, k.ID)
-	if err != nil || rec.Empty() {
-		return
-	}
-	m, fl := d.core.View(k.Namespace, k.ID, rec)
-	if fl.Retracted || !eligible(m) {
-		return
-	}
-	sig := d.signature(m)
-	var dups []memory.Memory
-	for _, o := range d.core.List(search.Filter{Namespaces: []string{k.Namespace}}, true, maxCandidates) {
-		if o.ID == m.ID || o.Author == m.Author || !eligible(o) {
+// buildTables builds the band table of every shared namespace from the
+// store, replacing what the worker had: at the worker's start, and after
+// changes were missed.
+func (d *Dedup) buildTables() {
+	tables := map[string]*bandTable{}
+	st := d.core.Service().Store()
+	for _, ns := range st.Namespaces() {
+		if !sharedNS(ns) {
 			continue
 		}
-		if similarity.Similarity(sig, d.signature(o)) >= d.cfg.Threshold {
+		t := newBandTable()
+		err := st.Scan(ns, func(ns, id string, rec *crdt.Record) error {
+			if m, ok := d.candidate(ns, id, rec); ok {
+				sig := similarity.MinHash(text(m))
+				t.put(id, keysOf(&sig))
+			}
+			return nil
+		})
+		if err != nil {
+			d.core.Logger().Warn("dedup: reading a shared namespace for merging on save", "namespace", ns, "err", err)
+		}
+		tables[ns] = t
+	}
+	d.save.tables = tables
+}
+
+// table is ns's band table, made empty if there was none.
+func (d *Dedup) table(ns string) *bandTable {
+	t := d.save.tables[ns]
+	if t == nil {
+		t = newBandTable()
+		d.save.tables[ns] = t
+	}
+	return t
+}
+
+// checkSaved merges the memory k with its near-duplicates by other
+// authors in its namespace (see the package doc): the oldest of the group
+// survives. It reports whether k was compared with the namespace (false
+// when it is gone, deleted or not eligible: then it only leaves the band
+// table).
+func (d *Dedup) checkSaved(k memory.MemoryKey) bool {
+	rec, err := d.core.Record(k.Namespace, k.ID)
+	if err != nil {
+		return false
+	}
+	var tab *bandTable
+	if d.save.tables != nil {
+		tab = d.table(k.Namespace)
+	}
+	m, ok := d.candidate(k.Namespace, k.ID, rec)
+	if !ok {
+		if tab != nil {
+			tab.remove(k.ID)
+		}
+		return false
+	}
+	sig := similarity.MinHash(text(m))
+	var dups []memory.Memory
+	consider := func(o memory.Memory, osig similarity.Signature) {
+		if o.ID != m.ID && o.Author != m.Author && eligible(o) && similarity.Similarity(sig, osig) >= d.cfg.Threshold {
 			dups = append(dups, o)
 		}
 	}
+	if tab != nil {
+		keys := keysOf(&sig)
+		for _, id := range tab.candidates(&keys, m.ID) {
+			rec, err := d.core.Record(k.Namespace, id)
+			if err != nil {
+				continue
+			}
+			o, ok := d.candidate(k.Namespace, id, rec)
+			if !ok {
+				tab.remove(id)
+				continue
+			}
+			consider(o, similarity.MinHash(text(o)))
+		}
+		tab.put(m.ID, keys)
+	} else {
+		for _, o := range d.core.List(search.Filter{Namespaces: []string{k.Namespace}}, true, maxCandidates) {
+			consider(o, d.signature(o))
+		}
+	}
 	if len(dups) == 0 {
-		return
+		return true
 	}
 	oldest := slices.MinFunc(dups, older)
 	if older(m, oldest) < 0 {
 		d.mergeSaved(m, dups) // every dup's author differs from m's
-		return
+		return true
 	}
 	d.mergeSaved(oldest, []memory.Memory{m})
+	return true
+}
+
+// candidate is the memory ns/id through the effective view of its stored
+// record rec; false if it takes no part in merging on save (gone,
+// retracted, another kind's record, or not eligible).
+func (d *Dedup) candidate(ns, id string, rec *crdt.Record) (memory.Memory, bool) {
+	if rec.Empty() || schema.Str(rec, schema.FieldKind) != "" {
+		return memory.Memory{}, false
+	}
+	m, fl := d.core.View(ns, id, rec)
+	return m, !fl.Retracted && eligible(m)
 }
 
 // older orders memories by (created_at, id): the survivor is the same on

@@ -168,6 +168,66 @@ func TestFullQueueDropsWithoutBlocking(t *testing.T) {
 	}
 }
 
+// A memory whose check a full queue dropped is still a candidate for a
+// later duplicate: the band tables are rebuilt from the store once the
+// queue has drained.
+func TestDroppedMemoryIsStillFoundLater(t *testing.T) {
+	d, err := dedup.New(dedup.Config{OnSave: dedup.OnSaveConfig{QueueSize: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := holdWorker(d)
+	s, clk := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Features: []memory.Feature{d}})
+	memorytest.Create(t, s, "alice", team)
+	memorytest.Grant(t, s, "alice", team, "agent://bob", "read,write")
+	memorytest.Save(t, s, agent("alice"), memapi.SaveRequest{Namespace: team, Content: "first note"})
+	<-g.entered
+	memorytest.Save(t, s, agent("alice"), memapi.SaveRequest{Namespace: team, Content: "second note"}) // fills the queue
+	a := memorytest.Save(t, s, agent("alice"), memapi.SaveRequest{Namespace: team, Content: ledger})   // dropped
+	if st := d.SaveStats(); st.Dropped != 1 {
+		t.Fatalf("stats %+v, want alice's ledger note dropped", st)
+	}
+	close(g.open)
+	d.Flush()
+	clk.Advance(time.Minute)
+	b := memorytest.Save(t, s, agent("bob"), memapi.SaveRequest{Namespace: team, Content: ledger2})
+	d.Flush()
+	wantMerged(t, s, a.ID, b.ID, 1) // the default 0.8, boosted
+}
+
+// The band tables follow a memory's text: a memory edited into a
+// duplicate of another author's is merged, and one edited away from it
+// is not.
+func TestEditedTextIsWhatIsCompared(t *testing.T) {
+	d, err := dedup.New(dedup.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, clk := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Features: []memory.Feature{d}})
+	memorytest.Create(t, s, "alice", team)
+	memorytest.Grant(t, s, "alice", team, "agent://bob", "read,write")
+	const cache = "the build cache lives on the shared volume and is wiped every sunday night"
+	a := memorytest.Save(t, s, agent("alice"), memapi.SaveRequest{Namespace: team, Title: "build cache", Content: cache})
+	d.Flush()
+	away := ledger
+	if _, err := s.Update(context.Background(), agent("alice"), a.ID, memapi.UpdateRequest{Content: &away}); err != nil {
+		t.Fatal(err)
+	}
+	d.Flush()
+	clk.Advance(time.Minute) // a is the older, the survivor
+	b := memorytest.Save(t, s, agent("bob"), memapi.SaveRequest{Namespace: team, Title: "build cache", Content: cache + "."})
+	d.Flush()
+	if m := get(t, s, b.ID); m.DeletedAt != nil {
+		t.Fatalf("bob's note was merged into a memory no longer like it (lineage %q)", m.Lineage)
+	}
+	into := ledger + " Keep it so."
+	if _, err := s.Update(context.Background(), agent("bob"), b.ID, memapi.UpdateRequest{Content: &into}); err != nil {
+		t.Fatal(err)
+	}
+	d.Flush()
+	wantMerged(t, s, a.ID, b.ID, 1) // the default 0.8, boosted
+}
+
 func TestOnSaveConfig(t *testing.T) {
 	for _, n := range []int{-1, 65537} {
 		if _, err := dedup.New(dedup.Config{OnSave: dedup.OnSaveConfig{QueueSize: n}}); err == nil {
@@ -320,7 +380,7 @@ func TestCloseDrainsTheQueue(t *testing.T) {
 // BenchmarkSaveWithCheck: one save into a team namespace holding n other
 // memories, with (on) and without (off) its check on save, flushed.
 func BenchmarkSaveWithCheck(b *testing.B) {
-	for _, n := range []int{300, 3000} {
+	for _, n := range []int{300, 3000, 30000} {
 		for _, on := range []bool{false, true} {
 			name := fmt.Sprintf("n=%d/on=%v", n, on)
 			b.Run(name, func(b *testing.B) {
