@@ -12,6 +12,7 @@ import (
 	"github.com/mnemohq/mnemo/node/embeddings"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/semantic"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/similarity"
 )
@@ -25,6 +26,7 @@ const (
 	maxCandidates              = 10000 // memories compared per request
 	maxEmbedCandidates         = 2000
 	maxMergeIDs                = 20
+	maxVectorDups              = 10   // nearest vectors a check on save considers
 	maxEmbedRunes              = 8000 // of one text sent to the embedder
 	embedBatch                 = 64   // texts per Embed call
 )
@@ -134,6 +136,9 @@ type Dedup struct {
 	vecs map[string][]float64            // cacheKey → embedding
 
 	save *saveQueue // nil: merging on save is off
+	// sem is the hybrid-search feature whose vectors merging on save
+	// compares too; nil when it is off. Set by Opened, before the worker.
+	sem *semantic.Semantic
 }
 
 // New checks cfg, fills its defaults and builds its Embedder, once, for

@@ -39,9 +39,19 @@
 // in the same namespace is merged with it, as seed 002 asks: the same
 // knowledge learnt by two agents becomes one memory with both as
 // provenance. Detection is MinHash at Config.Threshold against the
-// namespace's live memories, found through a band table (below); the
-// embeddings pass is not used on save (vectors from the semantic feature
-// are not consulted yet). The decisions:
+// namespace's live memories, found through a band table (below), and,
+// when hybrid search is on (node/memory/semantic), by vector: the memories
+// of the namespace whose vectors are nearest to the saved one's (up to
+// maxVectorDups) with a cosine of at least Embeddings.Threshold (default
+// 0.9), so a paraphrase whose words differ is merged too
+// (TestSaveMergesAParaphraseByItsVector). Vectors are computed after the
+// save, off its path; the semantic feature tells this one which memories
+// got a new vector (Semantic.OnStored) and they are checked again. Each
+// node compares its own vectors, so a node without hybrid search or with
+// another model may not find a pair another node merges; the merge then
+// reaches it as any write does, and its rules (below) keep the result
+// the same whoever merged. Find's embeddings pass (Config.Embeddings, its
+// own endpoint) is not used on save. The decisions:
 //
 //   - Asynchronous. The core tells the feature what each local write or
 //     peer delta changed after it went to replication (SentObserver); the

@@ -11,6 +11,7 @@ import (
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/memory/semantic"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/similarity"
@@ -147,6 +148,18 @@ func (q *saveQueue) enqueue(k memory.MemoryKey) {
 func (d *Dedup) Opened() {
 	if d.save == nil {
 		return
+	}
+	// With hybrid search on, a memory is checked again once its vector is
+	// in: it is computed after the save, off the write path.
+	if sem := semantic.Of(d.core.Service()); sem != nil && sem.Config().Enabled {
+		d.sem = sem
+		sem.OnStored(func(keys []memory.MemoryKey) {
+			for _, k := range keys {
+				if sharedNS(k.Namespace) {
+					d.save.enqueue(k)
+				}
+			}
+		})
 	}
 	d.save.mu.Lock()
 	d.save.started = true
@@ -324,6 +337,9 @@ func (d *Dedup) checkSaved(k memory.MemoryKey) bool {
 			consider(o, d.signature(o))
 		}
 	}
+	if d.sem != nil {
+		dups = d.similarVectors(m, dups)
+	}
 	if len(dups) == 0 {
 		return true
 	}
@@ -334,6 +350,26 @@ func (d *Dedup) checkSaved(k memory.MemoryKey) bool {
 	}
 	d.mergeSaved(oldest, []memory.Memory{m})
 	return true
+}
+
+// similarVectors adds to dups the memories of m's namespace by other
+// authors whose vectors (the semantic feature's) are at least the
+// embeddings threshold from m's, nearest first, up to maxVectorDups.
+func (d *Dedup) similarVectors(m memory.Memory, dups []memory.Memory) []memory.Memory {
+	th := cmp.Or(d.cfg.Embeddings.Threshold, DefaultEmbeddingsThreshold)
+	for _, r := range d.sem.Similar(m.Namespace, m.ID, th, maxVectorDups) {
+		if slices.ContainsFunc(dups, func(o memory.Memory) bool { return o.ID == r.Key }) {
+			continue
+		}
+		rec, err := d.core.Record(m.Namespace, r.Key)
+		if err != nil {
+			continue
+		}
+		if o, ok := d.candidate(m.Namespace, r.Key, rec); ok && o.Author != m.Author {
+			dups = append(dups, o)
+		}
+	}
+	return dups
 }
 
 // candidate is the memory ns/id through the effective view of its stored

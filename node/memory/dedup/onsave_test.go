@@ -5,9 +5,12 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
@@ -16,6 +19,8 @@ import (
 	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/memory/dedup"
 	"github.com/mnemohq/mnemo/node/memory/memorytest"
+	"github.com/mnemohq/mnemo/node/memory/semantic"
+	"github.com/mnemohq/mnemo/node/similarity"
 )
 
 // manualOnly turns merging on save off, for the tests of Find and Merge.
@@ -402,5 +407,61 @@ func BenchmarkSaveWithCheck(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// synonymEmbedder embeds a text as its bag of words, a word and its
+// synonym sharing a dimension (hashed into 64), deterministically.
+type synonymEmbedder struct{}
+
+func (synonymEmbedder) Embed(_ context.Context, texts []string) ([][]float64, error) {
+	synonym := map[string]string{"automobile": "car", "crimson": "red", "commutes": "drives", "daily": "day"}
+	out := make([][]float64, len(texts))
+	for i, t := range texts {
+		v := make([]float64, 64)
+		for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool { return !unicode.IsLetter(r) }) {
+			if s, ok := synonym[w]; ok {
+				w = s
+			}
+			h := fnv.New32a()
+			h.Write([]byte(w))
+			v[h.Sum32()%64]++
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// With hybrid search on, merging on save compares the vectors the
+// semantic feature computes after the save: a paraphrase MinHash does not
+// see is merged once its vector is in, and a text on another subject is
+// not.
+func TestSaveMergesAParaphraseByItsVector(t *testing.T) {
+	sem, err := semantic.New(semantic.Config{Enabled: true, Model: "synonyms", Embedder: synonymEmbedder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dedup.New(dedup.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, clk := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Features: []memory.Feature{sem, d}})
+	memorytest.Create(t, s, "alice", team)
+	memorytest.Grant(t, s, "alice", team, "agent://bob", "read,write")
+	const drives, commutes = "Dana drives a red car to the office every day", "Dana commutes in a crimson automobile to the office daily"
+	if sim := similarity.Similarity(similarity.MinHash(drives+"\n"+drives), similarity.MinHash(commutes+"\n"+commutes)); sim >= dedup.DefaultThreshold {
+		t.Fatalf("the paraphrase's MinHash similarity is %v: the test would not need vectors", sim)
+	}
+	a := memorytest.Save(t, s, agent("alice"), memapi.SaveRequest{Namespace: team, Content: drives})
+	clk.Advance(time.Minute)
+	other := memorytest.Save(t, s, agent("bob"), memapi.SaveRequest{Namespace: team, Content: "the payments ledger is reconciled every night by a batch job"})
+	b := memorytest.Save(t, s, agent("bob"), memapi.SaveRequest{Namespace: team, Content: commutes})
+	if err := sem.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d.Flush()
+	wantMerged(t, s, a.ID, b.ID, 1)
+	if m := get(t, s, other.ID); m.DeletedAt != nil {
+		t.Fatal("a memory on another subject was merged")
 	}
 }

@@ -73,4 +73,12 @@
 // calibration between BM25 scores and cosines. A search waits at most
 // Config.QueryTimeoutMillis (default 2s) for its query's vector, then
 // answers lexically; recent query vectors are cached (512).
+//
+// # Other features
+//
+// Similar answers the memories of a namespace whose vectors are nearest
+// to a memory's own, above a cosine; OnStored has a callback told which
+// memories the worker has just given a vector. Merging duplicates on save
+// (node/memory/dedup) uses both: a memory is compared by vector once its
+// vector is in, which is after its save.
 package semantic

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/mnemohq/mnemo/node/memory"
 	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/search/vector"
 )
@@ -63,4 +64,49 @@ func (s *Semantic) queryVector(ctx context.Context, query string) ([]float32, er
 	s.qcache[query] = v
 	s.qmu.Unlock()
 	return v, nil
+}
+
+// OnStored has fn called, on the worker, with the memories whose new
+// vectors the worker has just indexed and stored, so another feature can
+// act on them (merging on save compares new vectors: node/memory/dedup).
+// fn must not block.
+func (s *Semantic) OnStored(fn func([]memory.MemoryKey)) {
+	s.omu.Lock()
+	s.onStored = append(s.onStored, fn)
+	s.omu.Unlock()
+}
+
+func (s *Semantic) stored(keys []memory.MemoryKey) {
+	s.omu.Lock()
+	fns := s.onStored
+	s.omu.Unlock()
+	for _, fn := range fns {
+		fn(keys)
+	}
+}
+
+// Similar returns up to limit memories of namespace ns whose vectors have
+// a cosine similarity of at least min with the vector of memory id,
+// nearest first; none while id has no vector (not embedded yet, or
+// hybrid search off).
+func (s *Semantic) Similar(ns, id string, min float64, limit int) []vector.Result {
+	ix := s.ix.Load()
+	if ix == nil {
+		return nil
+	}
+	v, ok := ix.Vector(id)
+	if !ok {
+		return nil
+	}
+	var found []vector.Result
+	s.core.Matching(search.Filter{Namespaces: []string{ns}}, func(match func(string) bool) {
+		found, _ = ix.Search(v, limit+1, func(key string) bool { return key != id && match(key) })
+	})
+	var out []vector.Result
+	for _, r := range found {
+		if float64(r.Score) >= min && len(out) < limit {
+			out = append(out, r)
+		}
+	}
+	return out
 }

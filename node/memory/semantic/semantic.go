@@ -163,6 +163,9 @@ type Semantic struct {
 	qmu    sync.Mutex
 	qcache map[string][]float32 // query text → vector, dropped whole when full
 
+	omu      sync.Mutex
+	onStored []func([]memory.MemoryKey) // OnStored's callbacks
+
 	embedded, failures, dropped atomic.Int64
 }
 

@@ -275,6 +275,7 @@ func (s *Semantic) process(keys []memory.MemoryKey) {
 			return
 		}
 		stored := make(map[string][]byte, n)
+		var keys []memory.MemoryKey
 		for i, j := range jobs[:n] {
 			v := toFloat32(vecs[i])
 			ix, err := s.index(len(v))
@@ -287,11 +288,13 @@ func (s *Semantic) process(keys []memory.MemoryKey) {
 			}
 			s.have[j.key.ID] = held{j.key.Namespace, j.hash}
 			stored[storeKey(j.key)] = encodeVector(j.hash, v)
+			keys = append(keys, j.key)
 		}
 		s.embedded.Add(int64(n))
 		if err := s.core.Service().Store().PutSide(s.space, stored); err != nil {
 			s.core.Logger().Warn("hybrid search: storing vectors", "err", err)
 		}
+		s.stored(keys)
 		jobs = jobs[n:]
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 )
 
@@ -187,6 +188,18 @@ func (ix *Index) normalise(v []float32) ([]float32, error) {
 		out[i] = x * inv
 	}
 	return out, nil
+}
+
+// Vector returns a copy of key's vector as indexed (normalised), or false
+// if the index holds none for key.
+func (ix *Index) Vector(key string) ([]float32, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	s, ok := ix.slot[key]
+	if !ok || ix.isDead(s) {
+		return nil, false
+	}
+	return slices.Clone(ix.vec(s)), true
 }
 
 // Put inserts v under key, replacing (tombstoning) the key's earlier

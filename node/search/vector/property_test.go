@@ -436,3 +436,30 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("after inserting %d and deleting 3/4: %+v (a compaction was due)", len(vs), st)
 	}
 }
+
+// Vector gives back what Put indexed, normalised, as a copy; nothing for
+// a deleted or unknown key.
+func TestVectorReturnsTheIndexedCopy(t *testing.T) {
+	ix, err := New(Config{Dim: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Put("a", []float32{3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := ix.Vector("a")
+	if !ok || len(v) != 2 || math.Abs(float64(v[0])-0.6) > 1e-6 || math.Abs(float64(v[1])-0.8) > 1e-6 {
+		t.Fatalf("Vector(a) = %v, %v; want [0.6 0.8]", v, ok)
+	}
+	v[0] = 100
+	if w, _ := ix.Vector("a"); w[0] == 100 {
+		t.Fatal("changing the returned vector changed the index")
+	}
+	ix.Delete("a")
+	if _, ok := ix.Vector("a"); ok {
+		t.Fatal("a deleted key still has a vector")
+	}
+	if _, ok := ix.Vector("b"); ok {
+		t.Fatal("an unknown key has a vector")
+	}
+}
