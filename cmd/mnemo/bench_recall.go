@@ -24,7 +24,8 @@ const recallAbout = "recall: opens a node in a new temporary data directory, as 
 	"it, and measures retrieval on LoCoMo-format conversations (Maharana et al.,\n" +
 	"ACL 2024): every *.json file of --locomo DIR, each conversation saved into\n" +
 	"its own namespace, one memory per dialogue turn (title \"SPEAKER (SESSION\n" +
-	"DATE)\", content the turn's text), through POST /v1/memories. Then every\n" +
+	"DATE)\", content the turn's text, session_id \"session-N\"), through POST\n" +
+	"/v1/memories, in order and at least a millisecond apart. Then every\n" +
 	"question with evidence (category 5, adversarial, left out) is sent as-is to\n" +
 	"GET /v1/search in its conversation's namespace with limit 20. Prints, per\n" +
 	"conversation and over all: hit@k (an evidence turn is among the first k),\n" +
@@ -153,19 +154,28 @@ func recallNamespace(name string) string {
 var nonSegment = regexp.MustCompile(`[^a-z0-9]+`)
 
 // loadConversation saves every turn of c into ns, one at a time and in
-// order (so turns get increasing creation times, and ties in score rank the
-// same way on every run), and returns the dia_id of each saved memory by
-// memory id.
+// order, each with its session's id as an agent recording a conversation
+// would, and returns the dia_id of each saved memory by memory id. Turns
+// get strictly increasing creation times (creation times have millisecond
+// resolution; turns saved within one millisecond would be ordered by their
+// random ids), so ties in score, and the order of a session, are the same
+// on every run.
 func loadConversation(ctx context.Context, cl *client.Client, ns string, c locomoConversation) (map[string]string, error) {
 	dia := make(map[string]string, c.Turns())
 	for _, s := range c.Sessions {
 		for _, t := range s.Turns {
 			title, content := locomoMemory(s, t)
-			res, err := cl.Save(ctx, memapi.SaveRequest{Namespace: ns, Type: "observation", Title: title, Content: content})
+			res, err := cl.Save(ctx, memapi.SaveRequest{Namespace: ns, Type: "observation", Title: title, Content: content, SessionID: fmt.Sprintf("session-%d", s.N)})
 			if err != nil {
 				return nil, fmt.Errorf("save %s: %w", t.DiaID, err)
 			}
 			dia[res.ID] = t.DiaID
+			// Turns are said seconds apart, not within one millisecond: wait
+			// for the next one, so every turn has a creation time of its own
+			// and the order of the conversation is the order of the memories.
+			for next := res.Memory.CreatedAt.Truncate(time.Millisecond).Add(time.Millisecond); time.Now().Before(next); {
+				time.Sleep(time.Until(next))
+			}
 		}
 	}
 	if len(dia) != c.Turns() {
