@@ -95,7 +95,7 @@ func (r *refIndex) search(q string, f Filter, limit int) ([]Hit, int) {
 			hits = append(hits, Hit{id, s})
 		}
 	}
-	slices.SortFunc(hits, func(a, b Hit) int {
+	rank := func(a, b Hit) int {
 		if a.Score != b.Score {
 			return -cmp.Compare(a.Score, b.Score)
 		}
@@ -103,12 +103,57 @@ func (r *refIndex) search(q string, f Filter, limit int) ([]Hit, int) {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
-	})
+	}
+	slices.SortFunc(hits, rank)
+	r.sessionContext(hits)
+	slices.SortFunc(hits, rank)
 	total2 := len(hits)
 	if limit > 0 && len(hits) > limit {
 		hits = hits[:limit]
 	}
 	return hits, total2
+}
+
+// sessionContext adds to hits, ranked best first, the shares their session
+// neighbours lend them (context.go), walking every document in creation
+// order from each of the best five.
+func (r *refIndex) sessionContext(hits []Hit) {
+	var all []Doc
+	for _, d := range r.docs {
+		all = append(all, d)
+	}
+	slices.SortFunc(all, func(a, b Doc) int { return cmpKey(a.CreatedAt, a.ID, b.CreatedAt, b.ID) })
+	at := make(map[string]int)
+	for i, h := range hits {
+		at[h.ID] = i
+	}
+	type share struct {
+		id string
+		v  float64
+	}
+	var shares []share
+	for _, h := range hits[:min(len(hits), 5)] {
+		src := r.docs[h.ID]
+		if src.SessionID == "" {
+			continue
+		}
+		pos := slices.IndexFunc(all, func(d Doc) bool { return d.ID == h.ID })
+		for _, dir := range []int{-1, 1} {
+			v, found := 0.3*h.Score, 0
+			for i := pos + dir; i >= 0 && i < len(all) && i != pos+33*dir && found < 4; i += dir {
+				if d := all[i]; d.SessionID == src.SessionID && d.Namespace == src.Namespace {
+					shares = append(shares, share{d.ID, v})
+					v *= 0.75
+					found++
+				}
+			}
+		}
+	}
+	for _, sh := range shares {
+		if i, ok := at[sh.id]; ok {
+			hits[i].Score += sh.v
+		}
+	}
 }
 
 func (r *refIndex) list(f Filter, newest bool, limit int) []string {
@@ -189,6 +234,7 @@ func TestAgainstReference(t *testing.T) {
 						ID: id, Namespace: pick(nss), Type: pick([]string{"d", "f"}), Project: pick([]string{"p", "q", ""}),
 						Title: text(3), Content: text(12), CreatedAt: int64(rng.IntN(100)),
 						Deleted: rng.IntN(8) == 0, Hidden: rng.IntN(8) == 0,
+						SessionID: pick([]string{"", "s1", "s2"}),
 					}
 					for range rng.IntN(3) {
 						d.Tags = append(d.Tags, pick(words[:4]))

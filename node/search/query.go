@@ -41,8 +41,10 @@ func (ix *Index) getScratch() *scratch {
 
 // Search returns the top limit hits for query by BM25 score among the
 // documents matching f, and how many documents match in total. Query
-// terms are OR'ed; repeated terms count once. Ties are broken by newer
-// CreatedAt, then smaller ID. limit <= 0 returns all matches.
+// terms are OR'ed; repeated terms count once. The best matches lend a
+// share of their score to matches saved next to them in the same session
+// (context.go). Ties are broken by newer CreatedAt, then smaller ID.
+// limit <= 0 returns all matches.
 func (ix *Index) Search(query string, f Filter, limit int) (hits []Hit, total int) {
 	return ix.SearchExpanded(query, nil, f, limit)
 }
@@ -91,7 +93,7 @@ func (ix *Index) SearchExpanded(query string, expansion []Term, f Filter, limit 
 	if limit <= 0 || limit > total {
 		limit = total
 	}
-	return ix.topK(sc, limit), total
+	return ix.withSessionContext(sc, ix.topK(sc, max(limit, contextSources)), limit), total // context.go
 }
 
 // accumulate adds weight times term's BM25 contribution to the score of
