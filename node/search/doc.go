@@ -87,7 +87,8 @@
 // (score × share of query terms matched, exponent 0.3–1) was measured too
 // and lowered recall, so it is not used. Proximity and phrase boosts need
 // term positions, which the index does not keep (postings hold slot and
-// frequency only); they were not tried.
+// frequency only); indexed term pairs, a cheap stand-in, were tried under
+// "Session context" and not kept.
 //
 // # Session context
 //
@@ -139,6 +140,47 @@
 // hit@1 0.414→0.416 and MRR@10 0.517→0.546; overall recall@5 0.587→0.654,
 // recall@20 0.722→0.818. By category: multi-hop 0.428→0.448, temporal
 // 0.842→0.860, open-domain 0.375→0.409, single-hop 0.727→0.853.
+//
+// Tried on top of the session context and not kept, recall@10 (26, 30, 41
+// | 42, 43 | all), with the context and, where it says so, without
+// sessions (plain BM25: 0.640 0.707 0.699 | 0.652 0.693 | 0.675):
+//
+//	with the context (kept)                 0.755 0.780 0.775 | 0.702 0.777 | 0.753
+//	BM25+ (δ·idf per matched term) δ 0.1    0.753 0.780 0.782 | 0.698 0.783 | 0.754
+//	  δ 0.25                                0.746 0.776 0.785 | 0.698 0.780 | 0.752
+//	  δ 0.5                                 0.746 0.776 0.785 | 0.703 0.776 | 0.753
+//	  δ 1                                   0.736 0.776 0.788 | 0.708 0.774 | 0.752
+//	  δ 0.1, no sessions                    0.633 0.707 0.699 | 0.655 0.693 | 0.674
+//	  δ 1, no sessions                      0.635 0.707 0.702 | 0.645 0.670 | 0.667
+//	capitalised query words (not the first)
+//	  weighted ×0.5                         0.724 0.765 0.770 | 0.700 0.756 | 0.739
+//	  ×0.75                                 0.746 0.765 0.780 | 0.700 0.769 | 0.748
+//	  ×1.25                                 0.759 0.776 0.782 | 0.714 0.776 | 0.758
+//	  ×1.5                                  0.757 0.788 0.784 | 0.706 0.777 | 0.757
+//	  ×1.75                                 0.757 0.801 0.782 | 0.702 0.782 | 0.758
+//	  ×2                                    0.757 0.798 0.785 | 0.692 0.784 | 0.756
+//	  ×3                                    0.757 0.793 0.762 | 0.675 0.764 | 0.742
+//	  ×1.25, no sessions                    0.640 0.707 0.686 | 0.655 0.694 | 0.673
+//	  ×1.75, no sessions                    0.640 0.707 0.683 | 0.650 0.684 | 0.669
+//	adjacent-term pairs indexed as terms,
+//	  query pairs weighted 0.1              0.762 0.776 0.775 | 0.711 0.774 | 0.756
+//	  0.25                                  0.753 0.785 0.777 | 0.714 0.783 | 0.758
+//	  0.5                                   0.751 0.791 0.784 | 0.712 0.798 | 0.763
+//	  1                                     0.761 0.770 0.764 | 0.697 0.804 | 0.756
+//	  0.25, no sessions                     0.637 0.710 0.693 | 0.647 0.687 | 0.670
+//	  0.5, no sessions                      0.637 0.704 0.693 | 0.647 0.693 | 0.671
+//
+// BM25+ moves dev recall by less than one question. Weighting capitalised
+// words (names) and term pairs (a cheap proximity signal: pairs of terms
+// adjacent once stopwords are dropped, no positions kept) gain on dev and
+// held out with the context, but lower recall on both without sessions,
+// so the gain is an interaction with the context rather than better term
+// weights; pairs also cost hit@1 (0.421→0.409 at 0.5) and would add
+// about one posting per indexed term (not measured), capitalisation is
+// meaningless for lowercase agents' text. None is kept. Not tried for want
+// of time: per-field length normalisation (BM25F proper needs the title's
+// and content's frequencies apart in the postings), idf for very short
+// documents, real proximity windows (term positions).
 //
 // # Layout
 //
