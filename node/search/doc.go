@@ -117,8 +117,8 @@
 // recall@10 0.760–0.773 for share 0.3–0.4, 3–5 sources, reach 4–8, decay
 // 0.75. Of the settings within
 // 0.005 of the best, the smallest change was taken (share 0.3, 5 sources,
-// reach 4); the best on dev (share 0.35, reach 6) moved hit@1 0.421→0.411,
-// the one taken keeps it. More sources lower recall (same ranges, 10 sources: dev 0.744–0.760, 20:
+// reach 4); the best on dev (share 0.35, reach 6) moved hit@1 over all
+// five conversations 0.421→0.411, the one taken keeps it. More sources lower recall (same ranges, 10 sources: dev 0.744–0.760, 20:
 // 0.742–0.754):
 // weak matches lend their neighbours as much noise as context. Every
 // variant tried, recall@10 (26, 30, 41 | held out 42, 43 | all 760
