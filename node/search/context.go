@@ -21,8 +21,11 @@ const (
 	contextShare = 0.3
 	contextDecay = 0.75
 	// contextScan bounds the walk from a source through the creation
-	// order, on each side, past documents of other sessions: sessions
-	// written at the same time interleave, but the walk stays short.
+	// order, on each side, past documents of other sessions of its
+	// namespace: sessions written at the same time interleave, but the
+	// walk stays short. Documents of other namespaces are passed without
+	// counting, so two nodes holding the same namespace answer alike
+	// whatever other namespaces each holds.
 	contextScan = 32
 )
 
@@ -51,9 +54,15 @@ func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int) []Hit {
 		pos, _ := ix.orderPos(sl.created, sl.id)
 		for _, dir := range [2]int{-1, 1} {
 			v, found := contextShare*h.Score, 0
-			for i, j := pos+dir, 0; i >= 0 && i < len(ix.order) && j < contextScan && found < contextReach; i, j = i+dir, j+1 {
+			for i, j := pos+dir, 0; i >= 0 && i < len(ix.order) && j < contextScan && found < contextReach; i += dir {
 				o := ix.order[i]
-				if ol := &ix.slots[o]; ol.session != sl.session || ol.ns != sl.ns {
+				ol := &ix.slots[o]
+				if ol.ns != sl.ns {
+					// Not counted: what else a node holds must not change
+					// its answers about this namespace.
+					continue
+				}
+				if j++; ol.session != sl.session {
 					continue
 				}
 				found++

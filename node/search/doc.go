@@ -95,11 +95,14 @@
 // Memories saved in one session (Doc.SessionID) are a sequence, and what
 // a question matches is often the memory that set a topic up, not the one
 // after it that holds the answer ("Which database did we pick for
-// billing?" — "Postgres, after the load test."). So after scoring, each of the best contextSources (5)
-// matches lends its session neighbours — the contextReach (4) nearest
-// documents of the same namespace and session on each side in (CreatedAt,
-// ID) order, found by walking at most contextScan (32) documents of the
-// creation order each way — contextShare (0.3) of its score for the
+// billing?" — "Postgres, after the load test."). So after scoring, each
+// of the best contextSources (5) matches lends its session neighbours —
+// the contextReach (4) nearest documents of the same namespace and
+// session on each side in (CreatedAt, ID) order, found by walking at most
+// contextScan (32) documents of that namespace each way (documents of
+// other namespaces are passed without counting, so a node's answers about
+// a namespace do not depend on what else it holds) — contextShare (0.3)
+// of its score for the
 // nearest, 0.75 times that for each next one (context.go). Only documents
 // that matched the query receive shares: no document is added and the
 // total is unchanged. Documents without a session are not affected, so an
@@ -107,7 +110,8 @@
 // best max(limit, 5) are selected first, and only they and the neighbours
 // that received a share can be among the best limit afterwards, so the
 // context reads at most 5 binary searches and 5·2·32 slots of the
-// creation order, not the matches again.
+// namespace in the creation order (plus other namespaces' slots between
+// them), not the matches again.
 //
 // Chosen on LoCoMo dev conversations 26, 30, 41, each turn saved with its
 // session's id (the bench's loader, as an agent recording a conversation

@@ -115,8 +115,8 @@ func (r *refIndex) search(q string, f Filter, limit int) ([]Hit, int) {
 }
 
 // sessionContext adds to hits, ranked best first, the shares their session
-// neighbours lend them (context.go), walking every document in creation
-// order from each of the best five.
+// neighbours lend them (context.go), walking every document of the
+// source's namespace in creation order from each of the best five.
 func (r *refIndex) sessionContext(hits []Hit) {
 	var all []Doc
 	for _, d := range r.docs {
@@ -137,11 +137,17 @@ func (r *refIndex) sessionContext(hits []Hit) {
 		if src.SessionID == "" {
 			continue
 		}
-		pos := slices.IndexFunc(all, func(d Doc) bool { return d.ID == h.ID })
+		var own []Doc // the walk counts its namespace's documents only
+		for _, d := range all {
+			if d.Namespace == src.Namespace {
+				own = append(own, d)
+			}
+		}
+		pos := slices.IndexFunc(own, func(d Doc) bool { return d.ID == h.ID })
 		for _, dir := range []int{-1, 1} {
 			v, found := 0.3*h.Score, 0
-			for i := pos + dir; i >= 0 && i < len(all) && i != pos+33*dir && found < 4; i += dir {
-				if d := all[i]; d.SessionID == src.SessionID && d.Namespace == src.Namespace {
+			for i := pos + dir; i >= 0 && i < len(own) && i != pos+33*dir && found < 4; i += dir {
+				if d := own[i]; d.SessionID == src.SessionID {
 					shares = append(shares, share{d.ID, v})
 					v *= 0.75
 					found++
