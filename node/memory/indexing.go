@@ -52,13 +52,15 @@ func (s *Service) index(ns, id string, rec *crdt.Record, seq uint64) {
 // putMemory puts the effective view of the memory in the search index.
 // Two writes of one memory commit in order but may reach the index in the
 // other order (each writer reindexes after its commit, concurrently). So
-// under ixMu a record whose write is no longer the last committed is read
+// under ixMu a record that a later committed write changed again is read
 // again: every put is of what was committed when it was made, and the put
-// that follows a memory's last write is of what that write left.
+// that follows a memory's last write is of what that write left. The store
+// says which records a later write touched (WrittenAfter) without a read:
+// a read waits for the commit in flight, under ixMu.
 func (s *Service) putMemory(ns, id string, rec *crdt.Record, seq uint64) {
 	s.ixMu.Lock()
 	defer s.ixMu.Unlock()
-	if seq < s.st.CommittedSeq() {
+	if later, known := s.st.WrittenAfter(ns, id, seq); later || !known {
 		cur, err := s.st.Record(ns, id)
 		switch {
 		case err != nil:

@@ -205,6 +205,11 @@ func (s *Store) commitGroup() {
 		s.ctxMu.Unlock()
 		s.pend.drop(g.members[len(g.members)-1].seq)
 		s.renewSnapshot()
+		for _, r := range g.members {
+			for _, c := range r.changes {
+				s.recent.add(entryKey(c.Namespace, c.ID), r.seq)
+			}
+		}
 		s.committed.Store(g.members[len(g.members)-1].seq)
 		<-s.build
 		for _, r := range g.members {

@@ -70,6 +70,7 @@ type Store struct {
 	snapRelease func()
 	seq         uint64
 	committed   atomic.Uint64 // seq of the last durable write
+	recent      recentWrites  // the entries the last writes touched (recent.go)
 	lead        chan struct{}
 	slots       chan struct{}
 	qmu         sync.Mutex
