@@ -185,7 +185,10 @@ func (r *Record) Clone() *Record {
 // caller joins them after joining every record.
 func JoinRecord(a *Record, ac *Context, b *Record, bc *Context) *Record {
 	out := &Record{}
-	for name := range unionKeys(fieldsOf(a), fieldsOf(b)) {
+	fieldsA, fieldsB := fieldsOf(a), fieldsOf(b)
+	// Each field of a, then each of b that a lacks: no union set is built,
+	// and out's fields are sized once (this runs twice per local write).
+	joinField := func(name string) {
 		fa, okA := a.Field(name)
 		fb, okB := b.Field(name)
 		var win Field
@@ -200,9 +203,17 @@ func JoinRecord(a *Record, ac *Context, b *Record, bc *Context) *Record {
 		}
 		if have {
 			if out.fields == nil {
-				out.fields = make(map[string]Field)
+				out.fields = make(map[string]Field, max(len(fieldsA), len(fieldsB)))
 			}
 			out.fields[name] = win
+		}
+	}
+	for name := range fieldsA {
+		joinField(name)
+	}
+	for name := range fieldsB {
+		if _, ok := fieldsA[name]; !ok {
+			joinField(name)
 		}
 	}
 	for name := range unionKeys(setsOf(a), setsOf(b)) {

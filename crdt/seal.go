@@ -213,7 +213,11 @@ func (m *Map) Seal(ns string, s Signer) {
 
 // seal seals the dots of rep, which must be ReplicaOfKey(s.Key).
 func (r *Record) seal(ns, id string, rep ReplicaID, s Signer) {
-	var own []dotWrite
+	n := len(r.fields)
+	for _, elems := range r.sets {
+		n += len(elems)
+	}
+	own := make([]dotWrite, 0, n) // one dot a write, nearly always
 	r.writes(func(w dotWrite) bool {
 		if w.dot.Replica == rep && !r.sealedBy(w.dot) {
 			own = append(own, w)
