@@ -32,6 +32,20 @@ func (p *Policy) state(ns namespace.Address) *nsState {
 	return defaultState(root)
 }
 
+// perms is what principal holds on ns's root. A root without records
+// has its default state, whose one holder is the owner of an agent
+// namespace: answered without building that state (every local save asks).
+func (p *Policy) perms(principal, ns namespace.Address) permSet {
+	root := ns.Root()
+	if st, ok := p.ns[root]; ok {
+		return st.perms[principal]
+	}
+	if owner, ok := root.Owner(); ok && owner == principal {
+		return allPerms
+	}
+	return 0
+}
+
 // Unchanged reports whether p answers every question about ns as since
 // does: both snapshots hold the same evaluation of ns's root (Book.Policy
 // evaluates again only the roots whose records changed, and every root
@@ -54,7 +68,7 @@ func (p *Policy) Allowed(principal, ns namespace.Address, perm Permission) bool 
 	if !isPrincipal(principal) || ns.IsZero() || !perm.valid() {
 		return false
 	}
-	if p.state(ns).perms[principal].has(perm) {
+	if p.perms(principal, ns).has(perm) {
 		return true
 	}
 	if ns.Kind == namespace.KindProject && perm == Read {
