@@ -301,3 +301,22 @@ func TestSealCacheBindsTheKey(t *testing.T) {
 		t.Fatal("a signature remembered for one message accepted for another")
 	}
 }
+
+// BenchmarkCommitSave: what a store's commit does with one sealed save:
+// join it into the (absent) stored entry and encode the result.
+func BenchmarkCommitSave(b *testing.B) {
+	s := newSealer(1)
+	d := saveEdit(b, s, 0)
+	d.Seal("team://x", s.signer)
+	var id string
+	var rec *Record
+	d.Records(func(i string, r *Record) bool { id, rec = i, r; return false })
+	empty := NewContext()
+	b.ReportAllocs()
+	for b.Loop() {
+		merged := JoinRecord(nil, empty, rec, d.Context())
+		if len(EncodeRecord(merged)) == 0 {
+			b.Fatal("empty encoding of", id)
+		}
+	}
+}
