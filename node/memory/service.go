@@ -496,16 +496,35 @@ func (s *Service) Save(ctx context.Context, c Caller, req SaveRequest) (res Save
 	if err != nil {
 		return SaveResult{}, err
 	}
+	var saved savedRecord
 	err = s.write(func(tx *store.Tx) error {
 		var e error
-		res, e = s.saveTx(tx, c, ns, req, p)
+		saved, e = s.saveRecordTx(tx, c, ns, req, p)
 		return e
 	})
 	if err != nil {
 		return SaveResult{}, err
 	}
+	res = s.savedResult(ns, saved)
 	s.autoPromote(c, res.Memory)
 	return res, nil
+}
+
+// savedRecord is what saveRecordTx wrote: an upsert's result, or the new
+// memory's record, viewed once the write is done (savedResult) rather than
+// in the build stage, where writes queue one at a time (store/doc.go).
+type savedRecord struct {
+	res SaveResult // complete when rec is nil
+	id  string
+	rec *crdt.Record // as the save left it; never changed afterwards
+}
+
+func (s *Service) savedResult(ns namespace.Address, sv savedRecord) SaveResult {
+	if sv.rec == nil {
+		return sv.res
+	}
+	m, _ := s.view(ns.String(), sv.id, sv.rec)
+	return SaveResult{Memory: m}
 }
 
 // timed reports an operation begun at start to Config.Timed (deferred).
@@ -516,6 +535,15 @@ func (s *Service) timed(op string, start time.Time, err *error) {
 // saveTx writes a save inside a transaction (shared by compaction, sessions
 // and import).
 func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveRequest, p saveParams) (SaveResult, error) {
+	sv, err := s.saveRecordTx(tx, c, ns, req, p)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	return s.savedResult(ns, sv), nil
+}
+
+// saveRecordTx is saveTx without the view of a new memory.
+func (s *Service) saveRecordTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveRequest, p saveParams) (savedRecord, error) {
 	now, ts := s.now()
 	if req.TopicKey != "" && !p.noUpsert {
 		if id, ok := s.ix.ByTopicKey(ns.String(), req.TopicKey); ok {
@@ -540,17 +568,17 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 				upd.Scope = &req.Scope
 			}
 			m, err := s.updateTx(tx, c, ns, id, upd)
-			return SaveResult{Memory: m, Upserted: true}, err
+			return savedRecord{res: SaveResult{Memory: m, Upserted: true}}, err
 		}
 	}
 	id := p.id
 	if schema.IsReserved(id) {
-		return SaveResult{}, invalid("id %q: the %q, %q and %q prefixes are reserved", id, schema.ACLPrefix, schema.EditPrefix, schema.DecisionPrefix)
+		return savedRecord{}, invalid("id %q: the %q, %q and %q prefixes are reserved", id, schema.ACLPrefix, schema.EditPrefix, schema.DecisionPrefix)
 	}
 	if id == "" {
 		var err error
 		if id, err = s.newID(now); err != nil {
-			return SaveResult{}, err
+			return savedRecord{}, err
 		}
 	}
 	created := now
@@ -559,7 +587,7 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 	}
 	e, err := tx.Edit(ns.String(), id)
 	if err != nil {
-		return SaveResult{}, err
+		return savedRecord{}, err
 	}
 	author := c.Principal.String()
 	if p.author != "" {
@@ -576,7 +604,7 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 			continue
 		}
 		if err := e.Set(ts, f.name, []byte(f.value)); err != nil {
-			return SaveResult{}, err
+			return savedRecord{}, err
 		}
 	}
 	updated := created
@@ -589,36 +617,35 @@ func (s *Service) saveTx(tx *store.Tx, c Caller, ns namespace.Address, req SaveR
 	}{{schema.FieldImportance, schema.EncodeNum(*req.Importance)}, {schema.FieldConfidence, schema.EncodeNum(*req.Confidence)},
 		{schema.FieldCreatedAt, schema.EncodeTime(created)}} {
 		if err := e.Set(ts, f.name, f.v); err != nil {
-			return SaveResult{}, err
+			return savedRecord{}, err
 		}
 	}
 	if err := schema.Touch(e, ts, updated); err != nil {
-		return SaveResult{}, err
+		return savedRecord{}, err
 	}
 	if p.deletedAt != nil {
 		if err := e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(*p.deletedAt)); err != nil {
-			return SaveResult{}, err
+			return savedRecord{}, err
 		}
 	}
 	for _, t := range req.Tags {
 		if err := e.Add(schema.SetTags, t); err != nil {
-			return SaveResult{}, err
+			return savedRecord{}, err
 		}
 	}
 	for _, f := range req.LinkedFiles {
 		if err := e.Add(schema.SetLinkedFiles, f); err != nil {
-			return SaveResult{}, err
+			return savedRecord{}, err
 		}
 	}
 	for _, pv := range p.provenance {
 		if err := e.Add(schema.SetProvenance, pv); err != nil {
-			return SaveResult{}, err
+			return savedRecord{}, err
 		}
 	}
 	tx.Commit(ns.String(), id, e)
 	rec, _ := tx.Record(ns.String(), id)
-	m, _ := s.view(ns.String(), id, rec)
-	return SaveResult{Memory: m}, nil
+	return savedRecord{id: id, rec: rec}, nil
 }
 
 // Update changes the given fields of a live memory.
