@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/mnemohq/mnemo/crdt"
 )
@@ -74,6 +75,17 @@ func (g *group) add(r *request) error {
 	r.changes = changes
 	maps.Copy(g.ctxs, ctxs)
 	g.members = append(g.members, r)
+	return nil
+}
+
+// writeContexts writes the contexts the members left, once each: every
+// member of a group of saves to one namespace moves the same context.
+func (g *group) writeContexts() error {
+	for _, ns := range slices.Sorted(maps.Keys(g.ctxs)) {
+		if err := g.w.Set(ctxKey(ns), g.ctxs[ns].Encode()); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -195,7 +207,7 @@ func (s *Store) commitGroup() {
 				return errAbandon
 			}
 		}
-		return nil
+		return g.writeContexts()
 	})
 	switch {
 	case err == nil:

@@ -376,8 +376,9 @@ func (s *Store) Apply(deltas map[string]*crdt.Map) ([]Change, error) {
 // applyTo joins deltas into the transaction w over the contexts ctxOf
 // gives (the group's: the store's as left by the requests before in the
 // same group). It returns the entries touched and the namespaces' contexts
-// once the deltas are in; it changes neither ctxOf's contexts nor the
-// store's. On an error w may hold part of the deltas: the caller discards
+// once the deltas are in, which the caller writes (once per group, not
+// once per write: writeContexts); it changes neither ctxOf's contexts nor
+// the store's. On an error w may hold part of the deltas: the caller discards
 // the transaction. pre holds the joins pendDeltas made when the write was
 // built, over the state w holds now (the writes before it are committed
 // or earlier in w, in the same order): an entry found there is not read
@@ -447,9 +448,6 @@ func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas ma
 			return true
 		})
 		if err != nil {
-			return nil, nil, err
-		}
-		if err := w.Set(ctxKey(ns), next.Encode()); err != nil {
 			return nil, nil, err
 		}
 		newCtx[ns] = next
