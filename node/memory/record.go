@@ -4,6 +4,7 @@ import (
 	"cmp"
 
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
 )
@@ -42,4 +43,21 @@ func toDoc(m Memory) search.Doc {
 		Hidden:      m.Quarantined,
 		Blocked:     m.BlockedChannels,
 	}
+}
+
+// savedRecord is what saveRecordTx wrote: an upsert's result, or the new
+// memory's record, viewed once the write is done (savedResult) rather than
+// in the build stage, where writes queue one at a time (store/doc.go).
+type savedRecord struct {
+	res SaveResult // complete when rec is nil
+	id  string
+	rec *crdt.Record // as the save left it; never changed afterwards
+}
+
+func (s *Service) savedResult(ns namespace.Address, sv savedRecord) SaveResult {
+	if sv.rec == nil {
+		return sv.res
+	}
+	m, _ := s.view(ns.String(), sv.id, sv.rec)
+	return SaveResult{Memory: m}
 }

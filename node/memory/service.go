@@ -510,23 +510,6 @@ func (s *Service) Save(ctx context.Context, c Caller, req SaveRequest) (res Save
 	return res, nil
 }
 
-// savedRecord is what saveRecordTx wrote: an upsert's result, or the new
-// memory's record, viewed once the write is done (savedResult) rather than
-// in the build stage, where writes queue one at a time (store/doc.go).
-type savedRecord struct {
-	res SaveResult // complete when rec is nil
-	id  string
-	rec *crdt.Record // as the save left it; never changed afterwards
-}
-
-func (s *Service) savedResult(ns namespace.Address, sv savedRecord) SaveResult {
-	if sv.rec == nil {
-		return sv.res
-	}
-	m, _ := s.view(ns.String(), sv.id, sv.rec)
-	return SaveResult{Memory: m}
-}
-
 // timed reports an operation begun at start to Config.Timed (deferred).
 func (s *Service) timed(op string, start time.Time, err *error) {
 	s.cfg.Timed(op, time.Since(start), *err)
