@@ -80,7 +80,8 @@ func (tx *Tx) Edit(ns, id string) (*crdt.Edit, error) {
 	return crdt.NewEdit(tx.ctx(ns), rec, tx.replica, id, tx.lim)
 }
 
-// Commit folds an edit's delta into this Tx.
+// Commit folds an edit's delta into this Tx, which keeps it: e must not be
+// used afterwards.
 func (tx *Tx) Commit(ns, id string, e *crdt.Edit) {
 	d := e.Delta()
 	tx.fold(ns, id, d)
@@ -106,7 +107,10 @@ func (tx *Tx) fold(ns, id string, d *crdt.Map) {
 	}
 	c.Join(d.Context())
 	if tx.deltas[ns] == nil {
-		tx.deltas[ns] = crdt.NewMap()
+		// The first delta of ns in this Tx is taken, not copied into an
+		// empty map (a save has one: a copy in the serial build stage).
+		tx.deltas[ns] = d
+		return
 	}
 	tx.deltas[ns].Join(d)
 }
