@@ -19,15 +19,18 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mnemohq/mnemo/node"
 	"github.com/mnemohq/mnemo/node/memapi"
 )
 
-// runBench measures a real node: durable saves over its HTTP API, or
-// retrieval quality on LoCoMo conversations (bench_recall.go).
+// runBench measures a real node: durable saves over its HTTP API, search
+// latency and resident memory at scale (bench_search.go), or retrieval
+// quality on LoCoMo conversations (bench_recall.go).
 func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "recall" {
 		return runBenchRecall(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "search" {
+		return runBenchSearch(ctx, args[1:], stdout, stderr)
 	}
 	fs := newFlagSet("bench", "saves [flags]",
 		"saves: opens a node in a new temporary data directory (Badger, every commit\n"+
@@ -47,7 +50,7 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return code
 	}
 	if len(pos) != 1 || pos[0] != "saves" {
-		return usageError(stderr, fs, "takes one argument, the workload: saves (or recall, first: mnemo bench recall -h)")
+		return usageError(stderr, fs, "takes one argument, the workload: saves (or search or recall, first: mnemo bench search -h)")
 	}
 	var counts []int
 	for _, f := range strings.Split(*clients, ",") {
@@ -60,26 +63,11 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *dur <= 0 || *warm < 0 {
 		return usageError(stderr, fs, "--duration must be positive and --warmup not negative")
 	}
-	d := *dir
-	if d == "" {
-		tmp, err := os.MkdirTemp("", "mnemo-bench-")
-		if err != nil {
-			return failed(stderr, fs, err)
-		}
-		defer os.RemoveAll(tmp)
-		d = tmp
-	}
-	n, err := node.Open(node.Config{Dir: d, HTTPAddr: "127.0.0.1:0", Agent: "bench"})
+	n, err := openBenchNode(ctx, *dir)
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- n.Serve(sctx) }()
-	defer func() {
-		stop()
-		<-served
-	}()
+	defer n.close()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mnemohq/mnemo/node"
 	"github.com/mnemohq/mnemo/node/client"
 	"github.com/mnemohq/mnemo/node/memapi"
 )
@@ -63,26 +62,11 @@ func runBenchRecall(ctx context.Context, args []string, stdout, stderr io.Writer
 		defer f.Close()
 		dump = f
 	}
-	d := *dir
-	if d == "" {
-		tmp, err := os.MkdirTemp("", "mnemo-bench-")
-		if err != nil {
-			return failed(stderr, fs, err)
-		}
-		defer os.RemoveAll(tmp)
-		d = tmp
-	}
-	n, err := node.Open(node.Config{Dir: d, HTTPAddr: "127.0.0.1:0", Agent: "bench"})
+	n, err := openBenchNode(ctx, *dir)
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- n.Serve(sctx) }()
-	defer func() {
-		stop()
-		<-served
-	}()
+	defer n.close()
 	cl, err := client.New(n.Addr(), n.Token())
 	if err != nil {
 		return failed(stderr, fs, err)

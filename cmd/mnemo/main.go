@@ -98,7 +98,7 @@ func commands() map[string]command {
 		"import":      {runImport, "read a mnemo or engram export"},
 		"version":     {runVersion, "print the version"},
 		"sim":         {runSim, "deterministic cluster simulator"},
-		"bench":       {runBench, "measure durable saves or LoCoMo recall on a real node"},
+		"bench":       {runBench, "measure durable saves, search at scale or LoCoMo recall on a real node"},
 		"soak":        {runSoak, "run a real cluster under writes and faults, then check it"},
 		"members":     {runMembers, "list cluster members"},
 		"cluster-key": {runClusterKey, "write or print a new cluster key"},

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -202,72 +201,4 @@ func fillNodeDir(t *testing.T, dir, agent string, n int) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// textGen makes English-like text: a 20k pseudo-word vocabulary drawn with
-// a Zipf law, mixed with stopwords and technical words (as the corpus of
-// node/memory's benchmarks).
-type textGen struct {
-	rng        *rand.Rand
-	zipf, tagZ *rand.Zipf
-	vocab      []string
-	tags       []string
-	sb         strings.Builder
-}
-
-var (
-	genStop = strings.Fields("the of and to in is that for it with as on was this by")
-	genTech = strings.Fields("database migration postgres api latency cache deploy kubernetes timeout retry schema index " +
-		"query auth token config error build test release server client request response memory cpu disk network " +
-		"golang python rust docker service endpoint logging metrics tracing queue worker batch stream replica")
-)
-
-func newTextGen(seed uint64) *textGen {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	g := &textGen{rng: rng}
-	cons := strings.Fields("b c d f g h k l m n p r s t v w z st tr pl ch sh")
-	vow := strings.Fields("a e i o u ai ea ou")
-	seen := map[string]bool{}
-	for len(g.vocab) < 20000 {
-		var w strings.Builder
-		for range 1 + rng.IntN(3) {
-			w.WriteString(cons[rng.IntN(len(cons))])
-			w.WriteString(vow[rng.IntN(len(vow))])
-		}
-		if rng.IntN(3) == 0 {
-			w.WriteString(cons[rng.IntN(len(cons))])
-		}
-		if s := w.String(); len(s) >= 3 && !seen[s] {
-			seen[s] = true
-			g.vocab = append(g.vocab, s)
-		}
-	}
-	for i := range 300 {
-		g.tags = append(g.tags, fmt.Sprintf("%s-%d", g.vocab[i*7], i))
-	}
-	g.zipf = rand.NewZipf(rng, 1.07, 2, uint64(len(g.vocab)-1))
-	g.tagZ = rand.NewZipf(rng, 1.2, 1, uint64(len(g.tags)-1))
-	return g
-}
-
-func (g *textGen) text(n int) string {
-	g.sb.Reset()
-	for i := range n {
-		if i > 0 {
-			if g.rng.IntN(12) == 0 {
-				g.sb.WriteString(". ")
-			} else {
-				g.sb.WriteByte(' ')
-			}
-		}
-		switch r := g.rng.IntN(100); {
-		case r < 30:
-			g.sb.WriteString(genStop[g.rng.IntN(len(genStop))])
-		case r < 35:
-			g.sb.WriteString(genTech[g.rng.IntN(len(genTech))])
-		default:
-			g.sb.WriteString(g.vocab[g.zipf.Uint64()])
-		}
-	}
-	return g.sb.String()
 }

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mnemohq/mnemo/node/memapi"
+)
+
+const searchAbout = "search: opens a node in a new temporary data directory, as \"mnemo node\" runs\n" +
+	"it, bulk-loads --memories generated memories through POST /v1/import (English-\n" +
+	"like text: a 20k-word Zipf vocabulary, stopwords and technical words; title\n" +
+	"4–8 words, content 40–120, 2–4 tags; --batch per request, spread over four\n" +
+	"namespaces), then times GET /v1/search (limit 10) from one client over one\n" +
+	"connection with seeded 2–3-word queries drawn as document words are:\n" +
+	"--queries right after the load, --searches more, and --queries again after\n" +
+	"--settle. Prints p50/p95/p99/max, the process's CPU time per search (node\n" +
+	"and client: steadier than the latency on a shared machine) and its resident\n" +
+	"memory after the searches from /proc/self/status (the client's share is\n" +
+	"small: it keeps one batch at a time). The directory is removed afterwards\n" +
+	"unless --data names one."
+
+// runBenchSearch is "mnemo bench search".
+func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("bench search", "[flags]", searchAbout, stdout, stderr)
+	memories := fs.Int("memories", 100_000, "how many memories to load")
+	queries := fs.Int("queries", 500, "searches timed right after the load and again after --settle")
+	searches := fs.Int("searches", 2000, "searches between the two timed runs (timed too), before resident memory is read")
+	batch := fs.Int("batch", 5000, "memories per import request")
+	settle := fs.Duration("settle", 20*time.Second, "idle time before the last timed run (background compactions)")
+	dir := fs.String("data", "", "data `DIR` to use (default a new temporary directory, removed after)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed searches to `FILE` (go tool pprof)")
+	pos, code := parseArgs(fs, args, stdout)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 0 {
+		return usageError(stderr, fs, "takes no arguments, got %q", pos)
+	}
+	if *memories < 1 || *queries < 1 || *searches < 0 || *batch < 1 || *settle < 0 {
+		return usageError(stderr, fs, "--memories, --queries and --batch must be positive, --searches and --settle not negative")
+	}
+	n, err := openBenchNode(ctx, *dir)
+	if err != nil {
+		return failed(stderr, fs, err)
+	}
+	defer n.close()
+	b := &searchBench{base: n.Addr(), token: n.Token(), hc: &http.Client{Timeout: time.Minute}}
+	fmt.Fprintf(stdout, "search over GET /v1/search (%s), GOMAXPROCS=%d\n", n.Addr(), runtime.GOMAXPROCS(0))
+
+	t0 := time.Now()
+	if err := b.load(ctx, newTextGen(1), *memories, *batch); err != nil {
+		return failed(stderr, fs, err)
+	}
+	fmt.Fprintf(stdout, "loaded %d memories in %v (%d per import)\n\n", *memories, time.Since(t0).Round(time.Millisecond), *batch)
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return failed(stderr, fs, err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return failed(stderr, fs, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	qs := newTextGen(1).queryGen(2)
+	row := "%-22s %7s %8s %8s %8s %8s %10s %9s\n"
+	fmt.Fprintf(stdout, row, "run", "queries", "p50", "p95", "p99", "max", "cpu/search", "mean hits")
+	report := func(name string, count int) error {
+		r, err := b.run(ctx, qs, count)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, row, name, strconv.Itoa(r.n), ms(r.p50), ms(r.p95), ms(r.p99), ms(r.max),
+			fmt.Sprintf("%.0fµs", float64(r.cpu)/float64(time.Microsecond)/float64(max(r.n, 1))), fmt.Sprintf("%.0f", r.meanTotal))
+		return nil
+	}
+	if err := report("right after the load", *queries); err != nil {
+		return failed(stderr, fs, err)
+	}
+	if *searches > 0 {
+		if err := report("then", *searches); err != nil {
+			return failed(stderr, fs, err)
+		}
+	}
+	mem := procMemory()
+	select {
+	case <-time.After(*settle):
+	case <-ctx.Done():
+		return failed(stderr, fs, ctx.Err())
+	}
+	if err := report(fmt.Sprintf("after %v idle", *settle), *queries); err != nil {
+		return failed(stderr, fs, err)
+	}
+	fmt.Fprintf(stdout, "\nresident memory after %d searches: VmRSS %.1f MiB = RssAnon %.1f MiB + RssFile %.1f MiB (+ RssShmem %.1f MiB); VmHWM %.1f MiB\n",
+		*queries+*searches, mem["VmRSS"], mem["RssAnon"], mem["RssFile"], mem["RssShmem"], mem["VmHWM"])
+	return exitOK
+}
+
+// searchBench drives a node's import and search routes.
+type searchBench struct {
+	base, token string
+	hc          *http.Client
+}
+
+// load imports count memories from g in batches, spread over four
+// namespaces, created one second apart and ending an hour ago.
+func (b *searchBench) load(ctx context.Context, g *textGen, count, batch int) error {
+	nss := []string{"", "", "subagent/build", "subagent/research"}
+	start := time.Now().Add(-time.Hour - time.Duration(count)*time.Second).Truncate(time.Second)
+	for i, k := 0, 0; i < count; k++ {
+		ex := memapi.Export{Format: "mnemo-export", Version: 1, ExportedAt: time.Now()}
+		for ; i < count && len(ex.Memories) < batch; i++ {
+			ex.Memories = append(ex.Memories, g.memory(i, start.Add(time.Duration(i)*time.Second)))
+		}
+		body, err := json.Marshal(ex)
+		if err != nil {
+			return err
+		}
+		q := url.Values{"namespace": {nss[k%len(nss)]}}
+		if _, err := b.do(ctx, http.MethodPost, "/v1/import?"+q.Encode(), body); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+	}
+	return nil
+}
+
+type searchResult struct {
+	benchResult
+	meanTotal float64
+}
+
+// run times count searches from qs, one after another.
+func (b *searchBench) run(ctx context.Context, qs *textGen, count int) (searchResult, error) {
+	lats := make([]time.Duration, 0, count)
+	totals := 0
+	cpu0 := cpuTime()
+	for range count {
+		q := url.Values{"q": {qs.query()}, "limit": {"10"}}
+		t0 := time.Now()
+		body, err := b.do(ctx, http.MethodGet, "/v1/search?"+q.Encode(), nil)
+		lats = append(lats, time.Since(t0))
+		if err != nil {
+			return searchResult{}, fmt.Errorf("search %q: %w", q.Get("q"), err)
+		}
+		// The total is read without decoding the hits, to keep the
+		// client's share of the CPU time small.
+		if i := bytes.LastIndex(body, []byte(`"total":`)); i >= 0 {
+			rest := body[i+len(`"total":`):]
+			if j := bytes.IndexAny(rest, ",}"); j > 0 {
+				v, _ := strconv.Atoi(string(rest[:j]))
+				totals += v
+			}
+		}
+	}
+	cpu := cpuTime() - cpu0
+	slices.Sort(lats)
+	at := func(p float64) time.Duration { return lats[int(float64(len(lats)-1)*p)] }
+	r := searchResult{benchResult: benchResult{n: len(lats), cpu: cpu, p50: at(0.5), p95: at(0.95), p99: at(0.99), max: lats[len(lats)-1]},
+		meanTotal: float64(totals) / float64(len(lats))}
+	return r, nil
+}
+
+func (b *searchBench) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(out))
+	}
+	return out, nil
+}
+
+// procMemory reads this process's memory figures from /proc/self/status,
+// in MiB; empty where there is no /proc.
+func procMemory() map[string]float64 {
+	out := map[string]float64{}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if f := strings.Fields(v); ok && len(f) == 2 && f[1] == "kB" {
+			if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
+				out[k] = kb / 1024
+			}
+		}
+	}
+	return out
+}
