@@ -30,7 +30,8 @@ const searchAbout = "search: opens a node in a new temporary data directory, as 
 	"and client: steadier than the latency on a shared machine) and its resident\n" +
 	"memory after the searches from /proc/self/status (the client's share is\n" +
 	"small: it keeps one batch at a time). The directory is removed afterwards\n" +
-	"unless --data names one."
+	"unless --data names one; a --data directory that already holds a node is\n" +
+	"searched as it is, without loading (to compare builds on the same data)."
 
 // runBenchSearch is "mnemo bench search".
 func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -52,6 +53,12 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *memories < 1 || *queries < 1 || *searches < 0 || *batch < 1 || *settle < 0 {
 		return usageError(stderr, fs, "--memories, --queries and --batch must be positive, --searches and --settle not negative")
 	}
+	reuse := false
+	if *dir != "" {
+		if ents, err := os.ReadDir(*dir); err == nil && len(ents) > 0 {
+			reuse = true
+		}
+	}
 	n, err := openBenchNode(ctx, *dir)
 	if err != nil {
 		return failed(stderr, fs, err)
@@ -60,11 +67,17 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	b := &searchBench{base: n.Addr(), token: n.Token(), hc: &http.Client{Timeout: time.Minute}}
 	fmt.Fprintf(stdout, "search over GET /v1/search (%s), GOMAXPROCS=%d\n", n.Addr(), runtime.GOMAXPROCS(0))
 
-	t0 := time.Now()
-	if err := b.load(ctx, newTextGen(1), *memories, *batch); err != nil {
-		return failed(stderr, fs, err)
+	first := "right after the load"
+	if reuse {
+		first = "reopened, first"
+		fmt.Fprintf(stdout, "searching the node in %s as it is (not loaded)\n\n", *dir)
+	} else {
+		t0 := time.Now()
+		if err := b.load(ctx, newTextGen(1), *memories, *batch); err != nil {
+			return failed(stderr, fs, err)
+		}
+		fmt.Fprintf(stdout, "loaded %d memories in %v (%d per import)\n\n", *memories, time.Since(t0).Round(time.Millisecond), *batch)
 	}
-	fmt.Fprintf(stdout, "loaded %d memories in %v (%d per import)\n\n", *memories, time.Since(t0).Round(time.Millisecond), *batch)
 
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -89,7 +102,7 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 			fmt.Sprintf("%.0fµs", float64(r.cpu)/float64(time.Microsecond)/float64(max(r.n, 1))), fmt.Sprintf("%.0f", r.meanTotal))
 		return nil
 	}
-	if err := report("right after the load", *queries); err != nil {
+	if err := report(first, *queries); err != nil {
 		return failed(stderr, fs, err)
 	}
 	if *searches > 0 {
