@@ -162,6 +162,9 @@ type SearchHit struct {
 }
 
 // SearchResult lists hits, best first, and how many matched in all.
+// Total is exact up to 1,000 matches; past that it may be a lower bound
+// (search skips documents that cannot rank among the results and does not
+// count them).
 type SearchResult struct {
 	Results []SearchHit `json:"results"`
 	Total   int         `json:"total"`

@@ -83,6 +83,12 @@ func (ix *Index) compact() {
 		ix.byID[id] = remap[s]
 	}
 
+	ix.minDL = 0
+	for i := range slots {
+		if dl := slots[i].dl; dl > 0 && (ix.minDL == 0 || dl < ix.minDL) {
+			ix.minDL = dl
+		}
+	}
 	ix.slots = slots
 	ix.dead = make([]uint64, (len(slots)+63)/64)
 	ix.ndead = 0

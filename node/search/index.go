@@ -120,6 +120,15 @@ type Index struct {
 
 	live     int    // live docs
 	totalLen uint64 // sum of dl over live docs
+	// minDL is at most the smallest non-zero dl of any live doc (it is
+	// lowered on Put and recomputed by compaction): with each term's
+	// maxTF it bounds what the term can add to a score.
+	minDL uint32
+
+	// exactTotal is how many matches Search counts before it may stop
+	// admitting documents no longer able to rank (searchPruned). Tests
+	// lower it to exercise pruning on small corpora.
+	exactTotal int
 
 	// Writer scratch, guarded by mu held for writing.
 	wtf  map[uint32]uint32
@@ -138,6 +147,8 @@ func New() *Index {
 		topics: make(map[uint64][]uint32),
 		wtf:    make(map[uint32]uint32),
 		seed:   maphash.MakeSeed(),
+
+		exactTotal: ExactTotal,
 	}
 }
 
@@ -211,6 +222,9 @@ func (ix *Index) Put(d Doc) {
 	ix.byID[d.ID] = s
 	ix.live++
 	ix.totalLen += uint64(dl)
+	if dl > 0 && (ix.minDL == 0 || dl < ix.minDL) {
+		ix.minDL = dl
+	}
 	ix.insertOrder(s)
 	if sl.topic != 0 {
 		k := topicMapKey(sl.ns, sl.topic)

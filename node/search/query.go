@@ -17,6 +17,10 @@ type scratch struct {
 	touched []uint32
 	heap    []Hit
 	hslot   []uint32
+	// searchPruned's working memory.
+	cursors []termCursor
+	bounds  []float64
+	contrib []float64
 }
 
 func (ix *Index) getScratch() *scratch {
@@ -45,6 +49,11 @@ func (ix *Index) getScratch() *scratch {
 // share of their score to matches saved next to them in the same session
 // (context.go). Ties are broken by newer CreatedAt, then smaller ID.
 // limit <= 0 returns all matches.
+//
+// The total is exact up to ExactTotal matches. Past that it may be a
+// lower bound (at least ExactTotal and the hits returned): with limit > 0
+// Search skips documents that can no longer rank among the hits
+// (searchPruned) and does not count them.
 func (ix *Index) Search(query string, f Filter, limit int) (hits []Hit, total int) {
 	return ix.SearchExpanded(query, nil, f, limit)
 }
@@ -79,6 +88,12 @@ func (ix *Index) SearchExpanded(query string, expansion []Term, f Filter, limit 
 	}
 	sc := ix.getScratch()
 	defer ix.scratch.Put(sc)
+	// The session context (context.go) needs the matches' own scores,
+	// which a pruned search does not keep: while any document has a
+	// session, every search scores every match.
+	if len(expansion) == 0 && limit > 0 && len(ix.f.session.strs) == 1 {
+		return ix.searchPruned(sc, &m, terms, limit)
+	}
 	for _, term := range terms {
 		ix.accumulate(sc, &m, term, queryWeight, true)
 	}

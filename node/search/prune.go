@@ -1,0 +1,225 @@
+package search
+
+import (
+	"math"
+	"slices"
+)
+
+// ExactTotal is how many matches Search always counts: below it the total
+// is exact; past it Search may stop admitting documents that can no longer
+// rank among the requested hits, and the total is then a lower bound
+// (never below ExactTotal).
+const ExactTotal = 1000
+
+// pruneMargin widens every bound comparison of searchPruned, so rounding
+// in sums taken in another order never prunes a document that could tie
+// the last hit kept.
+const pruneMargin = 1e-9
+
+// termCursor walks one query term's postings for searchPruned.
+type termCursor struct {
+	it    postingIter // at a posting (it.slot) unless done
+	skips []skip
+	blk   int // first skip not yet passed (postingIter.seek)
+	done  bool
+	lex   int // position among the query's distinct terms in lexical order
+	idf   float64
+	ub    float64 // at least the term's contribution to any document's score
+}
+
+func (c *termCursor) next() {
+	if !c.it.next() {
+		c.done = true
+	}
+}
+
+// seekTo moves to the first posting at or after slot s.
+func (c *termCursor) seekTo(s uint32) {
+	if !c.done && c.it.slot < s && !c.it.seek(c.skips, &c.blk, s) {
+		c.done = true
+	}
+}
+
+// searchPruned is Search for limit > 0 without expansion terms: the same
+// hits with the same scores, found with less work by MaxScore (Turtle and
+// Flood, 1995), document at a time. Terms are ordered by the most they can
+// add to a score (ub, from their largest frequency and the shortest
+// document). Documents are visited in slot order; until exactTotal
+// matches are counted and limit hits held, every document holding a term
+// is scored and filtered. From then on the terms whose bounds sum to less
+// than the limit-th best score so far are non-essential: a document
+// holding only those cannot rank, so only the other terms' lists are
+// walked, and the non-essential ones are looked up (through their skips)
+// only for documents that may still reach that score; the filter is asked
+// only about documents that can rank. A document's score is summed from
+// its terms' contributions in lexical term order, as the exhaustive search
+// sums them, so scores are bit-identical.
+func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int) (hits []Hit, total int) {
+	n := float64(ix.live)
+	avgdl := float64(ix.totalLen) / n
+	cur := sc.cursors[:0]
+	for i, term := range terms {
+		t, ok := ix.dict[term]
+		if !ok {
+			continue
+		}
+		p := &ix.terms[t]
+		df := ix.liveDF(p)
+		if df == 0 {
+			continue
+		}
+		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+		ub := bm25(idf, float64(p.maxTF)/2, float64(ix.minDL), avgdl) * (1 + pruneMargin)
+		c := termCursor{it: postingIter{buf: p.buf}, skips: p.skips, lex: i, idf: idf, ub: ub}
+		c.next()
+		cur = append(cur, c)
+	}
+	sc.cursors = cur
+	if len(cur) == 0 {
+		return nil, 0
+	}
+	slices.SortStableFunc(cur, func(a, b termCursor) int {
+		switch {
+		case a.ub < b.ub:
+			return -1
+		case a.ub > b.ub:
+			return 1
+		}
+		return 0
+	})
+	// upto[i] bounds what terms 0..i-1 add together.
+	upto := sc.bounds[:0]
+	upto = append(upto, 0)
+	for i := range cur {
+		upto = append(upto, (upto[i]+cur[i].ub)*(1+pruneMargin))
+	}
+	sc.bounds = upto
+	contrib := sc.contrib[:0]
+	contrib = append(contrib, make([]float64, len(terms))...)
+	sc.contrib = contrib
+
+	slots, dead, acc := ix.slots, ix.dead, sc.acc
+	h := sc.hslot[:0]
+	worse := func(i, j int) bool { return ix.better(acc[h[j]], h[j], acc[h[i]], h[i]) }
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			if r := l + 1; r < len(h) && worse(r, l) {
+				l = r
+			}
+			if !worse(l, i) {
+				return
+			}
+			h[i], h[l] = h[l], h[i]
+			i = l
+		}
+	}
+	pruning := false
+	theta := 0.0 // the worst kept hit's score once pruning
+	e := 0       // cur[e:] are the essential terms
+	for {
+		d := ^uint32(0)
+		for i := e; i < len(cur); i++ {
+			if !cur[i].done && cur[i].it.slot < d {
+				d = cur[i].it.slot
+			}
+		}
+		if d == ^uint32(0) {
+			break
+		}
+		isDead := dead[d/64]&(1<<(d%64)) != 0
+		dl := float64(slots[d].dl)
+		partial := 0.0
+		for i := e; i < len(cur); i++ {
+			if c := &cur[i]; !c.done && c.it.slot == d {
+				if !isDead {
+					v := bm25(c.idf, float64(c.it.tf2)/2, dl, avgdl)
+					contrib[c.lex] = v
+					partial += v
+				}
+				c.next()
+			}
+		}
+		if isDead {
+			continue
+		}
+		ok := true
+		for i := e - 1; i >= 0; i-- {
+			if (partial+upto[i+1])*(1+pruneMargin) < theta {
+				ok = false
+				break
+			}
+			c := &cur[i]
+			if c.seekTo(d); !c.done && c.it.slot == d {
+				v := bm25(c.idf, float64(c.it.tf2)/2, dl, avgdl)
+				contrib[c.lex] = v
+				partial += v
+			}
+		}
+		ok = ok && partial*(1+pruneMargin) >= theta && m.match(&slots[d])
+		score := 0.0
+		for i, v := range contrib {
+			score += v
+			contrib[i] = 0
+		}
+		if !ok {
+			continue
+		}
+		total++
+		acc[d] = score
+		if len(h) < limit {
+			h = append(h, d)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !worse(i, p) {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+		} else if ix.better(score, d, acc[h[0]], h[0]) {
+			h[0] = d
+			down(0)
+		} else if pruning {
+			continue
+		}
+		if !pruning && len(h) == limit && total >= ix.exactTotal {
+			pruning = true
+		}
+		if pruning {
+			theta = acc[h[0]]
+			for e < len(cur) && upto[e+1] < theta {
+				e++
+			}
+			if e == len(cur) {
+				break // no document left can rank
+			}
+		}
+	}
+	out := make([]Hit, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		out[i] = Hit{ID: slots[h[0]].id, Score: acc[h[0]]}
+		h[0] = h[len(h)-1]
+		h = h[:len(h)-1]
+		down(0)
+	}
+	sc.hslot = h[:0]
+	return out, total
+}
+
+// liveDF is how many live documents p holds.
+func (ix *Index) liveDF(p *postings) int {
+	if ix.ndead == 0 {
+		return int(p.n)
+	}
+	df := 0
+	for it := (postingIter{buf: p.buf}); it.next(); {
+		if ix.dead[it.slot/64]&(1<<(it.slot%64)) == 0 {
+			df++
+		}
+	}
+	return df
+}
