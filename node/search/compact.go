@@ -57,7 +57,7 @@ func (ix *Index) compact() {
 		for it.next() {
 			if ns := remap[it.slot]; ns != gone {
 				p.buf = buf
-				p.add(ns, it.tf2)
+				p.add(ns, it.tf2, slots[ns].dl)
 				buf = p.buf
 			}
 		}
@@ -83,12 +83,6 @@ func (ix *Index) compact() {
 		ix.byID[id] = remap[s]
 	}
 
-	ix.minDL = 0
-	for i := range slots {
-		if dl := slots[i].dl; dl > 0 && (ix.minDL == 0 || dl < ix.minDL) {
-			ix.minDL = dl
-		}
-	}
 	ix.slots = slots
 	ix.dead = make([]uint64, (len(slots)+63)/64)
 	ix.ndead = 0

@@ -120,11 +120,6 @@ type Index struct {
 
 	live     int    // live docs
 	totalLen uint64 // sum of dl over live docs
-	// minDL is at most the smallest non-zero dl of any live doc (it is
-	// lowered on Put and recomputed by compaction): with each term's
-	// maxTF it bounds what the term can add to a score.
-	minDL uint32
-
 	// exactTotal is how many matches Search counts before it may stop
 	// admitting documents no longer able to rank (searchPruned). Tests
 	// lower it to exercise pruning on small corpora.
@@ -207,7 +202,7 @@ func (ix *Index) Put(d Doc) {
 		addText(tag, tagsHalf)
 	}
 	for t, tf2 := range ix.wtf {
-		ix.terms[t].add(s, tf2)
+		ix.terms[t].add(s, tf2, dl)
 	}
 
 	// The id is copied: callers often pass a substring of a larger string
@@ -222,9 +217,6 @@ func (ix *Index) Put(d Doc) {
 	ix.byID[d.ID] = s
 	ix.live++
 	ix.totalLen += uint64(dl)
-	if dl > 0 && (ix.minDL == 0 || dl < ix.minDL) {
-		ix.minDL = dl
-	}
 	ix.insertOrder(s)
 	if sl.topic != 0 {
 		k := topicMapKey(sl.ns, sl.topic)

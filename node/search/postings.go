@@ -11,31 +11,44 @@ type postings struct {
 	buf   []byte
 	n     uint32 // postings in buf, dead slots included
 	last  uint32 // slot of the last posting, base of the next delta
-	maxTF uint32 // largest half-unit frequency in buf: bounds the term's score
-	// skips marks the start of every skipEvery-th posting after the first
-	// block, so a search can look a few documents up in a long list
-	// without decoding all of it (searchPruned).
-	skips []skip
+	maxTF uint32 // largest half-unit frequency in buf
+	minDL uint32 // shortest document (dl) in buf
+	// blocks describes every run of blockLen postings: where it starts and
+	// what bounds its scores, so a search can skip runs that cannot rank
+	// and look a few documents up in a long list without decoding all of
+	// it (searchPruned).
+	blocks []block
 }
 
-// skipEvery is how many postings a skip entry spans: a lookup decodes at
-// most this many postings past the skip it lands on.
-const skipEvery = 64
+// blockLen is how many postings a block spans: a lookup decodes at most
+// this many postings past the block it lands in.
+const blockLen = 64
 
-// skip is where a block of postings starts: the byte offset of its first
-// posting and the slot its delta is taken from (the previous posting's).
-type skip struct {
-	base, off uint32
+// block is one run of postings: the byte offset of its first posting and
+// the slot that posting's delta is taken from (the previous posting's, 0
+// for the first block), its largest frequency and its shortest document.
+type block struct {
+	base, off    uint32
+	maxTF, minDL uint32
 }
 
 // tfOne is the half-unit frequency encoded by the low bit.
 const tfOne = 2
 
-func (p *postings) add(slot, tf2 uint32) {
-	if p.n > 0 && p.n%skipEvery == 0 {
-		p.skips = append(p.skips, skip{base: p.last, off: uint32(len(p.buf))})
+// add appends a posting of slot, whose document is dl long, with the
+// half-unit frequency tf2.
+func (p *postings) add(slot, tf2, dl uint32) {
+	if p.n%blockLen == 0 {
+		p.blocks = append(p.blocks, block{base: p.last, off: uint32(len(p.buf)), maxTF: tf2, minDL: dl})
+	} else {
+		bl := &p.blocks[len(p.blocks)-1]
+		bl.maxTF, bl.minDL = max(bl.maxTF, tf2), min(bl.minDL, dl)
 	}
-	p.maxTF = max(p.maxTF, tf2)
+	if p.n == 0 {
+		p.maxTF, p.minDL = tf2, dl
+	} else {
+		p.maxTF, p.minDL = max(p.maxTF, tf2), min(p.minDL, dl)
+	}
 	delta := uint64(slot - p.last) // the first delta is from slot 0
 	if tf2 == tfOne {
 		p.buf = appendUvarint(p.buf, delta<<1|1)
@@ -69,30 +82,6 @@ func (it *postingIter) next() bool {
 		it.tf2 = uint32(it.uvarint())
 	}
 	return true
-}
-
-// seek advances to the first posting at or after slot target, jumping
-// over whole blocks with skips (the list's skip entries; *blk is the index
-// of the first one not yet passed, kept between calls as target only
-// grows). It reports false at the end. The iterator must not be past
-// target already.
-func (it *postingIter) seek(skips []skip, blk *int, target uint32) bool {
-	j := *blk
-	for j < len(skips) && skips[j].base < target {
-		j++
-	}
-	*blk = j
-	// Every posting from skips[j-1] on is at a slot above its base,
-	// every one before it at or below: the target, if present, is there.
-	if j > 0 && int(skips[j-1].off) > it.i {
-		it.i, it.slot = int(skips[j-1].off), skips[j-1].base
-	}
-	for it.next() {
-		if it.slot >= target {
-			return true
-		}
-	}
-	return false
 }
 
 func (it *postingIter) uvarint() uint64 {

@@ -18,26 +18,66 @@ const pruneMargin = 1e-9
 
 // termCursor walks one query term's postings for searchPruned.
 type termCursor struct {
-	it    postingIter // at a posting (it.slot) unless done
-	skips []skip
-	blk   int // first skip not yet passed (postingIter.seek)
-	done  bool
-	lex   int // position among the query's distinct terms in lexical order
-	idf   float64
-	ub    float64 // at least the term's contribution to any document's score
+	it     postingIter // at a posting (it.slot) unless done
+	idx    int         // index of that posting in the list
+	blocks []block
+	last   uint32 // slot of the list's last posting
+	done   bool
+	lex    int // position among the query's distinct terms in lexical order
+	idf    float64
+	ub     float64 // at least the term's contribution to any document's score
+
+	ubBlock int     // the block blockUB was computed for, or -1
+	ubValue float64 // that bound
 }
 
 func (c *termCursor) next() {
 	if !c.it.next() {
 		c.done = true
 	}
+	c.idx++
 }
 
-// seekTo moves to the first posting at or after slot s.
+// seekTo moves to the first posting at or after slot s, jumping over the
+// blocks before it.
 func (c *termCursor) seekTo(s uint32) {
-	if !c.done && c.it.slot < s && !c.it.seek(c.skips, &c.blk, s) {
-		c.done = true
+	if c.done || c.it.slot >= s {
+		return
 	}
+	k := c.idx / blockLen
+	j := k + 1
+	for j < len(c.blocks) && c.blocks[j].base < s {
+		j++
+	}
+	// Every posting of block j-1 on is at a slot above its base, every
+	// one before it at or below: the target, if present, is there.
+	if j-1 > k {
+		bl := &c.blocks[j-1]
+		c.it.i, c.it.slot, c.idx = int(bl.off), bl.base, (j-1)*blockLen-1
+	}
+	for {
+		if c.next(); c.done || c.it.slot >= s {
+			return
+		}
+	}
+}
+
+// blockEnd is the slot of the last posting in the current block.
+func (c *termCursor) blockEnd() uint32 {
+	if k := c.idx/blockLen + 1; k < len(c.blocks) {
+		return c.blocks[k].base
+	}
+	return c.last
+}
+
+// blockUB bounds the term's contribution to the documents of the current
+// block.
+func (c *termCursor) blockUB(avgdl float64) float64 {
+	if k := c.idx / blockLen; k != c.ubBlock {
+		bl := &c.blocks[k]
+		c.ubBlock, c.ubValue = k, bm25(c.idf, float64(bl.maxTF)/2, float64(bl.minDL), avgdl)*(1+pruneMargin)
+	}
+	return c.ubValue
 }
 
 // searchPruned is Search for limit > 0 without expansion terms: the same
@@ -69,8 +109,8 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 			continue
 		}
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-		ub := bm25(idf, float64(p.maxTF)/2, float64(ix.minDL), avgdl) * (1 + pruneMargin)
-		c := termCursor{it: postingIter{buf: p.buf}, skips: p.skips, lex: i, idf: idf, ub: ub}
+		ub := bm25(idf, float64(p.maxTF)/2, float64(p.minDL), avgdl) * (1 + pruneMargin)
+		c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, last: p.last, lex: i, idf: idf, ub: ub, ubBlock: -1}
 		c.next()
 		cur = append(cur, c)
 	}
@@ -129,6 +169,23 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 		}
 		if d == ^uint32(0) {
 			break
+		}
+		if pruning {
+			// Up to the end of the first essential block to end, each
+			// essential term adds at most its block's bound.
+			bound, end := upto[e], ^uint32(0)
+			for i := e; i < len(cur); i++ {
+				if c := &cur[i]; !c.done {
+					bound += c.blockUB(avgdl)
+					end = min(end, c.blockEnd())
+				}
+			}
+			if bound*(1+pruneMargin) < theta {
+				for i := e; i < len(cur); i++ {
+					cur[i].seekTo(end + 1)
+				}
+				continue
+			}
 		}
 		isDead := dead[d/64]&(1<<(d%64)) != 0
 		dl := float64(slots[d].dl)

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -64,37 +65,45 @@ func TestPrunedMatchesExhaustive(t *testing.T) {
 	check("after deletes")
 }
 
-// TestPostingSeek checks seek against a linear scan over lists long enough
-// to have skips.
-func TestPostingSeek(t *testing.T) {
+// TestCursorSeek checks termCursor.seekTo and the block bounds against a
+// linear scan over a list long enough to have many blocks.
+func TestCursorSeek(t *testing.T) {
 	var p postings
-	var slots []uint32
+	var slots, tfs, dls []uint32
 	for s := uint32(3); len(slots) < 1000; s += 1 + s%7 {
-		p.add(s, tfOne+uint32(len(slots)%3))
-		slots = append(slots, s)
+		tf, dl := tfOne+uint32(len(slots)%3), 10+s%97
+		p.add(s, tf, dl)
+		slots, tfs, dls = append(slots, s), append(tfs, tf), append(dls, dl)
 	}
-	if len(p.skips) != (1000-1)/skipEvery {
-		t.Fatalf("%d skips for 1000 postings, want %d", len(p.skips), (1000-1)/skipEvery)
+	if want := (1000 + blockLen - 1) / blockLen; len(p.blocks) != want {
+		t.Fatalf("%d blocks for 1000 postings, want %d", len(p.blocks), want)
+	}
+	for k, bl := range p.blocks {
+		lo, hi := k*blockLen, min((k+1)*blockLen, len(slots))
+		if bl.maxTF != slices.Max(tfs[lo:hi]) || bl.minDL != slices.Min(dls[lo:hi]) {
+			t.Fatalf("block %d: maxTF %d minDL %d, want %d %d", k, bl.maxTF, bl.minDL, slices.Max(tfs[lo:hi]), slices.Min(dls[lo:hi]))
+		}
 	}
 	for _, step := range []uint32{1, 5, 63, 64, 200, 5000} {
-		it := postingIter{buf: p.buf}
-		blk, at := 0, false
+		c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, last: p.last, ubBlock: -1}
+		c.next()
 		next := 0 // index in slots of the first posting >= target
 		for target := uint32(0); target < slots[len(slots)-1]+10; target += step {
 			for next < len(slots) && slots[next] < target {
 				next++
 			}
-			if !at || it.slot < target {
-				at = it.seek(p.skips, &blk, target)
-			}
+			c.seekTo(target)
 			if next == len(slots) {
-				if at {
-					t.Fatalf("step %d: seek(%d) found %d past the end", step, target, it.slot)
+				if !c.done {
+					t.Fatalf("step %d: seekTo(%d) found %d past the end", step, target, c.it.slot)
 				}
 				break
 			}
-			if !at || it.slot != slots[next] {
-				t.Fatalf("step %d: seek(%d) at %v slot %d, want %d", step, target, at, it.slot, slots[next])
+			if c.done || c.it.slot != slots[next] || c.idx != next || c.it.tf2 != tfs[next] {
+				t.Fatalf("step %d: seekTo(%d) at done=%v slot %d idx %d, want slot %d idx %d", step, target, c.done, c.it.slot, c.idx, slots[next], next)
+			}
+			if end := slots[min(len(slots)-1, (next/blockLen+1)*blockLen-1)]; c.blockEnd() != end {
+				t.Fatalf("step %d: at posting %d the block ends at %d, want %d", step, next, c.blockEnd(), end)
 			}
 		}
 	}
