@@ -20,6 +20,7 @@ func (ix *Index) compact() {
 	const gone = ^uint32(0)
 	remap := make([]uint32, len(ix.slots))
 	slots := make([]slot, 0, ix.live)
+	dls := make([]uint32, 0, ix.live)
 	f := newFields()
 	for s := range ix.slots {
 		if ix.isDead(uint32(s)) {
@@ -45,6 +46,7 @@ func (ix *Index) compact() {
 		}
 		remap[s] = uint32(len(slots))
 		slots = append(slots, sl)
+		dls = append(dls, ix.dls[s])
 	}
 
 	dict := make(map[string]uint32, len(ix.dict))
@@ -57,7 +59,7 @@ func (ix *Index) compact() {
 		for it.next() {
 			if ns := remap[it.slot]; ns != gone {
 				p.buf = buf
-				p.add(ns, it.tf2, slots[ns].dl)
+				p.add(ns, it.tf2, dls[ns])
 				buf = p.buf
 			}
 		}
@@ -84,6 +86,7 @@ func (ix *Index) compact() {
 	}
 
 	ix.slots = slots
+	ix.dls = dls
 	ix.dead = make([]uint64, (len(slots)+63)/64)
 	ix.ndead = 0
 	ix.f = f

@@ -70,10 +70,9 @@ const (
 // slot is the catalog entry of one document version. String fields are
 // interned per field; 0 is the empty string.
 type slot struct {
-	// What Search reads for every matching posting comes first, so the
-	// filter and the length usually cost one cache line.
+	// What the filter reads comes first, so it usually costs one cache
+	// line.
 	created          int64
-	dl               uint32 // weighted length in half units
 	ns, typ, project uint32
 	scope, subjType  uint32
 	subjID, session  uint32
@@ -106,6 +105,10 @@ type Index struct {
 	mu sync.RWMutex
 
 	slots []slot
+	// dls holds each slot's weighted length in half units, apart from
+	// slots: scoring reads it for every document it visits, and 400 KB at
+	// 100k documents stays in cache where the slots (12 MB) do not.
+	dls   []uint32
 	dead  []uint64 // bitmap over slots: replaced or deleted
 	ndead int
 	byID  map[string]uint32
@@ -208,9 +211,10 @@ func (ix *Index) Put(d Doc) {
 	// The id is copied: callers often pass a substring of a larger string
 	// (a store key holding the namespace too) that it would keep alive.
 	d.ID = strings.Clone(d.ID)
-	sl := slot{id: d.ID, created: d.CreatedAt, dl: dl, text: text}
+	sl := slot{id: d.ID, created: d.CreatedAt, text: text}
 	ix.catalog(&sl, &d)
 	ix.slots = append(ix.slots, sl)
+	ix.dls = append(ix.dls, dl)
 	if int(s)/64 >= len(ix.dead) {
 		ix.dead = append(ix.dead, 0)
 	}
@@ -225,8 +229,8 @@ func (ix *Index) Put(d Doc) {
 	ix.maybeCompact()
 }
 
-// catalog fills sl's catalog fields (everything but id, created, dl and
-// text) from d.
+// catalog fills sl's catalog fields (everything but id, created and text)
+// from d.
 func (ix *Index) catalog(sl *slot, d *Doc) {
 	sl.updated = d.UpdatedAt
 	sl.ns, sl.typ = ix.f.ns.intern(d.Namespace), ix.f.typ.intern(d.Type)
@@ -324,7 +328,7 @@ func (ix *Index) kill(s uint32) {
 	ix.dead[s/64] |= 1 << (s % 64)
 	ix.ndead++
 	ix.live--
-	ix.totalLen -= uint64(sl.dl)
+	ix.totalLen -= uint64(ix.dls[s])
 	pos, found := ix.orderPos(sl.created, sl.id)
 	if found {
 		ix.order = slices.Delete(ix.order, pos, pos+1)

@@ -138,7 +138,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 	contrib = append(contrib, make([]float64, len(terms))...)
 	sc.contrib = contrib
 
-	slots, dead, acc := ix.slots, ix.dead, sc.acc
+	slots, dls, dead, acc := ix.slots, ix.dls, ix.dead, sc.acc
 	h := sc.hslot[:0]
 	worse := func(i, j int) bool { return ix.better(acc[h[j]], h[j], acc[h[i]], h[i]) }
 	down := func(i int) {
@@ -188,7 +188,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 			}
 		}
 		isDead := dead[d/64]&(1<<(d%64)) != 0
-		dl := float64(slots[d].dl)
+		dl := float64(dls[d])
 		partial := 0.0
 		for i := e; i < len(cur); i++ {
 			if c := &cur[i]; !c.done && c.it.slot == d {

@@ -122,7 +122,7 @@ func (ix *Index) accumulate(sc *scratch, m *matcher, term string, weight float64
 	gen, stamp, acc := sc.gen, sc.stamp, sc.acc
 	n := float64(ix.live)
 	avgdl := float64(ix.totalLen) / n
-	slots, dead := ix.slots, ix.dead
+	slots, dls, dead := ix.slots, ix.dls, ix.dead
 	p := &ix.terms[t]
 	df := int(p.n)
 	if ix.ndead > 0 {
@@ -156,7 +156,7 @@ func (ix *Index) accumulate(sc *scratch, m *matcher, term string, weight float64
 		} else if acc[s] < 0 {
 			continue
 		}
-		acc[s] += weight * bm25(idf, float64(it.tf2)/2, float64(slots[s].dl), avgdl)
+		acc[s] += weight * bm25(idf, float64(it.tf2)/2, float64(dls[s]), avgdl)
 	}
 }
 
