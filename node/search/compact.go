@@ -53,7 +53,7 @@ func (ix *Index) compact() {
 	terms := make([]postings, 0, len(ix.terms))
 	var buf []byte
 	for term, t := range ix.dict {
-		var p postings
+		p := newPostings()
 		buf = buf[:0]
 		it := postingIter{buf: ix.terms[t].buf}
 		for it.next() {

@@ -111,7 +111,10 @@ type Index struct {
 	dls   []uint32
 	dead  []uint64 // bitmap over slots: replaced or deleted
 	ndead int
-	byID  map[string]uint32
+	// deaths counts slots ever marked dead: a live document frequency
+	// counted at the current count is still right (postings.liveDF).
+	deaths uint64
+	byID   map[string]uint32
 
 	// order holds the live slots sorted by (created, id).
 	order []uint32
@@ -193,7 +196,7 @@ func (ix *Index) Put(d Doc) {
 			if !ok {
 				t = uint32(len(ix.terms))
 				ix.dict[string(tok)] = t
-				ix.terms = append(ix.terms, postings{})
+				ix.terms = append(ix.terms, newPostings())
 			}
 			ix.wtf[t] += half
 			dl += half
@@ -327,6 +330,7 @@ func (ix *Index) kill(s uint32) {
 	sl := &ix.slots[s]
 	ix.dead[s/64] |= 1 << (s % 64)
 	ix.ndead++
+	ix.deaths++
 	ix.live--
 	ix.totalLen -= uint64(ix.dls[s])
 	pos, found := ix.orderPos(sl.created, sl.id)

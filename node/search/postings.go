@@ -1,5 +1,7 @@
 package search
 
+import "sync/atomic"
+
 // postings is one term's packed posting list: for each slot that contains
 // the term, in ascending slot order, a varint of (slot delta << 1 | one)
 // followed, when one is 0, by a varint of the weighted term frequency in
@@ -18,6 +20,20 @@ type postings struct {
 	// and look a few documents up in a long list without decoding all of
 	// it (searchPruned).
 	blocks []block
+	// liveDF caches how many of the postings are of live slots, for the
+	// Index.deaths and n it was counted at (Index.liveDF). Searches share the
+	// read lock, hence the atomic; it is a pointer so postings copy.
+	liveDF *atomic.Pointer[dfCount]
+}
+
+func newPostings() postings { return postings{liveDF: new(atomic.Pointer[dfCount])} }
+
+// dfCount is a live document frequency counted at a number of deaths and
+// of postings.
+type dfCount struct {
+	deaths uint64
+	n      uint32
+	df     int
 }
 
 // blockLen is how many postings a block spans: a lookup decodes at most

@@ -267,10 +267,16 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 	return out, total
 }
 
-// liveDF is how many live documents p holds.
+// liveDF is how many live documents p holds. With dead slots it counts
+// them once per change of ix.deaths or of the list, not once per search:
+// writes are rarer than searches, and a pass over a common term's whole
+// list would cost more than the pruned search itself.
 func (ix *Index) liveDF(p *postings) int {
 	if ix.ndead == 0 {
 		return int(p.n)
+	}
+	if c := p.liveDF.Load(); c != nil && c.deaths == ix.deaths && c.n == p.n {
+		return c.df
 	}
 	df := 0
 	for it := (postingIter{buf: p.buf}); it.next(); {
@@ -278,5 +284,6 @@ func (ix *Index) liveDF(p *postings) int {
 			df++
 		}
 	}
+	p.liveDF.Store(&dfCount{deaths: ix.deaths, n: p.n, df: df})
 	return df
 }

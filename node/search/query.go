@@ -124,15 +124,7 @@ func (ix *Index) accumulate(sc *scratch, m *matcher, term string, weight float64
 	avgdl := float64(ix.totalLen) / n
 	slots, dls, dead := ix.slots, ix.dls, ix.dead
 	p := &ix.terms[t]
-	df := int(p.n)
-	if ix.ndead > 0 {
-		df = 0
-		for it := (postingIter{buf: p.buf}); it.next(); {
-			if dead[it.slot/64]&(1<<(it.slot%64)) == 0 {
-				df++
-			}
-		}
-	}
+	df := ix.liveDF(p)
 	if df == 0 {
 		return
 	}
