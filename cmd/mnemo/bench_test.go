@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -26,5 +27,38 @@ func TestBenchSaves(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"bench", "loads"}, nil, &out, &errb); code != exitUsage {
 		t.Errorf("unknown workload: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestBenchSearch loads a small corpus through the import route and
+// searches it: three timed runs with hits, resident memory read; a second
+// run on the same directory searches it without loading again.
+func TestBenchSearch(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"bench", "search", "--memories", "300", "--batch", "100", "--queries", "20", "--searches", "30", "--settle", "0s", "--data", dir}
+	for i, want := range []string{"loaded 300 memories", "searching the node in"} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, nil, &out, &errb); code != exitOK {
+			t.Fatalf("run %d: exit %d: %s", i, code, errb.String())
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("run %d: want %q in:\n%s", i, want, out.String())
+		}
+		rows := 0
+		for _, l := range strings.Split(out.String(), "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 8 && strings.HasSuffix(f[len(f)-2], "µs") {
+				rows++
+				if hits := f[len(f)-1]; hits == "0" {
+					t.Errorf("run %d: row %q: no hits", i, l)
+				}
+			}
+		}
+		if rows != 3 {
+			t.Fatalf("run %d: want 3 timed rows, got %d:\n%s", i, rows, out.String())
+		}
+		if _, err := os.Stat("/proc/self/status"); err == nil && !strings.Contains(out.String(), "VmRSS") {
+			t.Errorf("run %d: no resident memory line:\n%s", i, out.String())
+		}
 	}
 }
