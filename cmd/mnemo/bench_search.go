@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -28,8 +29,9 @@ const searchAbout = "search: opens a node in a new temporary data directory, as 
 	"--queries right after the load, --searches more, and --queries again after\n" +
 	"--settle. Prints p50/p95/p99/max, the process's CPU time per search (node\n" +
 	"and client: steadier than the latency on a shared machine) and its resident\n" +
-	"memory after the searches from /proc/self/status (the client's share is\n" +
-	"small: it keeps one batch at a time). The directory is removed afterwards\n" +
+	"memory after the searches from /proc/self/status, under the soft memory\n" +
+	"limit mnemo node sets (the client's share is small: it keeps one batch at\n" +
+	"a time; the import's garbage is the node's own). The directory is removed afterwards\n" +
 	"unless --data names one; a --data directory that already holds a node is\n" +
 	"searched as it is, without loading (to compare builds on the same data)."
 
@@ -43,6 +45,8 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	settle := fs.Duration("settle", 20*time.Second, "idle time before the last timed run (background compactions)")
 	dir := fs.String("data", "", "data `DIR` to use (default a new temporary directory, removed after)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed searches to `FILE` (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a heap profile to `FILE` when resident memory is read (go tool pprof)")
+	memLimit := fs.String("memory-limit", "", "soft memory limit as \"mnemo node --memory-limit\" takes it (default "+defaultMemoryLimit+", as the node runs)")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
 		return code
@@ -52,6 +56,10 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if *memories < 1 || *queries < 1 || *searches < 0 || *batch < 1 || *settle < 0 {
 		return usageError(stderr, fs, "--memories, --queries and --batch must be positive, --searches and --settle not negative")
+	}
+	limit, err := memoryLimit(*memLimit)
+	if err != nil {
+		return usageError(stderr, fs, "--memory-limit: %v", err)
 	}
 	reuse := false
 	if *dir != "" {
@@ -64,6 +72,12 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 		return failed(stderr, fs, err)
 	}
 	defer n.close()
+	if limit > 0 {
+		// As mnemo node does once open: the resident figure is then the
+		// node's, not that of a process collecting at GOGC alone.
+		debug.SetMemoryLimit(limit)
+		debug.FreeOSMemory()
+	}
 	b := &searchBench{base: n.Addr(), token: n.Token(), hc: &http.Client{Timeout: time.Minute}}
 	fmt.Fprintf(stdout, "search over GET /v1/search (%s), GOMAXPROCS=%d\n", n.Addr(), runtime.GOMAXPROCS(0))
 
@@ -111,6 +125,11 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	mem := procMemory()
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			return failed(stderr, fs, err)
+		}
+	}
 	select {
 	case <-time.After(*settle):
 	case <-ctx.Done():
@@ -214,6 +233,20 @@ func (b *searchBench) do(ctx context.Context, method, path string, body []byte) 
 		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(out))
 	}
 	return out, nil
+}
+
+// writeHeapProfile writes the live heap as of the last collection to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // procMemory reads this process's memory figures from /proc/self/status,
