@@ -31,9 +31,10 @@ const searchAbout = "search: opens a node in a new temporary data directory, as 
 	"and client: steadier than the latency on a shared machine) and its resident\n" +
 	"memory after the searches from /proc/self/status, under the soft memory\n" +
 	"limit mnemo node sets (the client's share is small: it keeps one batch at\n" +
-	"a time; the import's garbage is the node's own). The directory is removed afterwards\n" +
-	"unless --data names one; a --data directory that already holds a node is\n" +
-	"searched as it is, without loading (to compare builds on the same data)."
+	"a time; the import's garbage is the node's own). The directory is removed\n" +
+	"afterwards unless --data names one; a --data directory that already holds\n" +
+	"a node is searched as it is, without loading (to compare builds on the\n" +
+	"same data)."
 
 // runBenchSearch is "mnemo bench search".
 func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
