@@ -97,7 +97,7 @@ func printSearch(w io.Writer, res memapi.SearchResult) {
 		fmt.Fprintf(tw, "%s\t%.3f\t%s\t%s\t%s\t%s\n", m.ID, h.Score, m.Type, cell(m.Title, 60), m.Namespace, when(m.CreatedAt))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d of %d shown\n", len(res.Results), res.Total)
+	fmt.Fprintf(w, "%d of %s shown\n", len(res.Results), res.TotalText())
 }
 
 func printTimeline(w io.Writer, tl memapi.Timeline) {

@@ -53,7 +53,7 @@ func searchText(q string, r memapi.SearchResult) string {
 		return fmt.Sprintf("No memories match %q. Try other keywords, fewer filters, or mem_context for recent memories.", q)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d matches for %q:\n", len(r.Results), r.Total, q)
+	fmt.Fprintf(&b, "%d of %s matches for %q:\n", len(r.Results), r.TotalText(), q)
 	for i, h := range r.Results {
 		m := h.Memory
 		fmt.Fprintf(&b, "%d. [%s] (%s) %s%s — score %.2f", i+1, m.ID, m.Type, fromMark(m), m.Title, h.Score)

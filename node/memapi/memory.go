@@ -2,6 +2,7 @@ package memapi
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mnemohq/mnemo/namespace"
@@ -162,12 +163,24 @@ type SearchHit struct {
 }
 
 // SearchResult lists hits, best first, and how many matched in all.
-// Total is exact up to 1,000 matches; past that it may be a lower bound
-// (search skips documents that cannot rank among the results and does not
-// count them).
+// Total is exact up to SearchTotalExact matches; past that it may be a
+// lower bound (search skips documents that cannot rank among the results
+// and does not count them).
 type SearchResult struct {
 	Results []SearchHit `json:"results"`
 	Total   int         `json:"total"`
+}
+
+// SearchTotalExact is how many matches a search always counts exactly.
+const SearchTotalExact = 1000
+
+// TotalText is r.Total as a reader should take it: "1000+" where it may
+// be a lower bound.
+func (r SearchResult) TotalText() string {
+	if r.Total >= SearchTotalExact {
+		return fmt.Sprintf("%d+", r.Total)
+	}
+	return fmt.Sprint(r.Total)
 }
 
 // TimelineQuery asks for the memories around one memory, in time order.

@@ -92,7 +92,8 @@
 // up to ExactTotal and past it returns the matches it counted: a lower
 // bound, at least ExactTotal and the hits returned (as Lucene's
 // total-hits threshold, also 1,000). Agents read the hits, not the count;
-// the API documents the bound on SearchResult.Total. A restrictive filter
+// the API documents the bound (memapi.SearchTotalExact, a test keeps the
+// two equal) and the MCP tool and the CLI print such a total as "1000+". A restrictive filter
 // makes the exact phase long (at one match in 80, about 80k documents are
 // visited before pruning starts); a lower threshold would cut that, at the
 // cost of a total that is a bound for small result sets too.
