@@ -1,6 +1,9 @@
 package search
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // Session context: memories an agent saves in one session (Doc.SessionID)
 // are a sequence, and a question often matches the memory that set a
@@ -35,11 +38,11 @@ const (
 // contextSources of top lends to its session neighbours, the contextReach
 // nearest documents of the same namespace and session on each side in
 // (CreatedAt, ID) order, looking at most contextScan documents away; a
-// neighbour receives the share only if it matched (it is in sc.touched and
-// the filter accepted it). Only top and the neighbours that received a
-// share can rank in the best limit afterwards, so nothing else is looked
-// at.
-func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int) []Hit {
+// neighbour receives the share only if it matched the query and the
+// filter accepted it, as own tells (with its own score, which sc.acc then
+// holds). Only top and the neighbours that received a share can rank in
+// the best limit afterwards, so nothing else is looked at.
+func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int, own func(slot uint32) (float64, bool)) []Hit {
 	type share struct {
 		slot uint32
 		v    float64
@@ -66,7 +69,8 @@ func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int) []Hit {
 					continue
 				}
 				found++
-				if sc.stamp[o] == sc.gen && sc.acc[o] >= 0 {
+				if score, ok := own(o); ok {
+					sc.acc[o] = score
 					shares[k] = share{o, v}
 					k++
 				}
@@ -103,4 +107,46 @@ func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int) []Hit {
 		out = append(out, Hit{ID: ix.slots[s].id, Score: sc.acc[s]})
 	}
 	return out
+}
+
+// ownScores tells, for the session context after a pruned search (which
+// keeps no score of the matches it skipped), a slot's own score for terms
+// and whether it matched one of them and m accepts it. The score is
+// summed in lexical term order from zero, as both searches sum it, so it
+// is bit-identical to what the exhaustive search would have given it.
+func (ix *Index) ownScores(m *matcher, terms []string) func(slot uint32) (float64, bool) {
+	n := float64(ix.live)
+	avgdl := float64(ix.totalLen) / n
+	type queryTerm struct {
+		p   *postings
+		idf float64
+	}
+	var qts []queryTerm
+	for _, term := range terms {
+		t, ok := ix.dict[term]
+		if !ok {
+			continue
+		}
+		p := &ix.terms[t]
+		if df := ix.liveDF(p); df > 0 {
+			qts = append(qts, queryTerm{p, math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))})
+		}
+	}
+	return func(s uint32) (float64, bool) {
+		if ix.dead[s/64]&(1<<(s%64)) != 0 {
+			return 0, false
+		}
+		score, matched := 0.0, false
+		for _, q := range qts {
+			c := termCursor{it: postingIter{buf: q.p.buf}, idx: -1, blocks: q.p.blocks, last: q.p.last}
+			if c.next(); !c.done {
+				c.seekTo(s)
+			}
+			if !c.done && c.it.slot == s {
+				score += bm25(q.idf, float64(c.it.tf2)/2, float64(ix.dls[s]), avgdl)
+				matched = true
+			}
+		}
+		return score, matched && m.match(&ix.slots[s])
+	}
 }

@@ -88,11 +88,11 @@ func (ix *Index) SearchExpanded(query string, expansion []Term, f Filter, limit 
 	}
 	sc := ix.getScratch()
 	defer ix.scratch.Put(sc)
-	// The session context (context.go) needs the matches' own scores,
-	// which a pruned search does not keep: while any document has a
-	// session, every search scores every match.
-	if len(expansion) == 0 && limit > 0 && len(ix.f.session.strs) == 1 {
-		return ix.searchPruned(sc, &m, terms, limit)
+	if len(expansion) == 0 && limit > 0 {
+		// The session context may lift a neighbour the pruned search did
+		// not score: ownScores scores the neighbours it asks about.
+		hits, total := ix.searchPruned(sc, &m, terms, max(limit, contextSources))
+		return ix.withSessionContext(sc, hits, limit, ix.ownScores(&m, terms)), total
 	}
 	for _, term := range terms {
 		ix.accumulate(sc, &m, term, queryWeight, true)
@@ -108,7 +108,8 @@ func (ix *Index) SearchExpanded(query string, expansion []Term, f Filter, limit 
 	if limit <= 0 || limit > total {
 		limit = total
 	}
-	return ix.withSessionContext(sc, ix.topK(sc, max(limit, contextSources)), limit), total // context.go
+	scored := func(s uint32) (float64, bool) { return sc.acc[s], sc.stamp[s] == sc.gen && sc.acc[s] >= 0 }
+	return ix.withSessionContext(sc, ix.topK(sc, max(limit, contextSources)), limit, scored), total // context.go
 }
 
 // accumulate adds weight times term's BM25 contribution to the score of
