@@ -12,6 +12,7 @@
 //	PATCH  /v1/memories/{id}            change the given fields
 //	DELETE /v1/memories/{id}            soft delete; ?hard=true retracts; 204
 //	GET    /v1/search                   ?q= &limit= &include_deleted= &feedback= + filters → {"results":[{"memory","score"}],"total"}
+//	                                    (total is exact below 1,000; from 1,000 on it may be a lower bound: memapi.SearchTotalExact)
 //	GET    /v1/timeline                 ?id= &before= &after= + filters
 //	GET    /v1/context                  ?max_tokens= + filters
 //	POST   /v1/compact                  identify (older_than_days) or execute (compact_ids)
