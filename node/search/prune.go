@@ -139,24 +139,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 	sc.contrib = contrib
 
 	slots, dls, dead, acc := ix.slots, ix.dls, ix.dead, sc.acc
-	h := sc.hslot[:0]
-	worse := func(i, j int) bool { return ix.better(acc[h[j]], h[j], acc[h[i]], h[i]) }
-	down := func(i int) {
-		for {
-			l := 2*i + 1
-			if l >= len(h) {
-				return
-			}
-			if r := l + 1; r < len(h) && worse(r, l) {
-				l = r
-			}
-			if !worse(l, i) {
-				return
-			}
-			h[i], h[l] = h[l], h[i]
-			i = l
-		}
-	}
+	h := hitHeap{ix: ix, acc: acc, h: sc.hslot[:0]}
 	pruning := false
 	theta := 0.0 // the worst kept hit's score once pruning
 	e := 0       // cur[e:] are the essential terms
@@ -227,27 +210,14 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 		}
 		total++
 		acc[d] = score
-		if len(h) < limit {
-			h = append(h, d)
-			for i := len(h) - 1; i > 0; {
-				p := (i - 1) / 2
-				if !worse(i, p) {
-					break
-				}
-				h[i], h[p] = h[p], h[i]
-				i = p
-			}
-		} else if ix.better(score, d, acc[h[0]], h[0]) {
-			h[0] = d
-			down(0)
-		} else if pruning {
+		if !h.offer(d, limit) && pruning {
 			continue
 		}
-		if !pruning && len(h) == limit && total >= ix.exactTotal {
+		if !pruning && len(h.h) == limit && total >= ix.exactTotal {
 			pruning = true
 		}
 		if pruning {
-			theta = acc[h[0]]
+			theta = acc[h.worst()]
 			for e < len(cur) && upto[e+1] < theta {
 				e++
 			}
@@ -256,15 +226,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 			}
 		}
 	}
-	out := make([]Hit, len(h))
-	for i := len(h) - 1; i >= 0; i-- {
-		out[i] = Hit{ID: slots[h[0]].id, Score: acc[h[0]]}
-		h[0] = h[len(h)-1]
-		h = h[:len(h)-1]
-		down(0)
-	}
-	sc.hslot = h[:0]
-	return out, total
+	return h.drain(sc), total
 }
 
 // liveDF is how many live documents p holds. With dead slots it counts

@@ -170,56 +170,89 @@ func (ix *Index) better(sa float64, a uint32, sc float64, c uint32) bool {
 	return x.id < y.id
 }
 
-// topK selects the best k touched slots with a min-heap of size k, whose
-// root is the worst kept hit.
+// topK selects the best k touched slots with a hitHeap of size k.
 func (ix *Index) topK(sc *scratch, k int) []Hit {
 	if k == 0 {
 		return nil
 	}
-	h := sc.hslot[:0]
-	worse := func(i, j int) bool { return ix.better(sc.acc[h[j]], h[j], sc.acc[h[i]], h[i]) }
-	down := func(i int) {
-		for {
-			l := 2*i + 1
-			if l >= len(h) {
-				return
-			}
-			if r := l + 1; r < len(h) && worse(r, l) {
-				l = r
-			}
-			if !worse(l, i) {
-				return
-			}
-			h[i], h[l] = h[l], h[i]
-			i = l
-		}
-	}
+	h := hitHeap{ix: ix, acc: sc.acc, h: sc.hslot[:0]}
 	for _, s := range sc.touched {
-		if len(h) < k {
-			h = append(h, s)
-			for i := len(h) - 1; i > 0; {
-				p := (i - 1) / 2
-				if !worse(i, p) {
-					break
-				}
-				h[i], h[p] = h[p], h[i]
-				i = p
+		h.offer(s, k)
+	}
+	return h.drain(sc)
+}
+
+// hitHeap keeps the best slots by score (acc) and rank (Index.better) in a
+// min-heap whose root is the worst kept hit.
+type hitHeap struct {
+	ix  *Index
+	acc []float64
+	h   []uint32
+}
+
+func (hh *hitHeap) worse(i, j int) bool {
+	h := hh.h
+	return hh.ix.better(hh.acc[h[j]], h[j], hh.acc[h[i]], h[i])
+}
+
+func (hh *hitHeap) down(i int) {
+	h := hh.h
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		if r := l + 1; r < len(h) && hh.worse(r, l) {
+			l = r
+		}
+		if !hh.worse(l, i) {
+			return
+		}
+		h[i], h[l] = h[l], h[i]
+		i = l
+	}
+}
+
+// offer keeps slot s (scored in acc) if fewer than k are kept or it ranks
+// before the worst kept one, which it then replaces; it reports whether s
+// was kept.
+func (hh *hitHeap) offer(s uint32, k int) bool {
+	if len(hh.h) < k {
+		hh.h = append(hh.h, s)
+		h := hh.h
+		for i := len(h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !hh.worse(i, p) {
+				break
 			}
-			continue
+			h[i], h[p] = h[p], h[i]
+			i = p
 		}
-		if ix.better(sc.acc[s], s, sc.acc[h[0]], h[0]) {
-			h[0] = s
-			down(0)
-		}
+		return true
 	}
-	out := make([]Hit, len(h))
-	for i := len(h) - 1; i >= 0; i-- {
-		out[i] = Hit{ID: ix.slots[h[0]].id, Score: sc.acc[h[0]]}
-		h[0] = h[len(h)-1]
-		h = h[:len(h)-1]
-		down(0)
+	if hh.ix.better(hh.acc[s], s, hh.acc[hh.h[0]], hh.h[0]) {
+		hh.h[0] = s
+		hh.down(0)
+		return true
 	}
-	sc.hslot = h[:0]
+	return false
+}
+
+// worst is the kept slot that ranks last (the heap must not be empty).
+func (hh *hitHeap) worst() uint32 { return hh.h[0] }
+
+// drain returns the kept hits, best first, and gives the heap's array
+// back to sc for the next search.
+func (hh *hitHeap) drain(sc *scratch) []Hit {
+	out := make([]Hit, len(hh.h))
+	for i := len(hh.h) - 1; i >= 0; i-- {
+		s := hh.h[0]
+		out[i] = Hit{ID: hh.ix.slots[s].id, Score: hh.acc[s]}
+		hh.h[0] = hh.h[len(hh.h)-1]
+		hh.h = hh.h[:len(hh.h)-1]
+		hh.down(0)
+	}
+	sc.hslot = hh.h[:0]
 	return out
 }
 
