@@ -9,9 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,17 +66,11 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return failed(stderr, fs, err)
 	}
 	defer n.close()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return failed(stderr, fs, err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return failed(stderr, fs, err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startProfiles(*cpuProfile, "") // sim.go
+	if err != nil {
+		return failed(stderr, fs, err)
 	}
+	defer stopProfile()
 	fmt.Fprintf(stdout, "durable saves over HTTP (%s), GOMAXPROCS=%d, %v per run\n", n.Addr(), runtime.GOMAXPROCS(0), *dur)
 	row := "%7s %8s %8s %9s %9s %9s %9s %9s\n"
 	fmt.Fprintf(stdout, row, "clients", "saves", "saves/s", "p50", "p95", "p99", "max", "cpu/save")

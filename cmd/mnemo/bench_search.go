@@ -94,17 +94,11 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stdout, "loaded %d memories in %v (%d per import)\n\n", *memories, time.Since(t0).Round(time.Millisecond), *batch)
 	}
 
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return failed(stderr, fs, err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return failed(stderr, fs, err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startProfiles(*cpuProfile, "") // sim.go
+	if err != nil {
+		return failed(stderr, fs, err)
 	}
+	defer stopProfile()
 	qs := newTextGen(1).queryGen(2)
 	row := "%-22s %7s %8s %8s %8s %8s %10s %9s\n"
 	fmt.Fprintf(stdout, row, "run", "queries", "p50", "p95", "p99", "max", "cpu/search", "mean hits")
