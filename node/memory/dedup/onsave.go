@@ -93,27 +93,18 @@ func newSaveQueue(size int) *saveQueue {
 }
 
 // AfterSent queues the shared-namespace memories a write or a peer's delta
-// changed (memory.SentObserver), deleted and edited ones included, so the
-// band tables follow them: called once the change itself has gone to
-// replication, it never blocks, so the save is acknowledged without
-// waiting for its check.
+// changed (memory.SentObserver), deleted and retracted ones and those an
+// approved edit changes included (Core.Touched), so the band tables
+// follow them: called once the change itself has gone to replication, it
+// never blocks, so the save is acknowledged without waiting for its check.
 func (d *Dedup) AfterSent(changes []store.Change) {
-	if d.save == nil {
-		return
+	if d.save == nil || !slices.ContainsFunc(changes, func(c store.Change) bool { return sharedNS(c.Namespace) }) {
+		return // an agent's own namespace: nothing to do, not even Touched's map
 	}
-	for _, c := range changes {
-		if !sharedNS(c.Namespace) {
-			continue
+	for _, k := range d.core.Touched(changes) {
+		if sharedNS(k.Namespace) {
+			d.save.enqueue(k)
 		}
-		if c.Record != nil && schema.Str(c.Record, schema.FieldKind) != "" {
-			// Another kind's record (an approved edit) may change a
-			// memory's effective text: the core names which.
-			for _, k := range d.core.Touched([]store.Change{c}) {
-				d.save.enqueue(k)
-			}
-			continue
-		}
-		d.save.enqueue(memory.MemoryKey{Namespace: c.Namespace, ID: c.ID})
 	}
 }
 
