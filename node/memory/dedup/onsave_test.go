@@ -57,6 +57,26 @@ func get(t *testing.T, s *memory.Service, id string) memapi.Memory {
 	return m
 }
 
+// newDedup builds the feature with cfg, merging on save as configured.
+func newDedup(t testing.TB, cfg dedup.Config) *dedup.Dedup {
+	t.Helper()
+	d, err := dedup.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// openTeam opens a service owned by alice with features, creates team and
+// lets bob read and write it.
+func openTeam(t testing.TB, features ...memory.Feature) (*memory.Service, *memorytest.Clock) {
+	t.Helper()
+	s, clk := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Features: features})
+	memorytest.Create(t, s, "alice", team)
+	memorytest.Grant(t, s, "alice", team, "agent://bob", "read,write")
+	return s, clk
+}
+
 // wantMerged checks that loser was merged into surv: surv carries both
 // authors, the loser as a source and the consensus mark, at confidence
 // want; the loser is soft-deleted with lineage = surv.
@@ -77,14 +97,9 @@ func wantMerged(t *testing.T, s *memory.Service, surv, loser string, want float6
 }
 
 func TestSaveMergesAnotherAuthorsDuplicate(t *testing.T) {
-	d, err := dedup.New(dedup.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newDedup(t, dedup.Config{})
 	g := holdWorker(d)
-	s, clk := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Features: []memory.Feature{d}})
-	memorytest.Create(t, s, "alice", team)
-	memorytest.Grant(t, s, "alice", team, "agent://bob", "read,write")
+	s, clk := openTeam(t, d)
 	conf := 0.5
 	a := memorytest.Save(t, s, agent("alice"), memapi.SaveRequest{Namespace: team, Content: ledger, Confidence: &conf})
 	<-g.entered // the worker holds a's check
@@ -177,14 +192,9 @@ func TestFullQueueDropsWithoutBlocking(t *testing.T) {
 // later duplicate: the band tables are rebuilt from the store once the
 // queue has drained.
 func TestDroppedMemoryIsStillFoundLater(t *testing.T) {
-	d, err := dedup.New(dedup.Config{OnSave: dedup.OnSaveConfig{QueueSize: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newDedup(t, dedup.Config{OnSave: dedup.OnSaveConfig{QueueSize: 1}})
 	g := holdWorker(d)
-	s, clk := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Features: []memory.Feature{d}})
-	memorytest.Create(t, s, "alice", team)
-	memorytest.Grant(t, s, "alice", team, "agent://bob", "read,write")
+	s, clk := openTeam(t, d)
 	memorytest.Save(t, s, agent("alice"), memapi.SaveRequest{Namespace: team, Content: "first note"})
 	<-g.entered
 	memorytest.Save(t, s, agent("alice"), memapi.SaveRequest{Namespace: team, Content: "second note"}) // fills the queue
@@ -204,13 +214,8 @@ func TestDroppedMemoryIsStillFoundLater(t *testing.T) {
 // duplicate of another author's is merged, and one edited away from it
 // is not.
 func TestEditedTextIsWhatIsCompared(t *testing.T) {
-	d, err := dedup.New(dedup.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, clk := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Features: []memory.Feature{d}})
-	memorytest.Create(t, s, "alice", team)
-	memorytest.Grant(t, s, "alice", team, "agent://bob", "read,write")
+	d := newDedup(t, dedup.Config{})
+	s, clk := openTeam(t, d)
 	const cache = "the build cache lives on the shared volume and is wiped every sunday night"
 	a := memorytest.Save(t, s, agent("alice"), memapi.SaveRequest{Namespace: team, Title: "build cache", Content: cache})
 	d.Flush()
@@ -359,14 +364,9 @@ func TestReplicasMergeAlike(t *testing.T) {
 // TestCloseDrainsTheQueue: closing the service waits for the worker, which
 // checks what was queued before the store closes.
 func TestCloseDrainsTheQueue(t *testing.T) {
-	d, err := dedup.New(dedup.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newDedup(t, dedup.Config{})
 	g := holdWorker(d)
-	s, clk := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Features: []memory.Feature{d}})
-	memorytest.Create(t, s, "alice", team)
-	memorytest.Grant(t, s, "alice", team, "agent://bob", "read,write")
+	s, clk := openTeam(t, d)
 	memorytest.Save(t, s, agent("alice"), memapi.SaveRequest{Namespace: team, Content: ledger})
 	<-g.entered
 	clk.Advance(time.Minute)
@@ -441,13 +441,8 @@ func TestSaveMergesAParaphraseByItsVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dedup.New(dedup.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, clk := memorytest.Open(t, memory.Config{IsLocal: memorytest.AllLocal, Features: []memory.Feature{sem, d}})
-	memorytest.Create(t, s, "alice", team)
-	memorytest.Grant(t, s, "alice", team, "agent://bob", "read,write")
+	d := newDedup(t, dedup.Config{})
+	s, clk := openTeam(t, sem, d)
 	const drives, commutes = "Dana drives a red car to the office every day", "Dana commutes in a crimson automobile to the office daily"
 	if sim := similarity.Similarity(similarity.MinHash(drives+"\n"+drives), similarity.MinHash(commutes+"\n"+commutes)); sim >= dedup.DefaultThreshold {
 		t.Fatalf("the paraphrase's MinHash similarity is %v: the test would not need vectors", sim)
