@@ -190,10 +190,9 @@ func BenchmarkCausalMetadata(b *testing.B) {
 	b.ReportMetric(float64(mapDots), "map-elem-dots")
 }
 
-// BenchmarkContextEncode: a namespace's context as a store persists it on
-// every commit in the simulator's 100-node runs: 100 replicas, a few
-// intervals each.
-func BenchmarkContextEncode(b *testing.B) {
+// simContext is a namespace's context as in the simulator's 100-node runs:
+// 100 replicas, a few intervals each.
+func simContext() *Context {
 	c := NewContext()
 	for i := range 100 {
 		r := hashReplica(fmt.Sprint("node ", i))
@@ -203,6 +202,14 @@ func BenchmarkContextEncode(b *testing.B) {
 			}
 		}
 	}
+	return c
+}
+
+// BenchmarkContextEncode: a namespace's context as a store persists it on
+// every commit in the simulator's 100-node runs: 100 replicas, a few
+// intervals each.
+func BenchmarkContextEncode(b *testing.B) {
+	c := simContext()
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = c.Encode()
@@ -212,15 +219,7 @@ func BenchmarkContextEncode(b *testing.B) {
 // BenchmarkContextClone: the same context copied, as a store and the
 // engine copy a namespace's context.
 func BenchmarkContextClone(b *testing.B) {
-	c := NewContext()
-	for i := range 100 {
-		r := hashReplica(fmt.Sprint("node ", i))
-		for n := uint64(1); n <= 200; n++ {
-			if n%50 != 0 {
-				c.Add(Dot{r, n})
-			}
-		}
-	}
+	c := simContext()
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = c.Clone()
