@@ -83,9 +83,26 @@ func (d *Dedup) Merge(ctx context.Context, c memapi.Caller, req memapi.MergeRequ
 	if res.Independent {
 		res.ConfidenceAfter = min(1, math.Round((surv.Confidence+ConsensusBoost)*1e9)/1e9)
 	}
-	err = d.core.Write(func(tx *store.Tx) error {
+	var conf *float64
+	if res.ConfidenceAfter != res.ConfidenceBefore {
+		conf = &res.ConfidenceAfter
+	}
+	err = d.writeMerge(surv, prov, conf, ns.String(), res.Merged)
+	if err != nil {
+		return memapi.MergeResult{}, err
+	}
+	res.Memory, err = d.core.Service().Get(ctx, c, surv.ID, false)
+	return res, err
+}
+
+// writeMerge writes a merge in one transaction: the survivor gains the
+// provenance entries of prov it lacks, conf as its confidence (nil: kept)
+// and a touch; each loser id of namespace lns is soft-deleted with the
+// survivor as its lineage. Merge and merging on save both write through it.
+func (d *Dedup) writeMerge(surv memory.Memory, prov []string, conf *float64, lns string, losers []string) error {
+	return d.core.Write(func(tx *store.Tx) error {
 		now, ts := d.core.Now()
-		e, err := tx.Edit(ns.String(), surv.ID)
+		e, err := tx.Edit(surv.Namespace, surv.ID)
 		if err != nil {
 			return err
 		}
@@ -96,36 +113,31 @@ func (d *Dedup) Merge(ctx context.Context, c memapi.Caller, req memapi.MergeRequ
 				}
 			}
 		}
-		if res.ConfidenceAfter != res.ConfidenceBefore {
-			if err := e.Set(ts, schema.FieldConfidence, schema.EncodeNum(res.ConfidenceAfter)); err != nil {
+		if conf != nil {
+			if err := e.Set(ts, schema.FieldConfidence, schema.EncodeNum(*conf)); err != nil {
 				return err
 			}
 		}
 		if err := schema.Touch(e, ts, now); err != nil {
 			return err
 		}
-		tx.Commit(ns.String(), surv.ID, e)
-		for _, id := range res.Merged {
-			e, err := tx.Edit(ns.String(), id)
+		tx.Commit(surv.Namespace, surv.ID, e)
+		for _, id := range losers {
+			e, err := tx.Edit(lns, id)
 			if err != nil {
 				return err
 			}
 			if err := e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(now)); err != nil {
 				return err
 			}
-			if err := schema.Touch(e, ts, now); err != nil {
-				return err
-			}
 			if err := e.Set(ts, schema.FieldLineage, []byte(surv.ID)); err != nil {
 				return err
 			}
-			tx.Commit(ns.String(), id, e)
+			if err := schema.Touch(e, ts, now); err != nil {
+				return err
+			}
+			tx.Commit(lns, id, e)
 		}
 		return nil
 	})
-	if err != nil {
-		return memapi.MergeResult{}, err
-	}
-	res.Memory, err = d.core.Service().Get(ctx, c, surv.ID, false)
-	return res, err
 }

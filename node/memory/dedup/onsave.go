@@ -424,47 +424,16 @@ func (d *Dedup) mergeSaved(surv memory.Memory, losers []memory.Memory) {
 	}
 	slices.Sort(prov)
 	prov = slices.Compact(prov)
-	err = d.core.Write(func(tx *store.Tx) error {
-		now, ts := d.core.Now()
-		e, err := tx.Edit(surv.Namespace, surv.ID)
-		if err != nil {
-			return err
-		}
-		for _, p := range prov {
-			if !slices.Contains(surv.Provenance, p) {
-				if err := e.Add(schema.SetProvenance, p); err != nil {
-					return err
-				}
-			}
-		}
-		if boost {
-			conf := min(1, math.Round((surv.Confidence+ConsensusBoost)*1e9)/1e9)
-			if err := e.Set(ts, schema.FieldConfidence, schema.EncodeNum(conf)); err != nil {
-				return err
-			}
-		}
-		if err := schema.Touch(e, ts, now); err != nil {
-			return err
-		}
-		tx.Commit(surv.Namespace, surv.ID, e)
-		for _, l := range losers {
-			e, err := tx.Edit(l.Namespace, l.ID)
-			if err != nil {
-				return err
-			}
-			if err := e.Set(ts, schema.FieldDeletedAt, schema.EncodeTime(now)); err != nil {
-				return err
-			}
-			if err := e.Set(ts, schema.FieldLineage, []byte(surv.ID)); err != nil {
-				return err
-			}
-			if err := schema.Touch(e, ts, now); err != nil {
-				return err
-			}
-			tx.Commit(l.Namespace, l.ID, e)
-		}
-		return nil
-	})
+	var conf *float64
+	if boost {
+		c := min(1, math.Round((surv.Confidence+ConsensusBoost)*1e9)/1e9)
+		conf = &c
+	}
+	ids := make([]string, len(losers))
+	for i, l := range losers {
+		ids[i] = l.ID // in surv's namespace: checkSaved compares within one
+	}
+	err = d.writeMerge(surv, prov, conf, surv.Namespace, ids)
 	if err != nil {
 		d.core.Logger().Warn("dedup: merge on save failed", "namespace", surv.Namespace, "survivor", surv.ID, "err", err)
 		return
