@@ -121,18 +121,20 @@ func (ix *Index) ownScores(m *matcher, terms []string) func(slot uint32) (float6
 		p   *postings
 		idf float64
 	}
-	var qts []queryTerm
-	for _, term := range terms {
-		t, ok := ix.dict[term]
-		if !ok {
-			continue
-		}
-		p := &ix.terms[t]
-		if df := ix.liveDF(p); df > 0 {
-			qts = append(qts, queryTerm{p, math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))})
-		}
-	}
+	var qts []queryTerm // built at the first call: most searches ask nothing
+	built := false
 	return func(s uint32) (float64, bool) {
+		if !built {
+			built = true
+			for _, term := range terms {
+				if t, ok := ix.dict[term]; ok {
+					p := &ix.terms[t]
+					if df := ix.liveDF(p); df > 0 {
+						qts = append(qts, queryTerm{p, math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))})
+					}
+				}
+			}
+		}
 		if ix.dead[s/64]&(1<<(s%64)) != 0 {
 			return 0, false
 		}
