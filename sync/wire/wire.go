@@ -182,13 +182,20 @@ func (c *Codec) compress(body []byte) []byte {
 
 // Encode returns the frame for m.
 func (c *Codec) Encode(m *Message) ([]byte, error) {
+	// The header's byte goes first, so a frame left uncompressed is the
+	// buffer itself, not a copy of it; the buffer is sized from the
+	// estimate plus the field names, so the encoder does not grow it by
+	// doubling (most of what encoding a frame allocated).
 	var buf bytes.Buffer
+	buf.Grow(1 + m.Size() + 8*(len(m.Deltas)+len(m.Contexts)+len(m.Bindings)+len(m.BindingIDs)) + 32)
+	buf.WriteByte(0)
 	enc := msgpack.NewEncoder(&buf)
 	enc.UseCompactInts(true)
 	if err := enc.Encode(m); err != nil {
 		return nil, fmt.Errorf("wire: encode %v: %w", m.Kind, err)
 	}
-	body := buf.Bytes()
+	frame := buf.Bytes()
+	body := frame[1:]
 	header := byte(Version << 4)
 	if len(body) >= compressMin {
 		packed := c.compress(body)
@@ -200,10 +207,11 @@ func (c *Codec) Encode(m *Message) ([]byte, error) {
 			return packed, nil
 		}
 	}
-	if 1+len(body) > c.maxFrame {
-		return nil, fmt.Errorf("wire: frame of %d bytes over the %d limit", 1+len(body), c.maxFrame)
+	if len(frame) > c.maxFrame {
+		return nil, fmt.Errorf("wire: frame of %d bytes over the %d limit", len(frame), c.maxFrame)
 	}
-	return append([]byte{header}, body...), nil
+	frame[0] = header
+	return frame, nil
 }
 
 // Decode parses a frame. Errors match ErrCorrupt.
