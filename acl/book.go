@@ -30,7 +30,8 @@ type Book struct {
 	keyOf KeyLookup
 	recs  map[namespace.Address]map[string]SignedRecord // root namespace -> id -> record
 	n     int
-	sigs  *SigCache // nil: verify every time
+	sigs  *SigCache  // nil: verify every time
+	evals *EvalCache // nil: evaluate every time
 	// evaluated is each root's state as the last Policy evaluated it,
 	// until a record of that root is added (or KeysChanged). States are
 	// immutable once built, so Policies share them.
@@ -132,6 +133,11 @@ func NewBook(keyOf KeyLookup) *Book {
 // next.
 func (b *Book) SetSigCache(c *SigCache) { b.sigs = c }
 
+// SetEvalCache makes the book and the forks made from it afterwards take
+// an evaluation from c when c holds an equal one, and leave theirs there
+// (nil: evaluate every time).
+func (b *Book) SetEvalCache(c *EvalCache) { b.evals = c }
+
 // Add decodes raw (a GSet element) and adds the record if its signature
 // verifies. Errors wrap ErrCorrupt or ErrBadSignature, and then nothing is
 // added. Adding a record already present is a no-op.
@@ -195,7 +201,7 @@ func (b *Book) AddSet(s *crdt.GSet) error {
 // again. Adding to the fork leaves b as it is.
 func (b *Book) Fork(roots ...namespace.Address) *Book {
 	f := NewBook(b.keyOf)
-	f.sigs = b.sigs
+	f.sigs, f.evals = b.sigs, b.evals
 	f.memo, f.gen, f.fork = b.memo, b.gen, true
 	for _, root := range roots {
 		if m, ok := b.recs[root]; ok {
@@ -254,7 +260,7 @@ func (b *Book) Policy() *Policy {
 				for _, id := range ids {
 					recs = append(recs, m[id])
 				}
-				st = evaluate(ns, recs, ids, b.keyOf) // the keys are the records' ids
+				st = b.evals.evaluate(ns, recs, ids, b.keyOf) // the keys are the records' ids
 				if b.fork {
 					b.memo.put(b.gen, k, st)
 				}

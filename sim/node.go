@@ -106,7 +106,8 @@ func (s *Sim) open(n *simNode) error {
 		KV: crashKV{n.kv, n}, Agent: n.principal, Identity: n.ident, Replica: n.ident.ReplicaID(),
 		Now: func() time.Time { return s.nodeWall(n) }, Rand: rand.NewChaCha8(rs),
 		MaxSkew: s.cfg.MaxSkew, Features: feats,
-		ACLSigs: s.aclSigs, // each node would verify the same acl records with the same result
+		ACLSigs:  s.aclSigs,  // each node would verify the same acl records with the same result
+		ACLEvals: s.aclEvals, // and evaluate the same records under the same bindings to the same result
 	})
 	if err != nil {
 		return fmt.Errorf("sim: open %s: %w", n.id, err)

@@ -71,6 +71,7 @@ type Sim struct {
 	seals     *crdt.SealCache // the seals verified, for every node
 	deltaSigs *crdt.SealCache // the delta signatures verified, for every node
 	aclSigs   *acl.SigCache   // the acl record signatures verified, for every node
+	aclEvals  *acl.EvalCache  // the acl evaluations made, for every node
 	// values holds once the stored values and keys equal between nodes
 	// (each node's store.MemKV shares it): converged nodes hold the same
 	// records under the same keys, which real nodes would each keep on
@@ -158,7 +159,7 @@ func New(cfg Config) (*Sim, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18), aclSigs: acl.NewSigCache(1 << 16), values: store.NewValueTable(),
+	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18), aclSigs: acl.NewSigCache(1 << 16), aclEvals: acl.NewEvalCache(256), values: store.NewValueTable(),
 		cfg:     cfg,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x6d6e656d6f)),
 		codec:   wire.NewCodec(0),

@@ -108,6 +108,7 @@ func (s *Service) initACL(id acl.Identity) error {
 	}
 	s.acl.book = acl.NewBook(s.keyOf)
 	s.acl.book.SetSigCache(s.acl.sigs)
+	s.acl.book.SetEvalCache(s.cfg.ACLEvals)
 	s.acl.policy.Store(s.acl.book.Policy())
 	if s.auth == nil {
 		s.auth = policyAuthorizer{s}

@@ -66,6 +66,12 @@ type Config struct {
 	// of the Service's own. The simulator shares one between its nodes
 	// (every node verifies the same records, with the same result).
 	ACLSigs *acl.SigCache
+	// ACLEvals remembers acl evaluations by namespace, records and the
+	// keys their signers are bound to; default none (the book evaluates
+	// each namespace whose records or bindings changed). The simulator
+	// shares one between its nodes (each would evaluate the same records
+	// under the same bindings to the same result).
+	ACLEvals *acl.EvalCache
 	// AutoPromote mirrors eligible saves into a shared namespace; default off.
 	AutoPromote AutoPromote
 	// Features are the feature packages to attach (Feature.Attach), after

@@ -1,0 +1,105 @@
+package acl
+
+import (
+	"crypto/sha256"
+	"sync"
+
+	"github.com/mnemohq/mnemo/namespace"
+)
+
+// EvalCache remembers evaluations of root namespaces across Books. A
+// root's evaluation is a pure function of the root, its records and what
+// the book's KeyLookup answers for their signers, and an entry is keyed by
+// all three: a book whose lookup answers otherwise, or that holds another
+// record, evaluates afresh. The simulator gives one to all its nodes
+// (memory.Config.ACLEvals): each would evaluate the same record sets under
+// the same bindings to the same result, a hundred times over. It holds at
+// most its capacity of entries and then starts afresh (an entry forgotten
+// is evaluated again: a cost, never a different answer); an entry holds a
+// whole namespace's evaluation, so keep the capacity small. Safe for
+// concurrent use; a nil *EvalCache evaluates every time. Give a Book one
+// with Book.SetEvalCache.
+type EvalCache struct {
+	mu        sync.Mutex
+	max       int
+	m         map[[32]byte]*nsState
+	evaluated int
+}
+
+// NewEvalCache returns a cache of at most capacity entries (default 64).
+func NewEvalCache(capacity int) *EvalCache {
+	if capacity <= 0 {
+		capacity = 64
+	}
+	return &EvalCache{max: capacity, m: make(map[[32]byte]*nsState)}
+}
+
+// evaluate is evaluate(ns, recs, ids, keyOf), or the state an equal
+// evaluation left in c.
+func (c *EvalCache) evaluate(ns namespace.Address, recs []SignedRecord, ids []string, keyOf KeyLookup) *nsState {
+	if c == nil {
+		return evaluate(ns, recs, ids, keyOf)
+	}
+	k := evalCacheKey(ns, recs, ids, keyOf)
+	c.mu.Lock()
+	st := c.m[k]
+	c.mu.Unlock()
+	if st != nil {
+		return st
+	}
+	st = evaluate(ns, recs, ids, keyOf)
+	c.mu.Lock()
+	c.evaluated++
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[k] = st
+	c.mu.Unlock()
+	return st
+}
+
+// Evaluated is how many evaluations c has made and remembered.
+func (c *EvalCache) Evaluated() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.evaluated
+}
+
+// evalCacheKey hashes what evaluate reads: the root, each record's id and
+// signature (the id covers the rest of the record) and the key the lookup
+// answers for its signer, or that it answers none.
+func evalCacheKey(ns namespace.Address, recs []SignedRecord, ids []string, keyOf KeyLookup) [32]byte {
+	type answer struct {
+		signer namespace.Address
+		key    []byte
+		ok     bool
+	}
+	var answers []answer // a root's records have few signers: the root and its admins
+	h := sha256.New()
+	h.Write([]byte(ns.String()))
+	h.Write([]byte{0})
+	for i, r := range recs {
+		j := 0
+		for j < len(answers) && answers[j].signer != r.Signer {
+			j++
+		}
+		if j == len(answers) {
+			key, ok := keyOf(r.Signer)
+			answers = append(answers, answer{r.Signer, key, ok})
+		}
+		a := answers[j]
+		h.Write([]byte{byte(len(ids[i]) >> 8), byte(len(ids[i]))})
+		h.Write([]byte(ids[i]))
+		h.Write([]byte{byte(len(r.Sig))})
+		h.Write(r.Sig)
+		if a.ok {
+			h.Write([]byte{1, byte(len(a.key))})
+			h.Write(a.key)
+		} else {
+			h.Write([]byte{0})
+		}
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
