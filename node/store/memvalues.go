@@ -3,48 +3,49 @@ package store
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"runtime"
-	"slices"
 	"sync"
 	"weak"
 )
 
-// ValueTable lets many MemKVs in one process share the bytes of equal
-// values and of equal keys: the simulator's nodes, which hold the same
-// records (and the same index keys naming them) as each other once they
-// converge, where real nodes would each hold their own copy. A value or key
-// is kept once while any MemKV's tree still holds it (the table points to
-// it weakly, and forgets it once it is collected). Safe for concurrent use.
+// ValueTable lets many MemKVs in one process share equal entries (a key
+// and its value): the simulator's nodes, which hold the same records under
+// the same keys (and the same index keys naming them) as each other once
+// they converge, where real nodes would each hold their own copy. An
+// entry is kept once while any MemKV's tree still holds it (the table
+// points to it weakly, and forgets it once it is collected). Safe for
+// concurrent use.
 type ValueTable struct {
-	mu sync.Mutex
-	m  map[[32]byte]weak.Pointer[sharedValue]
+	mu      sync.Mutex
+	m       map[[32]byte]weak.Pointer[memEntry]
+	scratch []byte // what intern hashes: the key's length, the key, the value
 }
-
-// sharedValue is one value's bytes; every tree item holding them points to
-// it, which keeps it alive.
-type sharedValue struct{ b []byte }
 
 // NewValueTable returns an empty table.
 func NewValueTable() *ValueTable {
-	return &ValueTable{m: map[[32]byte]weak.Pointer[sharedValue]{}}
+	return &ValueTable{m: map[[32]byte]weak.Pointer[memEntry]{}}
 }
 
-// intern returns the shared copy of v, making it if none is held.
-func (t *ValueTable) intern(v []byte) *sharedValue {
-	h := sha256.Sum256(v)
+// intern returns the shared entry of key and val, making it if none is
+// held.
+func (t *ValueTable) intern(key, val []byte) *memEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if sv := t.m[h].Value(); sv != nil && bytes.Equal(sv.b, v) {
-		return sv
+	t.scratch = binary.BigEndian.AppendUint32(t.scratch[:0], uint32(len(key)))
+	t.scratch = append(append(t.scratch, key...), val...)
+	h := sha256.Sum256(t.scratch)
+	if e := t.m[h].Value(); e != nil && bytes.Equal(e.key, key) && bytes.Equal(e.val, val) {
+		return e
 	}
-	sv := &sharedValue{slices.Clip(bytes.Clone(v))}
-	t.m[h] = weak.Make(sv)
-	runtime.AddCleanup(sv, t.forget, h)
-	return sv
+	e := newMemEntry(key, val)
+	t.m[h] = weak.Make(e)
+	runtime.AddCleanup(e, t.forget, h)
+	return e
 }
 
-// forget drops the entry of h if its value was collected (and not made
-// again since).
+// forget drops the entry of h if it was collected (and not made again
+// since).
 func (t *ValueTable) forget(h [32]byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -53,7 +54,7 @@ func (t *ValueTable) forget(h [32]byte) {
 	}
 }
 
-// Len is the number of distinct values held.
+// Len is the number of distinct entries held.
 func (t *ValueTable) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// MemKVs sharing a ValueTable hold one copy of an equal value, keep their
-// own view of it (a caller's later change to its buffer reaches no tree),
-// and the table forgets a value once no tree holds it.
+// MemKVs sharing a ValueTable hold one copy of an equal entry (key and
+// value), keep their own view of it (a caller's later change to its buffer
+// reaches no tree), and the table forgets an entry once no tree holds it.
 func TestValueTableSharesEqualValues(t *testing.T) {
 	values := NewValueTable()
 	a, b := NewSharedMemKV(values), NewSharedMemKV(values)
@@ -27,29 +27,32 @@ func TestValueTableSharesEqualValues(t *testing.T) {
 		return v
 	}
 	set(a, "k", buf)
+	set(b, "k", buf)
 	set(b, "other key", buf)
 	buf[0] = 'X' // the caller reuses its buffer
-	va, vb := get(a, "k"), get(b, "other key")
-	if string(va) != "the same record bytes" || string(vb) != string(va) {
-		t.Fatalf("values %q and %q", va, vb)
+	va, vb, vo := get(a, "k"), get(b, "k"), get(b, "other key")
+	if string(va) != "the same record bytes" || string(vb) != string(va) || string(vo) != string(va) {
+		t.Fatalf("values %q, %q and %q", va, vb, vo)
 	}
 	if &va[0] != &vb[0] {
-		t.Fatal("two stores hold two copies of an equal value")
+		t.Fatal("two stores hold two copies of an equal entry")
 	}
-	if values.Len() != 3 { // the value and the two keys
-		t.Fatalf("table holds %d values and keys, want 3", values.Len())
+	if values.Len() != 2 { // ("k", the value) and ("other key", the value)
+		t.Fatalf("table holds %d entries, want 2", values.Len())
 	}
 	set(a, "k", []byte("changed in a"))
-	if string(get(b, "other key")) != "the same record bytes" {
+	if string(get(b, "k")) != "the same record bytes" {
 		t.Fatal("a write in one store changed another's value")
 	}
-	if err := b.Update(func(w Writer) error { return w.Delete([]byte("other key")) }); err != nil {
-		t.Fatal(err)
+	for _, key := range []string{"k", "other key"} {
+		if err := b.Update(func(w Writer) error { return w.Delete([]byte(key)) }); err != nil {
+			t.Fatal(err)
+		}
 	}
-	va, vb = nil, nil
-	for i := 0; values.Len() != 2; i++ { // "k" and "changed in a" are left
+	va, vb, vo = nil, nil, nil
+	for i := 0; values.Len() != 1; i++ { // ("k", "changed in a") is left
 		if i == 100 {
-			t.Fatalf("the table still holds %d values and keys after 100 collections", values.Len())
+			t.Fatalf("the table still holds %d entries after 100 collections", values.Len())
 		}
 		runtime.GC()
 		runtime.Gosched()
@@ -59,15 +62,15 @@ func TestValueTableSharesEqualValues(t *testing.T) {
 	}
 }
 
-// MemKVs sharing a ValueTable hold one copy of an equal key too (the
-// simulator's nodes hold the same index keys), and a caller's later change
-// to its key buffer reaches no tree.
+// MemKVs sharing a ValueTable hold one copy of the key of an equal entry
+// too (the simulator's nodes hold the same index keys), and a caller's
+// later change to its key buffer reaches no tree.
 func TestValueTableSharesEqualKeys(t *testing.T) {
 	values := NewValueTable()
 	a, b := NewSharedMemKV(values), NewSharedMemKV(values)
 	key := []byte("r/team://t0\x00the same id")
-	for i, kv := range []*MemKV{a, b} {
-		if err := kv.Update(func(w Writer) error { return w.Set(key, []byte{byte(i)}) }); err != nil {
+	for _, kv := range []*MemKV{a, b} {
+		if err := kv.Update(func(w Writer) error { return w.Set(key, []byte("v")) }); err != nil {
 			t.Fatal(err)
 		}
 	}
