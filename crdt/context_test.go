@@ -231,5 +231,16 @@ func TestContextCloneIndependent(t *testing.T) {
 		if err := checkContext(a); err != nil {
 			t.Fatal(err)
 		}
+		// A clone of a clone, and Join as the change.
+		bb := b.Clone()
+		b.Join(a)
+		if !bytes.Equal(bb.Encode(), want) || !bytes.Equal(a.Encode(), wantA) {
+			t.Fatal("joining into a clone changed the clone made of it, or the context joined")
+		}
+		wantB := b.Encode()
+		bb.Join(c)
+		if !bytes.Equal(b.Encode(), wantB) {
+			t.Fatal("joining into a clone of a clone changed the clone it was made of")
+		}
 	})
 }

@@ -118,7 +118,7 @@ func (m *Map) Joins() uint64 { return m.joins }
 // Clone returns an independent copy.
 func (m *Map) Clone() *Map {
 	n := NewMap()
-	n.ctx = *m.ctx.Clone()
+	m.ctx.cloneInto(&n.ctx)
 	for id, r := range m.records {
 		n.records[id] = r.Clone()
 	}
@@ -237,7 +237,8 @@ func (m *Map) Digest() Digest {
 func AssembleMap(ctx *Context, records map[string]*Record, retracted []string) *Map {
 	m := NewMap()
 	if ctx != nil {
-		m.ctx = *ctx
+		m.ctx.spans = ctx.spans
+		m.ctx.shared.Store(ctx.shared.Load())
 	}
 	for id, r := range records {
 		m.records[id] = r

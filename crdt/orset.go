@@ -107,7 +107,7 @@ func anyContained(ds DotSet, c *Context) bool {
 // Clone returns an independent copy.
 func (s *ORSet) Clone() *ORSet {
 	n := NewORSet()
-	n.ctx = *s.ctx.Clone()
+	s.ctx.cloneInto(&n.ctx)
 	for e, ds := range s.elems {
 		n.elems[e] = slices.Clone(ds)
 	}
