@@ -183,9 +183,15 @@ func (m *Map) Encode() []byte {
 	reps := make(map[ReplicaID]struct{})
 	storeDots := make(map[Dot]struct{})
 	first := true
-	for _, r := range m.records {
+	hint := 64 + 12*m.ctx.Intervals() + 8*len(m.retracted)
+	for id, r := range m.records {
 		recordReplicas(r, reps, storeDots, &w.base, &first)
+		hint += len(id) + 4 + encodedSizeHint(r)
 	}
+	for id := range m.retracted {
+		hint += len(id)
+	}
+	w.buf.Grow(hint) // once, not doubling from 64 bytes: every delta and sync answer sent is encoded
 	m.ctx.replicas(reps)
 	w.array(6)
 	w.uint(encodingVersion)
