@@ -254,14 +254,20 @@ func (b *Book) Policy() *Policy {
 		st, ok := b.evaluated[ns]
 		if !ok {
 			ids := sortedKeys(m)
-			k := idsKey(ns, ids, m)
-			if st = b.memo.get(b.gen, k, !b.fork); st == nil {
+			// With an EvalCache the memo would hand over what the cache
+			// holds already, for a second hash of every record.
+			var k evalKey
+			if b.evals == nil {
+				k = idsKey(ns, ids, m)
+				st = b.memo.get(b.gen, k, !b.fork)
+			}
+			if st == nil {
 				recs := make([]SignedRecord, 0, len(m))
 				for _, id := range ids {
 					recs = append(recs, m[id])
 				}
 				st = b.evals.evaluate(ns, recs, ids, b.keyOf) // the keys are the records' ids
-				if b.fork {
+				if b.fork && b.evals == nil {
 					b.memo.put(b.gen, k, st)
 				}
 			}
