@@ -216,6 +216,75 @@ func (c *Codec) Encode(m *Message) ([]byte, error) {
 
 // Decode parses a frame. Errors match ErrCorrupt.
 func (c *Codec) Decode(frame []byte) (*Message, error) {
+	body, err := c.body(frame)
+	if err != nil {
+		return nil, err
+	}
+	var m Message
+	dec := msgpack.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if err := checkKind(m.Kind); err != nil {
+		return nil, err
+	}
+	for _, d := range m.Deltas {
+		if err := checkDeltaNamespace(d.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range m.Contexts {
+		if x.Namespace == "" || len(x.Namespace) > 512 || (len(x.RetSum) != 0 && len(x.RetSum) != 32) {
+			return nil, fmt.Errorf("%w: bad namespace context", ErrCorrupt)
+		}
+	}
+	for _, id := range m.BindingIDs {
+		if len(id) != BindingIDSize {
+			return nil, fmt.Errorf("%w: binding id of %d bytes", ErrCorrupt, len(id))
+		}
+	}
+	return &m, nil
+}
+
+// Peek returns a frame's kind and the namespace of each delta it carries,
+// without copying out the deltas or decoding any other field: for a
+// reader of every frame sent that needs no more (the simulator's read
+// check). Of a frame Encode made it returns what Decode would; it checks
+// only what it reads, so it takes frames Decode refuses for their other
+// fields. Errors match ErrCorrupt.
+func (c *Codec) Peek(frame []byte) (Kind, []string, error) {
+	body, err := c.body(frame)
+	if err != nil {
+		return 0, nil, err
+	}
+	type namespaceOnly struct {
+		Namespace string `msgpack:"n"` // NamespaceDelta's; the rest is skipped
+	}
+	var m struct {
+		Kind   Kind            `msgpack:"k"`
+		Deltas []namespaceOnly `msgpack:"d,omitempty"`
+	}
+	dec := msgpack.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&m); err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if err := checkKind(m.Kind); err != nil {
+		return 0, nil, err
+	}
+	var nss []string
+	for _, d := range m.Deltas {
+		if err := checkDeltaNamespace(d.Namespace); err != nil {
+			return 0, nil, err
+		}
+		nss = append(nss, d.Namespace)
+	}
+	return m.Kind, nss, nil
+}
+
+// body returns a frame's body, decompressed, once the frame passed the
+// checks every frame must: its size, version and flags, and every
+// msgpack length against the bytes.
+func (c *Codec) body(frame []byte) ([]byte, error) {
 	if len(frame) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(frame))
 	}
@@ -245,30 +314,21 @@ func (c *Codec) Decode(frame []byte) (*Message, error) {
 	if err := crdt.CheckMsgpack(body, 8); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	var m Message
-	dec := msgpack.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	return body, nil
+}
+
+func checkKind(k Kind) error {
+	if k < KindDeltas || k > KindBindings {
+		return fmt.Errorf("%w: unknown message kind %d", ErrCorrupt, k)
 	}
-	if m.Kind < KindDeltas || m.Kind > KindBindings {
-		return nil, fmt.Errorf("%w: unknown message kind %d", ErrCorrupt, m.Kind)
+	return nil
+}
+
+func checkDeltaNamespace(ns string) error {
+	if ns == "" || len(ns) > 512 {
+		return fmt.Errorf("%w: bad namespace in delta", ErrCorrupt)
 	}
-	for _, d := range m.Deltas {
-		if d.Namespace == "" || len(d.Namespace) > 512 {
-			return nil, fmt.Errorf("%w: bad namespace in delta", ErrCorrupt)
-		}
-	}
-	for _, x := range m.Contexts {
-		if x.Namespace == "" || len(x.Namespace) > 512 || (len(x.RetSum) != 0 && len(x.RetSum) != 32) {
-			return nil, fmt.Errorf("%w: bad namespace context", ErrCorrupt)
-		}
-	}
-	for _, id := range m.BindingIDs {
-		if len(id) != BindingIDSize {
-			return nil, fmt.Errorf("%w: binding id of %d bytes", ErrCorrupt, len(id))
-		}
-	}
-	return &m, nil
+	return nil
 }
 
 func newEnc(buf *bytes.Buffer) *msgpack.Encoder {

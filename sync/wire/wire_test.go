@@ -37,6 +37,52 @@ func TestRoundTripAndCompression(t *testing.T) {
 	}
 }
 
+// Peek reads the kind and the deltas' namespaces of a frame, compressed or
+// not, as Decode does, and refuses what Decode refuses for those: a bad
+// kind, a delta without a namespace.
+func TestPeek(t *testing.T) {
+	c := NewCodec(0)
+	for _, m := range []*Message{
+		{Kind: KindAck, Seq: 7},
+		{Kind: KindSyncReply, Deltas: []NamespaceDelta{{Namespace: "team://a", Delta: []byte(strings.Repeat("memory text ", 200))}, {Namespace: "project://p", Delta: []byte{1}, From: 3, Sig: make([]byte, 64)}},
+			Contexts: []NamespaceContext{{Namespace: "team://a", Context: []byte{1}, RetSum: make([]byte, 32)}}},
+	} {
+		f, err := c.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, nss, err := c.Peek(f)
+		if err != nil || k != m.Kind || len(nss) != len(m.Deltas) {
+			t.Fatalf("Peek: %v, %v, %v; want %v and %d namespaces", k, nss, err, m.Kind, len(m.Deltas))
+		}
+		for i, ns := range nss {
+			if ns != m.Deltas[i].Namespace {
+				t.Fatalf("namespace %d: %q, want %q", i, ns, m.Deltas[i].Namespace)
+			}
+		}
+	}
+	for name, m := range map[string]*Message{
+		"kind 0":         {Kind: 0},
+		"kind 9":         {Kind: 9},
+		"no namespace":   {Kind: KindDeltas, Deltas: []NamespaceDelta{{Delta: []byte{1}}}},
+		"long namespace": {Kind: KindDeltas, Deltas: []NamespaceDelta{{Namespace: strings.Repeat("x", 513)}}},
+	} {
+		f, err := c.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Peek(f); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: Peek gave %v, want ErrCorrupt", name, err)
+		}
+		if _, err := c.Decode(f); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: Decode gave %v, want ErrCorrupt", name, err)
+		}
+	}
+	if _, _, err := c.Peek([]byte{Version << 4}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a 1-byte frame: %v, want ErrCorrupt", err)
+	}
+}
+
 // The Codec's one encoder is shared: concurrent Encodes of different
 // messages each get their own frame back (run with -race).
 func TestConcurrentEncodes(t *testing.T) {
@@ -122,7 +168,21 @@ func FuzzDecode(f *testing.F) {
 		f.Add(fr)
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
+		kind, nss, perr := c.Peek(frame)
+		if perr != nil && !errors.Is(perr, ErrCorrupt) {
+			t.Fatalf("Peek: error outside ErrCorrupt: %v", perr)
+		}
 		m, err := c.Decode(frame)
+		if err == nil && perr == nil {
+			if kind != m.Kind || len(nss) != len(m.Deltas) {
+				t.Fatalf("Peek: %v with %d deltas, Decode: %v with %d", kind, len(nss), m.Kind, len(m.Deltas))
+			}
+			for i, ns := range nss {
+				if ns != m.Deltas[i].Namespace {
+					t.Fatalf("Peek: delta %d of %s, Decode: of %s", i, ns, m.Deltas[i].Namespace)
+				}
+			}
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error outside ErrCorrupt: %v", err)
