@@ -1,6 +1,9 @@
 package search
 
-import "sync/atomic"
+import (
+	"slices"
+	"sync/atomic"
+)
 
 // postings is one term's packed posting list: for each slot that contains
 // the term, in ascending slot order, a varint of (slot delta << 1 | one)
@@ -14,12 +17,19 @@ type postings struct {
 	n     uint32 // postings in buf, dead slots included
 	last  uint32 // slot of the last posting, base of the next delta
 	maxTF uint32 // largest half-unit frequency in buf
-	minDL uint32 // shortest document (dl) in buf
 	// blocks describes every run of blockLen postings: where it starts and
 	// what bounds its scores, so a search can skip runs that cannot rank
 	// and look a few documents up in a long list without decoding all of
 	// it (searchPruned).
 	blocks []block
+	// front holds every block's frontier (see frontPoint), block after
+	// block: block k's points run from blocks[k].front to the next
+	// block's, or to the end for the last block.
+	front []frontPoint
+	// termFront is the whole list's frontier once it has more than one
+	// block (before, it is the first block's): it bounds the term's
+	// contribution to any document.
+	termFront []frontPoint
 	// liveDF caches how many of the postings are of live slots, for the
 	// Index.deaths and n it was counted at (Index.liveDF). Searches share the
 	// read lock, hence the atomic; it is a pointer so postings copy.
@@ -42,11 +52,32 @@ const blockLen = 64
 
 // block is one run of postings: the byte offset of its first posting and
 // the slot that posting's delta is taken from (the previous posting's, 0
-// for the first block), its largest frequency and its shortest document.
+// for the first block), and where its frontier starts in postings.front.
 type block struct {
-	base, off    uint32
-	maxTF, minDL uint32
+	base, off uint32
+	front     uint32
 }
+
+// frontPoint is one point of a block's frontier: a frequency and a document
+// length such that every posting of the block has at most that frequency
+// in a document at least that long, for one of the block's points. BM25
+// grows with the frequency and falls with the length, so the best score a
+// block can give, at whatever average length, is the best of its points:
+// a bound as tight as scoring the block, where one corner (largest
+// frequency, shortest document) overstates it whenever the two come from
+// different documents. Both are saturated at maxFront16: a length is then
+// understated (the bound stays a bound); a frequency of maxFront16 stands
+// for the term's largest (postings.maxTF).
+type frontPoint struct {
+	tf2, dl uint16
+}
+
+const (
+	maxFront16 = 1<<16 - 1
+	// maxFront caps a block's frontier: past it, two neighbouring points
+	// are replaced by their corner, which bounds both.
+	maxFront = 8
+)
 
 // tfOne is the half-unit frequency encoded by the low bit.
 const tfOne = 2
@@ -55,16 +86,22 @@ const tfOne = 2
 // half-unit frequency tf2.
 func (p *postings) add(slot, tf2, dl uint32) {
 	if p.n%blockLen == 0 {
-		p.blocks = append(p.blocks, block{base: p.last, off: uint32(len(p.buf)), maxTF: tf2, minDL: dl})
-	} else {
-		bl := &p.blocks[len(p.blocks)-1]
-		bl.maxTF, bl.minDL = max(bl.maxTF, tf2), min(bl.minDL, dl)
+		p.blocks = append(p.blocks, block{base: p.last, off: uint32(len(p.buf)), front: uint32(len(p.front))})
 	}
-	if p.n == 0 {
-		p.maxTF, p.minDL = tf2, dl
-	} else {
-		p.maxTF, p.minDL = max(p.maxTF, tf2), min(p.minDL, dl)
+	q := frontPoint{uint16(min(tf2, maxFront16)), uint16(min(dl, maxFront16))}
+	p.front = addToFront(p.front, int(p.blocks[len(p.blocks)-1].front), q)
+	if len(p.blocks) > 1 {
+		if p.termFront == nil {
+			p.termFront = slices.Clone(p.frontier(0))
+			for k := 1; k < len(p.blocks)-1; k++ {
+				for _, f := range p.frontier(k) {
+					p.termFront = addToFront(p.termFront, 0, f)
+				}
+			}
+		}
+		p.termFront = addToFront(p.termFront, 0, q)
 	}
+	p.maxTF = max(p.maxTF, tf2)
 	delta := uint64(slot - p.last) // the first delta is from slot 0
 	if tf2 == tfOne {
 		p.buf = appendUvarint(p.buf, delta<<1|1)
@@ -74,6 +111,62 @@ func (p *postings) add(slot, tf2, dl uint32) {
 	}
 	p.last = slot
 	p.n++
+}
+
+// addToFront adds q to the frontier that is pts[first:], kept in ascending
+// frequency (and so ascending length) order, none dominating another, and
+// returns pts.
+func addToFront(pts []frontPoint, first int, q frontPoint) []frontPoint {
+	for _, f := range pts[first:] {
+		if f.tf2 >= q.tf2 && f.dl <= q.dl {
+			return pts // a point as frequent in a document as short
+		}
+	}
+	kept := pts[first:first] // the points q does not dominate, in order
+	for _, f := range pts[first:] {
+		if f.tf2 > q.tf2 || f.dl < q.dl {
+			kept = append(kept, f)
+		}
+	}
+	pos := len(kept)
+	for i, f := range kept {
+		if f.tf2 > q.tf2 {
+			pos = i
+			break
+		}
+	}
+	pts = slices.Insert(pts[:first+len(kept)], first+pos, q)
+	if front := pts[first:]; len(front) > maxFront {
+		// Merge the neighbours closest in length: their corner (the
+		// longer one's frequency, the shorter one's length) overstates
+		// the longer one least.
+		m := 0
+		for i := 1; i+1 < len(front); i++ {
+			if front[i+1].dl-front[i].dl < front[m+1].dl-front[m].dl {
+				m = i
+			}
+		}
+		front[m].tf2 = front[m+1].tf2
+		pts = slices.Delete(pts, first+m+1, first+m+2)
+	}
+	return pts
+}
+
+// termFrontier is the whole list's frontier.
+func (p *postings) termFrontier() []frontPoint {
+	if p.termFront != nil {
+		return p.termFront
+	}
+	return p.front
+}
+
+// frontier is block k's frontier.
+func (p *postings) frontier(k int) []frontPoint {
+	hi := len(p.front)
+	if k+1 < len(p.blocks) {
+		hi = int(p.blocks[k+1].front)
+	}
+	return p.front[p.blocks[k].front:hi]
 }
 
 // postingIter decodes a postings buffer. It is a value type so the hot

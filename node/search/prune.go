@@ -21,7 +21,9 @@ type termCursor struct {
 	it     postingIter // at a posting (it.slot) unless done
 	idx    int         // index of that posting in the list
 	blocks []block
-	last   uint32 // slot of the list's last posting
+	front  []frontPoint // the blocks' frontiers (postings.front)
+	maxTF  uint32       // the list's largest frequency (postings.maxTF)
+	last   uint32       // slot of the list's last posting
 	done   bool
 	lex    int // position among the query's distinct terms in lexical order
 	idf    float64
@@ -71,13 +73,30 @@ func (c *termCursor) blockEnd() uint32 {
 }
 
 // blockUB bounds the term's contribution to the documents of the current
-// block.
+// block: the best score of the block's frontier.
 func (c *termCursor) blockUB(avgdl float64) float64 {
 	if k := c.idx / blockLen; k != c.ubBlock {
-		bl := &c.blocks[k]
-		c.ubBlock, c.ubValue = k, bm25(c.idf, float64(bl.maxTF)/2, float64(bl.minDL), avgdl)*(1+pruneMargin)
+		hi := len(c.front)
+		if k+1 < len(c.blocks) {
+			hi = int(c.blocks[k+1].front)
+		}
+		c.ubBlock, c.ubValue = k, frontierUB(c.front[c.blocks[k].front:hi], c.idf, c.maxTF, avgdl)
 	}
 	return c.ubValue
+}
+
+// frontierUB is the best score of a frontier's points, widened by
+// pruneMargin; maxTF stands for a saturated frequency.
+func frontierUB(front []frontPoint, idf float64, maxTF uint32, avgdl float64) float64 {
+	ub := 0.0
+	for _, pt := range front {
+		tf2 := uint32(pt.tf2)
+		if tf2 == maxFront16 {
+			tf2 = maxTF
+		}
+		ub = max(ub, bm25(idf, float64(tf2)/2, float64(pt.dl), avgdl))
+	}
+	return ub * (1 + pruneMargin)
 }
 
 // searchPruned is Search for limit > 0 without expansion terms: the same
@@ -109,8 +128,8 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 			continue
 		}
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-		ub := bm25(idf, float64(p.maxTF)/2, float64(p.minDL), avgdl) * (1 + pruneMargin)
-		c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, last: p.last, lex: i, idf: idf, ub: ub, ubBlock: -1}
+		ub := frontierUB(p.termFrontier(), idf, p.maxTF, avgdl)
+		c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, front: p.front, maxTF: p.maxTF, last: p.last, lex: i, idf: idf, ub: ub, ubBlock: -1}
 		c.next()
 		cur = append(cur, c)
 	}

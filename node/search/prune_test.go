@@ -65,7 +65,78 @@ func TestPrunedMatchesExhaustive(t *testing.T) {
 	check("after deletes")
 }
 
-// TestCursorSeek checks termCursor.seekTo and the block bounds against a
+// checkFrontiers checks the list's and every block's frontier against the
+// postings (the i-th posting has frequency tfs[i] in a document dls[i]
+// long): each posting has a point at least as frequent in a document at
+// most as long, so the best point bounds the list or block at any average
+// length; a frontier holds at most maxFront points; and while a block has
+// at most maxFront distinct frequencies (no point merged), its best point's
+// score is the block's best score.
+func checkFrontiers(t *testing.T, p *postings, tfs, dls []uint32) {
+	t.Helper()
+	dominated := func(pts []frontPoint, i int) bool {
+		return slices.ContainsFunc(pts, func(f frontPoint) bool {
+			return (f.tf2 == maxFront16 || uint32(f.tf2) >= tfs[i]) && uint32(f.dl) <= dls[i]
+		})
+	}
+	if pts := p.termFrontier(); len(pts) == 0 || len(pts) > maxFront {
+		t.Fatalf("%d points in the list's frontier", len(pts))
+	}
+	for i := range tfs {
+		if !dominated(p.termFrontier(), i) {
+			t.Fatalf("posting %d (tf2 %d, dl %d) above the list's frontier %v", i, tfs[i], dls[i], p.termFrontier())
+		}
+	}
+	for k := range p.blocks {
+		lo, hi := k*blockLen, min((k+1)*blockLen, len(tfs))
+		pts := p.frontier(k)
+		if len(pts) == 0 || len(pts) > maxFront {
+			t.Fatalf("block %d: %d frontier points", k, len(pts))
+		}
+		for i := lo; i < hi; i++ {
+			if !dominated(pts, i) {
+				t.Fatalf("block %d: posting %d (tf2 %d, dl %d) above the frontier %v", k, i, tfs[i], dls[i], pts)
+			}
+		}
+		if len(slices.Compact(slices.Sorted(slices.Values(tfs[lo:hi])))) > maxFront {
+			continue
+		}
+		for _, avgdl := range []float64{10, 60, 300} {
+			best, bound := 0.0, 0.0
+			for i := lo; i < hi; i++ {
+				best = max(best, bm25(1, float64(tfs[i])/2, float64(dls[i]), avgdl))
+			}
+			for _, f := range pts {
+				bound = max(bound, bm25(1, float64(f.tf2)/2, float64(f.dl), avgdl))
+			}
+			if bound != best {
+				t.Fatalf("block %d, avgdl %v: frontier bound %v, best posting %v", k, avgdl, bound, best)
+			}
+		}
+	}
+}
+
+// TestFrontierMerges checks the frontiers of blocks with more distinct
+// frequencies than a frontier holds, and with frequencies and lengths past
+// what a point stores.
+func TestFrontierMerges(t *testing.T) {
+	var p postings
+	var tfs, dls []uint32
+	for s := range uint32(1000) {
+		tf, dl := tfOne+(s*7)%41, 20+(s*13)%200
+		switch s % 97 {
+		case 5:
+			tf = 1 << 17
+		case 6:
+			dl = 1 << 17
+		}
+		p.add(s, tf, dl)
+		tfs, dls = append(tfs, tf), append(dls, dl)
+	}
+	checkFrontiers(t, &p, tfs, dls)
+}
+
+// TestCursorSeek checks termCursor.seekTo and the block frontiers against a
 // linear scan over a list long enough to have many blocks.
 func TestCursorSeek(t *testing.T) {
 	var p postings
@@ -78,12 +149,7 @@ func TestCursorSeek(t *testing.T) {
 	if want := (1000 + blockLen - 1) / blockLen; len(p.blocks) != want {
 		t.Fatalf("%d blocks for 1000 postings, want %d", len(p.blocks), want)
 	}
-	for k, bl := range p.blocks {
-		lo, hi := k*blockLen, min((k+1)*blockLen, len(slots))
-		if bl.maxTF != slices.Max(tfs[lo:hi]) || bl.minDL != slices.Min(dls[lo:hi]) {
-			t.Fatalf("block %d: maxTF %d minDL %d, want %d %d", k, bl.maxTF, bl.minDL, slices.Max(tfs[lo:hi]), slices.Min(dls[lo:hi]))
-		}
-	}
+	checkFrontiers(t, &p, tfs, dls)
 	for _, step := range []uint32{1, 5, 63, 64, 200, 5000} {
 		c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, last: p.last, ubBlock: -1}
 		c.next()
