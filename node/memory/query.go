@@ -71,22 +71,32 @@ func (s *Service) Memories(ctx context.Context, c Caller, f Filter, limit int) (
 // between the index read and the store read.
 func (s *Service) load(ids []string) []Memory {
 	out := make([]Memory, 0, len(ids))
-	for _, id := range ids {
-		meta, ok := s.ix.Meta(id)
-		if !ok {
-			continue
-		}
-		rec, err := s.st.Record(meta.Namespace, id)
-		if err != nil || rec.Empty() {
-			continue
-		}
-		m, fl := s.view(meta.Namespace, id, rec)
-		if fl.Retracted {
-			continue
-		}
-		out = append(out, m)
-	}
+	s.loadEach(ids, func(_ int, m Memory) { out = append(out, m) })
 	return out
+}
+
+// loadEach calls fn, in order, with each memory of ids that is still there
+// and not retracted and its index in ids. The records are read in one
+// store transaction.
+func (s *Service) loadEach(ids []string, fn func(i int, m Memory)) {
+	keys := make([]store.RecordKey, 0, len(ids))
+	at := make([]int, 0, len(ids)) // at[j]: the index in ids of keys[j]
+	for i, id := range ids {
+		if ns, ok := s.ix.Namespace(id); ok {
+			keys = append(keys, store.RecordKey{Namespace: ns, ID: id})
+			at = append(at, i)
+		}
+	}
+	recs, _ := s.st.Records(keys) // a record that cannot be read is skipped
+	for j, rec := range recs {
+		if rec == nil || rec.Empty() {
+			continue
+		}
+		m, fl := s.view(keys[j].Namespace, keys[j].ID, rec)
+		if !fl.Retracted {
+			fn(at[j], m)
+		}
+	}
 }
 
 // lexicalSearch is the BM25 ranking of q, with pseudo-relevance feedback
@@ -146,13 +156,14 @@ func (s *Service) Search(ctx context.Context, c Caller, q SearchQuery) (_ Search
 	if !fused {
 		hits, total = s.lexicalSearch(q, sf)
 	}
-	res := SearchResult{Results: []SearchHit{}, Total: total}
-	for _, h := range hits {
-		ms := s.load([]string{h.ID})
-		if len(ms) == 1 {
-			res.Results = append(res.Results, SearchHit{Memory: ms[0], Score: h.Score})
-		}
+	res := SearchResult{Results: make([]SearchHit, 0, len(hits)), Total: total}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
 	}
+	s.loadEach(ids, func(i int, m Memory) {
+		res.Results = append(res.Results, SearchHit{Memory: m, Score: hits[i].Score})
+	})
 	return res, nil
 }
 

@@ -394,6 +394,18 @@ func (ix *Index) Meta(id string) (Meta, bool) {
 	return ix.meta(s), true
 }
 
+// Namespace returns the namespace of the document id: Meta's, without
+// the rest of the catalog entry.
+func (ix *Index) Namespace(id string) (string, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	s, ok := ix.byID[id]
+	if !ok {
+		return "", false
+	}
+	return ix.f.ns.str(ix.slots[s].ns), true
+}
+
 func (ix *Index) meta(s uint32) Meta {
 	sl := &ix.slots[s]
 	m := Meta{

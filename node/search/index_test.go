@@ -169,6 +169,9 @@ func TestPutReplacesAndDelete(t *testing.T) {
 	if m, ok := ix.Meta("m"); !ok || m.TopicKey != "k2" || !slices.Equal(m.Tags, []string{"t2"}) {
 		t.Fatalf("meta %+v", m)
 	}
+	if ns, ok := ix.Namespace("m"); !ok || ns != "n" {
+		t.Fatalf("namespace %q %v", ns, ok)
+	}
 	ix.Delete("m")
 	ix.Delete("unknown")
 	if ix.Len() != 0 {
@@ -179,6 +182,9 @@ func TestPutReplacesAndDelete(t *testing.T) {
 	}
 	if _, ok := ix.Meta("m"); ok {
 		t.Fatal("meta after delete")
+	}
+	if _, ok := ix.Namespace("m"); ok {
+		t.Fatal("namespace after delete")
 	}
 	if _, ok := ix.ByTopicKey("n", "k2"); ok {
 		t.Fatal("topic after delete")

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +220,56 @@ func TestStateIsOneView(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("the scenario did not happen: no state was checked mid-commit")
+	}
+}
+
+// TestRecordsReadsEachKey checks Records against Record, key by key: present,
+// absent, in another namespace, retracted, and one whose stored bytes are
+// corrupt (nil, and the error says which).
+func TestRecordsReadsEachKey(t *testing.T) {
+	kv := NewMemKV()
+	s, err := Open(kv, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	edit(t, s, "team://a", "m1", 1, "ti", "one")
+	edit(t, s, "team://a", "m2", 2, "ti", "two")
+	edit(t, s, "team://b", "m3", 3, "ti", "three")
+	edit(t, s, "team://a", "gone", 4, "ti", "x")
+	if _, err := s.Update(7, func(tx *Tx) error { return tx.Retract("team://a", "gone") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Update(func(w Writer) error { return w.Set(recKey("team://a", "bad"), []byte{0xff, 0x00}) }); err != nil {
+		t.Fatal(err)
+	}
+	keys := []RecordKey{{"team://a", "m2"}, {"team://a", "m3"}, {"team://b", "m3"}, {"team://a", "bad"}, {"team://a", "gone"}, {"team://a", "m1"}, {"team://c", "none"}}
+	recs, err := s.Records(keys)
+	if err == nil || !strings.Contains(err.Error(), "record bad in team://a") {
+		t.Fatalf("error %v, want one naming the corrupt record", err)
+	}
+	if len(recs) != len(keys) {
+		t.Fatalf("%d records for %d keys", len(recs), len(keys))
+	}
+	for i, k := range keys {
+		want, _ := s.Record(k.Namespace, k.ID)
+		got := recs[i]
+		if (got == nil) != (want == nil) {
+			t.Fatalf("%v: Records %v, Record %v", k, got, want)
+		}
+		if got == nil {
+			continue
+		}
+		g, _ := got.Field("ti")
+		w, _ := want.Field("ti")
+		if string(g.Value) != string(w.Value) {
+			t.Fatalf("%v: title %q, want %q", k, g.Value, w.Value)
+		}
+	}
+	if recs[0] == nil || recs[2] == nil || recs[5] == nil {
+		t.Fatal("a stored record was not read")
+	}
+	if recs, err := s.Records(nil); err != nil || len(recs) != 0 {
+		t.Fatalf("no keys: %v %v", recs, err)
 	}
 }
