@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/mcpservice"
@@ -114,6 +115,11 @@ type api struct {
 
 	meter       *metrics.Metrics
 	figureDescs *figureDescs
+
+	// searchBufs holds the buffers search answers are encoded into
+	// (writeBuffered), so a response is sent with its length, in one
+	// write, not chunked.
+	searchBufs sync.Pool
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error

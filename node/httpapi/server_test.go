@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -414,6 +415,13 @@ func TestQueriesShapes(t *testing.T) {
 		if h.Memory.Type != "decision" || h.Score <= 0 {
 			t.Fatalf("hit %+v", h)
 		}
+	}
+	// The answer is sent with its length, and is what encoding/json writes.
+	if cl := a.header.Get("Content-Length"); cl != strconv.Itoa(len(a.body)) {
+		t.Fatalf("Content-Length %q for %d bytes", cl, len(a.body))
+	}
+	if want, _ := json.Marshal(sr); string(a.body) != string(want)+"\n" {
+		t.Fatalf("search answer\n%s\nwant\n%s", a.body, want)
 	}
 	a = f.do("GET", "/v1/search?q=nothingmatchesthis", "")
 	wantStatus(t, a, http.StatusOK, "")
