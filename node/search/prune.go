@@ -29,8 +29,9 @@ type termCursor struct {
 	idf    float64
 	ub     float64 // at least the term's contribution to any document's score
 
-	ubBlock int     // the block blockUB was computed for, or -1
+	ubBlock int     // the block ubOf was computed for, or -1
 	ubValue float64 // that bound
+	sb      int     // the block shallowTo moved to
 }
 
 func (c *termCursor) next() {
@@ -65,17 +66,24 @@ func (c *termCursor) seekTo(s uint32) {
 }
 
 // blockEnd is the slot of the last posting in the current block.
-func (c *termCursor) blockEnd() uint32 {
-	if k := c.idx/blockLen + 1; k < len(c.blocks) {
-		return c.blocks[k].base
+func (c *termCursor) blockEnd() uint32 { return c.endOf(c.idx / blockLen) }
+
+// endOf is the slot of the last posting of block k.
+func (c *termCursor) endOf(k int) uint32 {
+	if k+1 < len(c.blocks) {
+		return c.blocks[k+1].base
 	}
 	return c.last
 }
 
 // blockUB bounds the term's contribution to the documents of the current
-// block: the best score of the block's frontier.
-func (c *termCursor) blockUB(avgdl float64) float64 {
-	if k := c.idx / blockLen; k != c.ubBlock {
+// block.
+func (c *termCursor) blockUB(avgdl float64) float64 { return c.ubOf(c.idx/blockLen, avgdl) }
+
+// ubOf bounds the term's contribution to the documents of block k: the
+// best score of the block's frontier.
+func (c *termCursor) ubOf(k int, avgdl float64) float64 {
+	if k != c.ubBlock {
 		hi := len(c.front)
 		if k+1 < len(c.blocks) {
 			hi = int(c.blocks[k+1].front)
@@ -83,6 +91,19 @@ func (c *termCursor) blockUB(avgdl float64) float64 {
 		c.ubBlock, c.ubValue = k, frontierUB(c.front[c.blocks[k].front:hi], c.idf, c.maxTF, avgdl)
 	}
 	return c.ubValue
+}
+
+// shallowTo moves sb, without decoding, to the block that holds slot s if
+// the list has it, or else the first posting after s; false when no
+// posting is at or after s. Targets must not decrease.
+func (c *termCursor) shallowTo(s uint32) bool {
+	if s > c.last {
+		return false
+	}
+	for c.sb+1 < len(c.blocks) && c.blocks[c.sb+1].base < s {
+		c.sb++
+	}
+	return true
 }
 
 // frontierUB is the best score of a frontier's points, widened by
@@ -153,6 +174,10 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 		upto = append(upto, (upto[i]+cur[i].ub)*(1+pruneMargin))
 	}
 	sc.bounds = upto
+	// Until pruning starts θ is 0 and no bound is compared; then near is
+	// set for each document before it is read.
+	near := append(sc.near[:0], upto...)
+	sc.near = near
 	contrib := sc.contrib[:0]
 	contrib = append(contrib, make([]float64, len(terms))...)
 	sc.contrib = contrib
@@ -162,6 +187,10 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 	pruning := false
 	theta := 0.0 // the worst kept hit's score once pruning
 	e := 0       // cur[e:] are the essential terms
+	// While pruning: the window of slots up to winEnd, from the document
+	// it was computed at, lies in one block of each term, and its
+	// documents score at most winBound.
+	win, winEnd, winBound := false, uint32(0), 0.0
 	for {
 		d := ^uint32(0)
 		for i := e; i < len(cur); i++ {
@@ -173,18 +202,32 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 			break
 		}
 		if pruning {
-			// Up to the end of the first essential block to end, each
-			// essential term adds at most its block's bound.
-			bound, end := upto[e], ^uint32(0)
-			for i := e; i < len(cur); i++ {
-				if c := &cur[i]; !c.done {
-					bound += c.blockUB(avgdl)
-					end = min(end, c.blockEnd())
+			if !win || d > winEnd {
+				// Up to the end of the first block to end, of any term's
+				// block holding d or its next posting, each term adds at
+				// most its block's bound; the same blocks hold every
+				// document up to there, so the window is computed once.
+				// near[i] bounds what non-essential terms 0..i-1 add
+				// there: tighter than upto for the lookups below.
+				bound, end := 0.0, ^uint32(0)
+				for i := range e {
+					if c := &cur[i]; c.shallowTo(d) {
+						bound += c.ubOf(c.sb, avgdl)
+						end = min(end, c.endOf(c.sb))
+					}
+					near[i+1] = bound * (1 + pruneMargin)
 				}
-			}
-			if bound*(1+pruneMargin) < theta {
 				for i := e; i < len(cur); i++ {
-					cur[i].seekTo(end + 1)
+					if c := &cur[i]; !c.done {
+						bound += c.blockUB(avgdl)
+						end = min(end, c.blockEnd())
+					}
+				}
+				win, winEnd, winBound = true, end, bound
+			}
+			if winBound*(1+pruneMargin) < theta {
+				for i := e; i < len(cur); i++ {
+					cur[i].seekTo(winEnd + 1)
 				}
 				continue
 			}
@@ -207,7 +250,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 		}
 		ok := true
 		for i := e - 1; i >= 0; i-- {
-			if (partial+upto[i+1])*(1+pruneMargin) < theta {
+			if (partial+near[i+1])*(1+pruneMargin) < theta {
 				ok = false
 				break
 			}
@@ -239,6 +282,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 			theta = acc[h.worst()]
 			for e < len(cur) && upto[e+1] < theta {
 				e++
+				win = false
 			}
 			if e == len(cur) {
 				break // no document left can rank

@@ -20,6 +20,7 @@ type scratch struct {
 	// searchPruned's working memory.
 	cursors []termCursor
 	bounds  []float64
+	near    []float64
 	contrib []float64
 }
 
