@@ -81,10 +81,12 @@
 // bounds together stay under θ are non-essential — a document holding
 // only those cannot rank, so their lists are no longer walked but looked
 // up (through the blocks) for documents that may still reach θ; a window
-// up to the end of the first block to end, of every term's block holding
-// the next document or its next posting, is skipped when those blocks'
-// bounds stay under θ (a non-essential term's block is found from the
-// block bases, without decoding); the same blocks' bounds, tighter than
+// up to the end of the first essential block to end is skipped when the
+// essential terms' block bounds plus the rest's whole-list bounds stay
+// under θ, and when they do not, the window is cut at the first end of the
+// non-essential terms' blocks holding the next document or its next
+// posting (found from the block bases, without decoding) and skipped if
+// all those blocks' bounds stay under θ; those same bounds, tighter than
 // the terms', decide which non-essential lists are looked up; the filter
 // (Accept included) is asked only about documents that can rank. Every
 // comparison carries a 1e-9 relative margin, and a hit's score is summed
@@ -309,9 +311,13 @@
 // medians), no filter | subtree filter: corners mean 331 | 519 µs, p50
 // 214 | 418, p95 940 | 1,194, max 2,104 | 2,330; frontiers 266 | 455, 191
 // | 384, 685 | 980, 1,960 | 2,248; with the windows 273 | 472, 214 | 415,
-// 660 | 940, 1,420 | 1,879. The windows cost the median queries about 10%
-// (more, shorter windows to bound) and cut the slowest by a quarter; they
-// are kept for the tail, which sets p95 over HTTP.
+// 660 | 940, 1,420 | 1,879. Bounding every window so cost the median
+// queries about 10% (more, shorter windows); asking the non-essential
+// blocks only when the essential ones and the whole-list bounds do not
+// settle a window keeps the median and the tail (the same runs, twice:
+// 270 | 496, 211 | 440, 643 | 961, 1,414 | 1,865 against frontiers alone
+// 286 | 512, 207 | 433, 676 | 1,080, 2,000 | 2,272 and the version
+// bounding every window 296 | 522, 226 | 471, 710 | 1,025, 1,546 | 1,843).
 //
 // Issue 15 (stemming, the longer stopword list, title weight 3), against
 // 2ae83a0 (before them) and bd1ccbc, binaries run alternately 8× (10k) and 4× (100k) on

@@ -174,8 +174,6 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 		upto = append(upto, (upto[i]+cur[i].ub)*(1+pruneMargin))
 	}
 	sc.bounds = upto
-	// Until pruning starts θ is 0 and no bound is compared; then near is
-	// set for each document before it is read.
 	near := append(sc.near[:0], upto...)
 	sc.near = near
 	contrib := sc.contrib[:0]
@@ -191,6 +189,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 	// it was computed at, lies in one block of each term, and its
 	// documents score at most winBound.
 	win, winEnd, winBound := false, uint32(0), 0.0
+	nearSet := false // near holds the window's bounds, not upto's
 	for {
 		d := ^uint32(0)
 		for i := e; i < len(cur); i++ {
@@ -203,27 +202,34 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 		}
 		if pruning {
 			if !win || d > winEnd {
-				// Up to the end of the first block to end, of any term's
-				// block holding d or its next posting, each term adds at
-				// most its block's bound; the same blocks hold every
+				// Up to the end of the first essential block to end, each
+				// essential term adds at most its block's bound, the
+				// others at most their lists'; the same blocks hold every
 				// document up to there, so the window is computed once.
-				// near[i] bounds what non-essential terms 0..i-1 add
-				// there: tighter than upto for the lookups below.
-				bound, end := 0.0, ^uint32(0)
-				for i := range e {
-					if c := &cur[i]; c.shallowTo(d) {
-						bound += c.ubOf(c.sb, avgdl)
-						end = min(end, c.endOf(c.sb))
-					}
-					near[i+1] = bound * (1 + pruneMargin)
-				}
+				ess, end := 0.0, ^uint32(0)
 				for i := e; i < len(cur); i++ {
 					if c := &cur[i]; !c.done {
-						bound += c.blockUB(avgdl)
+						ess += c.blockUB(avgdl)
 						end = min(end, c.blockEnd())
 					}
 				}
-				win, winEnd, winBound = true, end, bound
+				win, winEnd, winBound, nearSet = true, end, ess+upto[e], false
+				if winBound*(1+pruneMargin) >= theta && e > 0 {
+					// Too high: bound the non-essential terms by their
+					// blocks holding d or their next posting, ending the
+					// window at the first of those to end too. near[i]
+					// bounds what non-essential terms 0..i-1 add there:
+					// tighter than upto for the lookups below.
+					rest := 0.0
+					for i := range e {
+						if c := &cur[i]; c.shallowTo(d) {
+							rest += c.ubOf(c.sb, avgdl)
+							end = min(end, c.endOf(c.sb))
+						}
+						near[i+1] = rest * (1 + pruneMargin)
+					}
+					winEnd, winBound, nearSet = end, ess+rest, true
+				}
 			}
 			if winBound*(1+pruneMargin) < theta {
 				for i := e; i < len(cur); i++ {
@@ -250,7 +256,11 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 		}
 		ok := true
 		for i := e - 1; i >= 0; i-- {
-			if (partial+near[i+1])*(1+pruneMargin) < theta {
+			lim := upto[i+1]
+			if nearSet {
+				lim = near[i+1]
+			}
+			if (partial+lim)*(1+pruneMargin) < theta {
 				ok = false
 				break
 			}
