@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
@@ -92,23 +91,33 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v) // the status is sent; a write error means the client left
 }
 
-// maxPooledBuffer is the largest encoding buffer writeBuffered keeps for
-// the next response: a rare large answer does not stay resident.
-const maxPooledBuffer = 64 << 10
+// Idle encoding buffers writeBuffered keeps: at most searchBufsKept,
+// each at most maxPooledBuffer (a rare large answer does not stay
+// resident), so at most 256 KiB.
+const (
+	searchBufsKept  = 4
+	maxPooledBuffer = 64 << 10
+)
 
 // writeBuffered writes v as writeJSON does, the same bytes, but encoded
-// into a buffer from pool first, so the response carries its
+// into an idle buffer from bufs first, so the response carries its
 // Content-Length and goes out in one write rather than in 4 KiB chunks
 // (a search's ten memories are about 10 KB).
-func writeBuffered(w http.ResponseWriter, pool *sync.Pool, status int, v any) {
-	buf, _ := pool.Get().(*bytes.Buffer)
-	if buf == nil {
-		buf = new(bytes.Buffer)
+func writeBuffered(w http.ResponseWriter, bufs chan *bytes.Buffer, status int, v any) {
+	var buf *bytes.Buffer
+	select {
+	case buf = <-bufs:
+	default:
+		buf = bytes.NewBuffer(make([]byte, 0, 16<<10))
 	}
 	defer func() {
-		if buf.Cap() <= maxPooledBuffer {
-			buf.Reset()
-			pool.Put(buf)
+		if buf.Cap() > maxPooledBuffer {
+			return
+		}
+		buf.Reset()
+		select {
+		case bufs <- buf:
+		default:
 		}
 	}()
 	if err := json.NewEncoder(buf).Encode(v); err != nil {

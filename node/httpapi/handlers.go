@@ -125,7 +125,7 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) error {
 	if res.Results == nil {
 		res.Results = []memapi.SearchHit{}
 	}
-	writeBuffered(w, &a.searchBufs, http.StatusOK, res)
+	writeBuffered(w, a.searchBufs, http.StatusOK, res)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -10,7 +11,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/mcpservice"
@@ -116,10 +116,13 @@ type api struct {
 	meter       *metrics.Metrics
 	figureDescs *figureDescs
 
-	// searchBufs holds the buffers search answers are encoded into
+	// searchBufs holds idle buffers search answers are encoded into
 	// (writeBuffered), so a response is sent with its length, in one
-	// write, not chunked.
-	searchBufs sync.Pool
+	// write, not chunked. A bounded channel rather than a sync.Pool: a
+	// pool is emptied by collections, and under the node's soft memory
+	// limit the collector runs most of the time, so each answer would
+	// allocate its buffer afresh.
+	searchBufs chan *bytes.Buffer
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -130,17 +133,18 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	a := &api{
-		svc:       cfg.Service,
-		capsules:  capsule.Of(cfg.Service),
-		surgery:   surgery.Of(cfg.Service),
-		dedup:     dedup.Of(cfg.Service),
-		projViews: projview.Of(cfg.Service),
-		transfer:  transfer.Of(cfg.Service),
-		tokenHash: sha256.Sum256([]byte(cfg.Token)),
-		log:       cfg.Logger,
-		maxBody:   cfg.MaxBodyBytes,
-		maxImport: cfg.MaxImportBytes,
-		mux:       http.NewServeMux(),
+		searchBufs: make(chan *bytes.Buffer, searchBufsKept),
+		svc:        cfg.Service,
+		capsules:   capsule.Of(cfg.Service),
+		surgery:    surgery.Of(cfg.Service),
+		dedup:      dedup.Of(cfg.Service),
+		projViews:  projview.Of(cfg.Service),
+		transfer:   transfer.Of(cfg.Service),
+		tokenHash:  sha256.Sum256([]byte(cfg.Token)),
+		log:        cfg.Logger,
+		maxBody:    cfg.MaxBodyBytes,
+		maxImport:  cfg.MaxImportBytes,
+		mux:        http.NewServeMux(),
 
 		tokens:      cfg.Tokens,
 		sessions:    cfg.Sessions,
