@@ -17,6 +17,7 @@ type postings struct {
 	n     uint32 // postings in buf, dead slots included
 	last  uint32 // slot of the last posting, base of the next delta
 	maxTF uint32 // largest half-unit frequency in buf
+	minDL uint32 // shortest document (dl) in buf
 	// blocks describes every run of blockLen postings: where it starts and
 	// what bounds its scores, so a search can skip runs that cannot rank
 	// and look a few documents up in a long list without decoding all of
@@ -26,10 +27,6 @@ type postings struct {
 	// block: block k's points run from blocks[k].front to the next
 	// block's, or to the end for the last block.
 	front []frontPoint
-	// termFront is the whole list's frontier once it has more than one
-	// block (before, it is the first block's): it bounds the term's
-	// contribution to any document.
-	termFront []frontPoint
 	// liveDF caches how many of the postings are of live slots, for the
 	// Index.deaths and n it was counted at (Index.liveDF). Searches share the
 	// read lock, hence the atomic; it is a pointer so postings copy.
@@ -90,18 +87,11 @@ func (p *postings) add(slot, tf2, dl uint32) {
 	}
 	q := frontPoint{uint16(min(tf2, maxFront16)), uint16(min(dl, maxFront16))}
 	p.front = addToFront(p.front, int(p.blocks[len(p.blocks)-1].front), q)
-	if len(p.blocks) > 1 {
-		if p.termFront == nil {
-			p.termFront = slices.Clone(p.frontier(0))
-			for k := 1; k < len(p.blocks)-1; k++ {
-				for _, f := range p.frontier(k) {
-					p.termFront = addToFront(p.termFront, 0, f)
-				}
-			}
-		}
-		p.termFront = addToFront(p.termFront, 0, q)
+	if p.n == 0 {
+		p.maxTF, p.minDL = tf2, dl
+	} else {
+		p.maxTF, p.minDL = max(p.maxTF, tf2), min(p.minDL, dl)
 	}
-	p.maxTF = max(p.maxTF, tf2)
 	delta := uint64(slot - p.last) // the first delta is from slot 0
 	if tf2 == tfOne {
 		p.buf = appendUvarint(p.buf, delta<<1|1)
@@ -150,14 +140,6 @@ func addToFront(pts []frontPoint, first int, q frontPoint) []frontPoint {
 		pts = slices.Delete(pts, first+m+1, first+m+2)
 	}
 	return pts
-}
-
-// termFrontier is the whole list's frontier.
-func (p *postings) termFrontier() []frontPoint {
-	if p.termFront != nil {
-		return p.termFront
-	}
-	return p.front
 }
 
 // frontier is block k's frontier.

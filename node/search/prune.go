@@ -149,7 +149,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 			continue
 		}
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-		ub := frontierUB(p.termFrontier(), idf, p.maxTF, avgdl)
+		ub := bm25(idf, float64(p.maxTF)/2, float64(p.minDL), avgdl) * (1 + pruneMargin)
 		c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, front: p.front, maxTF: p.maxTF, last: p.last, lex: i, idf: idf, ub: ub, ubBlock: -1}
 		c.next()
 		cur = append(cur, c)
