@@ -23,10 +23,6 @@ type postings struct {
 	// and look a few documents up in a long list without decoding all of
 	// it (searchPruned).
 	blocks []block
-	// front holds every block's frontier (see frontPoint), block after
-	// block: block k's points run from blocks[k].front to the next
-	// block's, or to the end for the last block.
-	front []frontPoint
 	// liveDF caches how many of the postings are of live slots, for the
 	// Index.deaths and n it was counted at (Index.liveDF). Searches share the
 	// read lock, hence the atomic; it is a pointer so postings copy.
@@ -49,10 +45,10 @@ const blockLen = 64
 
 // block is one run of postings: the byte offset of its first posting and
 // the slot that posting's delta is taken from (the previous posting's, 0
-// for the first block), and where its frontier starts in postings.front.
+// for the first block), and its frontier.
 type block struct {
 	base, off uint32
-	front     uint32
+	front     [blockFront]frontPoint // unused points are zero
 }
 
 // frontPoint is one point of a block's frontier: a frequency and a document
@@ -71,9 +67,11 @@ type frontPoint struct {
 
 const (
 	maxFront16 = 1<<16 - 1
-	// maxFront caps a block's frontier: past it, two neighbouring points
-	// are replaced by their corner, which bounds both.
-	maxFront = 8
+	// blockFront caps a block's frontier: past it, two neighbouring
+	// points are replaced by their corner, which bounds both. Two points
+	// keep a block at 16 bytes, as one corner took before (doc.go: the
+	// heap counts at the node's memory limit).
+	blockFront = 2
 )
 
 // tfOne is the half-unit frequency encoded by the low bit.
@@ -83,10 +81,14 @@ const tfOne = 2
 // half-unit frequency tf2.
 func (p *postings) add(slot, tf2, dl uint32) {
 	if p.n%blockLen == 0 {
-		p.blocks = append(p.blocks, block{base: p.last, off: uint32(len(p.buf)), front: uint32(len(p.front))})
+		p.blocks = append(p.blocks, block{base: p.last, off: uint32(len(p.buf))})
 	}
 	q := frontPoint{uint16(min(tf2, maxFront16)), uint16(min(dl, maxFront16))}
-	p.front = addToFront(p.front, int(p.blocks[len(p.blocks)-1].front), q)
+	bl := &p.blocks[len(p.blocks)-1]
+	var room [blockFront + 1]frontPoint
+	pts := addToFront(append(room[:0], frontOf(bl)...), q, blockFront)
+	bl.front = [blockFront]frontPoint{}
+	copy(bl.front[:], pts)
 	if p.n == 0 {
 		p.maxTF, p.minDL = tf2, dl
 	} else {
@@ -103,17 +105,17 @@ func (p *postings) add(slot, tf2, dl uint32) {
 	p.n++
 }
 
-// addToFront adds q to the frontier that is pts[first:], kept in ascending
-// frequency (and so ascending length) order, none dominating another, and
-// returns pts.
-func addToFront(pts []frontPoint, first int, q frontPoint) []frontPoint {
-	for _, f := range pts[first:] {
+// addToFront adds q to the frontier pts, kept in ascending frequency (and
+// so ascending length) order, none dominating another, at most limit
+// points, and returns it.
+func addToFront(pts []frontPoint, q frontPoint, limit int) []frontPoint {
+	for _, f := range pts {
 		if f.tf2 >= q.tf2 && f.dl <= q.dl {
 			return pts // a point as frequent in a document as short
 		}
 	}
-	kept := pts[first:first] // the points q does not dominate, in order
-	for _, f := range pts[first:] {
+	kept := pts[:0] // the points q does not dominate, in order
+	for _, f := range pts {
 		if f.tf2 > q.tf2 || f.dl < q.dl {
 			kept = append(kept, f)
 		}
@@ -125,31 +127,34 @@ func addToFront(pts []frontPoint, first int, q frontPoint) []frontPoint {
 			break
 		}
 	}
-	pts = slices.Insert(pts[:first+len(kept)], first+pos, q)
-	if front := pts[first:]; len(front) > maxFront {
+	pts = slices.Insert(kept, pos, q)
+	if len(pts) > limit {
 		// Merge the neighbours closest in length: their corner (the
 		// longer one's frequency, the shorter one's length) overstates
 		// the longer one least.
 		m := 0
-		for i := 1; i+1 < len(front); i++ {
-			if front[i+1].dl-front[i].dl < front[m+1].dl-front[m].dl {
+		for i := 1; i+1 < len(pts); i++ {
+			if pts[i+1].dl-pts[i].dl < pts[m+1].dl-pts[m].dl {
 				m = i
 			}
 		}
-		front[m].tf2 = front[m+1].tf2
-		pts = slices.Delete(pts, first+m+1, first+m+2)
+		pts[m].tf2 = pts[m+1].tf2
+		pts = slices.Delete(pts, m+1, m+2)
 	}
 	return pts
 }
 
-// frontier is block k's frontier.
-func (p *postings) frontier(k int) []frontPoint {
-	hi := len(p.front)
-	if k+1 < len(p.blocks) {
-		hi = int(p.blocks[k+1].front)
+// frontOf is bl's frontier.
+func frontOf(bl *block) []frontPoint {
+	n := 0
+	for n < blockFront && bl.front[n].tf2 != 0 {
+		n++
 	}
-	return p.front[p.blocks[k].front:hi]
+	return bl.front[:n]
 }
+
+// frontier is block k's frontier.
+func (p *postings) frontier(k int) []frontPoint { return frontOf(&p.blocks[k]) }
 
 // postingIter decodes a postings buffer. It is a value type so the hot
 // loop in Search keeps it in registers.

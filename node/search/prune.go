@@ -21,9 +21,8 @@ type termCursor struct {
 	it     postingIter // at a posting (it.slot) unless done
 	idx    int         // index of that posting in the list
 	blocks []block
-	front  []frontPoint // the blocks' frontiers (postings.front)
-	maxTF  uint32       // the list's largest frequency (postings.maxTF)
-	last   uint32       // slot of the list's last posting
+	maxTF  uint32 // the list's largest frequency (postings.maxTF)
+	last   uint32 // slot of the list's last posting
 	done   bool
 	lex    int // position among the query's distinct terms in lexical order
 	idf    float64
@@ -84,11 +83,7 @@ func (c *termCursor) blockUB(avgdl float64) float64 { return c.ubOf(c.idx/blockL
 // best score of the block's frontier.
 func (c *termCursor) ubOf(k int, avgdl float64) float64 {
 	if k != c.ubBlock {
-		hi := len(c.front)
-		if k+1 < len(c.blocks) {
-			hi = int(c.blocks[k+1].front)
-		}
-		c.ubBlock, c.ubValue = k, frontierUB(c.front[c.blocks[k].front:hi], c.idf, c.maxTF, avgdl)
+		c.ubBlock, c.ubValue = k, frontierUB(frontOf(&c.blocks[k]), c.idf, c.maxTF, avgdl)
 	}
 	return c.ubValue
 }
@@ -150,7 +145,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 		}
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
 		ub := bm25(idf, float64(p.maxTF)/2, float64(p.minDL), avgdl) * (1 + pruneMargin)
-		c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, front: p.front, maxTF: p.maxTF, last: p.last, lex: i, idf: idf, ub: ub, ubBlock: -1}
+		c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, maxTF: p.maxTF, last: p.last, lex: i, idf: idf, ub: ub, ubBlock: -1}
 		c.next()
 		cur = append(cur, c)
 	}

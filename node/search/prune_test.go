@@ -69,7 +69,7 @@ func TestPrunedMatchesExhaustive(t *testing.T) {
 // i-th posting has frequency tfs[i] in a document dls[i] long): each
 // posting has a point at least as frequent in a document at most as long,
 // so the best point bounds the block at any average length; a frontier
-// holds at most maxFront points; and while a block has at most maxFront
+// holds at most blockFront points; and while a block has at most blockFront
 // distinct frequencies (no point merged), its best point's score is the
 // block's best score.
 func checkFrontiers(t *testing.T, p *postings, tfs, dls []uint32) {
@@ -82,7 +82,7 @@ func checkFrontiers(t *testing.T, p *postings, tfs, dls []uint32) {
 	for k := range p.blocks {
 		lo, hi := k*blockLen, min((k+1)*blockLen, len(tfs))
 		pts := p.frontier(k)
-		if len(pts) == 0 || len(pts) > maxFront {
+		if len(pts) == 0 || len(pts) > blockFront {
 			t.Fatalf("block %d: %d frontier points", k, len(pts))
 		}
 		for i := lo; i < hi; i++ {
@@ -90,7 +90,7 @@ func checkFrontiers(t *testing.T, p *postings, tfs, dls []uint32) {
 				t.Fatalf("block %d: posting %d (tf2 %d, dl %d) above the frontier %v", k, i, tfs[i], dls[i], pts)
 			}
 		}
-		if len(slices.Compact(slices.Sorted(slices.Values(tfs[lo:hi])))) > maxFront {
+		if len(slices.Compact(slices.Sorted(slices.Values(tfs[lo:hi])))) > blockFront {
 			continue
 		}
 		for _, avgdl := range []float64{10, 60, 300} {
