@@ -67,14 +67,15 @@
 // A search with a limit and no expansion terms (every search but limit 0
 // and the feedback pass) does not score every posting: it runs MaxScore
 // (Turtle and Flood 1995) document at a time with block-max bounds, in
-// prune.go. Each run of 64 postings (a block: byte offset, first slot)
-// bounds its own scores by its frontier, and each term's whole list by
-// its own (postings.go): the pairs (frequency, document length) of the
-// block's postings that no other posting beats on both — at most 8; past
-// that, the two neighbours closest in length are replaced by their corner,
-// which still bounds both. BM25 rises with the frequency and falls with
-// the length, so at any average length the best score of a block is the
-// best of its frontier. Documents
+// prune.go. Each term's score is bounded from its largest frequency and
+// its shortest document; each run of 64 postings (a block: byte offset,
+// first slot) bounds its own by its frontier (postings.go): pairs
+// (frequency, document length) such that every posting of the block has
+// at most the frequency of one of them in a document at least as long —
+// two points, kept by replacing the two neighbours closest in length by
+// their corner when a third comes. BM25 rises with the frequency and falls
+// with the length, so at any average length the best score of the points
+// bounds the block. Documents
 // are visited in slot order. Until ExactTotal (1,000) matches are counted
 // and the hits are full, every document holding a query term is scored
 // and filtered. Then, with θ the score of the worst hit kept: terms whose
@@ -289,35 +290,42 @@
 // Over HTTP the same change took GET /v1/search at 100k from 4.4 ms to
 // 1.4 ms of CPU per search (README, mnemo bench search).
 //
-// Block and term bounds were first one corner each (the largest frequency,
-// the shortest document), and the two rarely come from one document: of
-// the 1,543 blocks of a term in 98.7% of the 100k documents, 183 had a
-// corner above the tenth hit's score and none a posting there, so a
-// one-word query on it scored 75,008 documents and skipped 371 windows.
-// With frontiers it scores 3,520 and skips 1,488 (two terms of 99% and 91%:
-// 86,756 → 18,020). Two terms each in more than half the documents still
-// score most of them: a window is skipped only when the essential terms'
-// block bounds plus the non-essential terms' whole-list bounds stay under
-// θ. Side by side, -bench=Search100k/nofilter -benchtime=5x -cpu=1,
-// alternately 3× (load average 6–9): CPU per query 381–392 µs with
-// corners, 311–328 with block frontiers, 303–316 with the term frontiers
-// too. The frontiers add 1.2 MiB of heap at 100k (BenchmarkIndexHeap100k
-// 37.2 → 38.4 MiB; a block shrank from 16 to 12 bytes, each point takes 4).
-// Windows bounded by the non-essential terms' blocks too, instead of their
-// whole-list bounds: the two-term query above 86,756 → 18,020 → 12,453
-// documents scored, and two terms each in more than half the documents
-// (58k, 76k) 57,572 → 38,485. Each of 200 queries timed 9 times, the least
-// kept (steadier than means on this machine; a throwaway test, twice,
-// medians), no filter | subtree filter: corners mean 331 | 519 µs, p50
-// 214 | 418, p95 940 | 1,194, max 2,104 | 2,330; frontiers 266 | 455, 191
-// | 384, 685 | 980, 1,960 | 2,248; with the windows 273 | 472, 214 | 415,
-// 660 | 940, 1,420 | 1,879. Bounding every window so cost the median
-// queries about 10% (more, shorter windows); asking the non-essential
-// blocks only when the essential ones and the whole-list bounds do not
-// settle a window keeps the median and the tail (the same runs, twice:
-// 270 | 496, 211 | 440, 643 | 961, 1,414 | 1,865 against frontiers alone
-// 286 | 512, 207 | 433, 676 | 1,080, 2,000 | 2,272 and the version
-// bounding every window 296 | 522, 226 | 471, 710 | 1,025, 1,546 | 1,843).
+// Block bounds were one corner (the largest frequency, the shortest
+// document) until issue 15's second round, and the two rarely come from
+// one document: of the 1,543 blocks of a term in 98.7% of the 100k
+// documents, 183 had a corner above the tenth hit's score and none a
+// posting there, so a one-word query on it scored 75,008 documents and
+// skipped 371 windows; with exact frontiers (up to 8 points) 3,520 and
+// 1,488 (two terms of 99% and 91%: 86,756 → 18,020). Bounding the
+// non-essential terms by their blocks too (above) took the latter to
+// 12,453, and two terms each in more than half the documents (58k, 76k)
+// from 57,572 to 38,485 documents scored.
+//
+// Each of 200 queries timed 9 times at 100k, the least kept (steadier
+// than means on this machine: a throwaway test, run alternately), no
+// filter | subtree filter, mean / p50 / p95 / max in µs:
+//
+//	corners (before)                 331 | 519   214 | 418   940 | 1,194   2,104 | 2,330
+//	frontiers of up to 8 points,
+//	  term frontiers too             266 | 455   191 | 384   685 |   980   1,960 | 2,248
+//	+ non-essential blocks, always   273 | 472   214 | 415   660 |   940   1,420 | 1,879
+//	+ only when the cheap bound
+//	  fails (kept)                   270 | 496   211 | 440   643 |   961   1,414 | 1,865
+//	two points in the block (kept,
+//	  one run)                       286 | 514   215 | 449   674 |   993   1,680 | 2,452
+//
+// Up to 8 points in a side array and a frontier per term were tighter but
+// added 1.2 MiB of heap (38.4 MiB at 100k, BenchmarkIndexHeap100k), and
+// at the node's 96 MiB soft memory limit the collector's goal sits only
+// ~5 MB above the live heap at 100k: GODEBUG=gctrace=1 mnemo bench search
+// --settle 1s counted 350–414 collections over 2,000 searches against
+// 175–191 before (with the HTTP answer buffers then in a sync.Pool, which
+// each collection empties), 234–329 without the term frontiers and with
+// the buffers kept in a channel, and CPU per search rose from ~2.5 to
+// 3.3–5 ms. Two points fit where the corner's two numbers were (a block
+// stays 16 bytes), the heap is as before (37.23 MiB) and so are the
+// collections (160–177); the term frontier gained little and was dropped.
+// Every MiB the index keeps costs at that limit: measure with it on.
 //
 // Issue 15 (stemming, the longer stopword list, title weight 3), against
 // 2ae83a0 (before them) and bd1ccbc, binaries run alternately 8× (10k) and 4× (100k) on
