@@ -149,7 +149,9 @@
 //
 // GET /v1/search is the hot route (README, "Search at 100k over HTTP"). Its
 // answer, ten memories of about 1 KB each, is encoded by encoding/json into
-// a pooled buffer (at most 64 KiB kept) and written once with its
+// a kept buffer (at most four idle, of at most 64 KiB, in a channel: a
+// sync.Pool is emptied by each collection, and under the node's memory
+// limit the collector runs most of the time) and written once with its
 // Content-Length, instead of streaming through the response writer's 4 KiB
 // buffer in chunks; the bytes are the same (TestQueriesShapes compares
 // them). An encoder without reflection, written for SearchResult and
