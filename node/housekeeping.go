@@ -9,11 +9,12 @@ import (
 
 // SweepInterval is how often the node collects expired capsules it created
 // (their records are retracted, which replicates), removes group and other
-// access from files the store created (perms.go) and hands the pages of
-// Badger's mapped data files back to the kernel. Expired capsules are
+// access from files the store created (perms.go) and takes the pages of
+// Badger's mapped data files out of the process's resident set (they stay
+// in the kernel's page cache). Expired capsules are
 // unreadable from the moment they expire whatever the sweep does; the sweep
-// only reclaims space. File pages are clean and reclaimable anyway; returning
-// them keeps an idle sidecar's resident size near its own memory.
+// only reclaims space. File pages are reclaimable anyway; unmapping them
+// keeps an idle sidecar's resident size near its own memory.
 const SweepInterval = time.Minute
 
 // housekeep runs periodic maintenance until ctx is done.

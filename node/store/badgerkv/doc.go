@@ -6,8 +6,10 @@
 // It owns what belongs to the directory: Open creates it, takes its lock
 // (mnemo.lock, holding the pid) so that a second process fails with
 // store.ErrLocked naming the holder before Badger is touched, and Close
-// releases it. ReleaseFilePages lets the kernel reclaim the pages of
-// Badger's mapped files (store.Store.ReleaseFilePages finds it).
+// releases it. ReleaseFilePages takes the pages of Badger's mapped files
+// out of the process's resident set and leaves them in the kernel's page
+// cache (store.Store.ReleaseFilePages finds it; pages_linux.go says why
+// not evict them).
 //
 // It lives apart from node/store so that the memory core, its features and
 // the cluster loop, which take a store.KV, link no Badger: the simulator runs
