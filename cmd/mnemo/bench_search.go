@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -78,6 +79,9 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 		// node's, not that of a process collecting at GOGC alone.
 		debug.SetMemoryLimit(limit)
 		debug.FreeOSMemory()
+		if limit < math.MaxInt64 {
+			go followLiveHeap(ctx, limit, followPeriod)
+		}
 	}
 	b := &searchBench{base: n.Addr(), token: n.Token(), hc: &http.Client{Timeout: time.Minute}}
 	fmt.Fprintf(stdout, "search over GET /v1/search (%s), GOMAXPROCS=%d\n", n.Addr(), runtime.GOMAXPROCS(0))

@@ -26,3 +26,22 @@ func TestMemoryLimitFlag(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set, the default must leave the runtime's limit: %d %v", got, err)
 	}
 }
+
+// TestLimitFollowsALargeLiveHeap: under four fifths of the base the base
+// binds; above, the limit is a quarter over the live heap, so a heap that
+// outgrows the base (Badger's compactions after a bulk load) is not
+// collected back to back, and the limit comes back down with the heap.
+func TestLimitFollowsALargeLiveHeap(t *testing.T) {
+	const base = 96 << 20
+	for _, c := range []struct {
+		live uint64
+		want int64
+	}{
+		{0, base}, {40 << 20, base}, {76 << 20, base}, {base * 4 / 5, base},
+		{80 << 20, 100 << 20}, {200 << 20, 250 << 20}, {math.MaxUint64, math.MaxInt64},
+	} {
+		if got := limitFor(base, c.live); got != c.want {
+			t.Errorf("limitFor(96 MiB, %d MiB live) = %.1f MiB, want %.1f MiB", c.live>>20, float64(got)/(1<<20), float64(c.want)/(1<<20))
+		}
+	}
+}

@@ -37,7 +37,7 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.IntVar(&cfg.QueueMaxDeltas, "queue-deltas", 0, "bound on each peer's queue of waiting deltas, `N` (default 10000; overflow falls back to digest sync)")
 	fs.DurationVar(&cfg.AntiEntropy, "anti-entropy", 0, "interval between digest syncs with a random peer, `DURATION` (default 10s)")
 	join := fs.String("join", "", "gossip `ADDR[,ADDR]` of members to join (needs --cluster-key)")
-	memLimit := fs.String("memory-limit", "", "soft limit on the Go runtime's memory, `SIZE` in bytes or with KiB/MiB/GiB; \"off\" for none (default "+defaultMemoryLimit+", or $GOMEMLIMIT when set). The garbage collector works harder near it; it is never a hard cap")
+	memLimit := fs.String("memory-limit", "", "soft limit on the Go runtime's memory, `SIZE` in bytes or with KiB/MiB/GiB; \"off\" for none (default "+defaultMemoryLimit+", or $GOMEMLIMIT when set). The garbage collector works harder near it; it is never a hard cap: while the live heap is above four fifths of it, the limit follows the heap at a quarter above")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
 		return code
@@ -85,6 +85,9 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		// the system now rather than at the next collections.
 		debug.SetMemoryLimit(limit)
 		debug.FreeOSMemory()
+		if limit < math.MaxInt64 {
+			go followLiveHeap(ctx, limit, followPeriod)
+		}
 	}
 	ready := fmt.Sprintf("mnemo node ready agent=%s http=%s data=%s node=%s", n.Service().Owner(), n.Addr(), n.Dir(), n.NodeID())
 	if cl := n.Cluster(); cl != nil {
