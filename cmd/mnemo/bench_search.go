@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -30,9 +31,11 @@ const searchAbout = "search: opens a node in a new temporary data directory, as 
 	"--queries right after the load, --searches more, and --queries again after\n" +
 	"--settle. Prints p50/p95/p99/max, the process's CPU time per search (node\n" +
 	"and client: steadier than the latency on a shared machine) and its resident\n" +
-	"memory after the searches from /proc/self/status, under the soft memory\n" +
-	"limit mnemo node sets (the client's share is small: it keeps one batch at\n" +
-	"a time; the import's garbage is the node's own). The directory is removed\n" +
+	"memory after the searches from /proc/self/status (with the share of Badger's\n" +
+	"mapped files; then again right after the hand-back of their pages that the\n" +
+	"node does every minute), under the soft memory limit mnemo node sets (the\n" +
+	"client's share is small: it keeps one batch at a time; the import's garbage\n" +
+	"is the node's own). The directory is removed\n" +
 	"afterwards unless --data names one; a --data directory that already holds\n" +
 	"a node is searched as it is, without loading (to compare builds on the\n" +
 	"same data)."
@@ -124,6 +127,7 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	mem := procMemory()
+	badgerFiles := mappedKiB(n.Dir()) / 1024
 	if *memProfile != "" {
 		if err := writeHeapProfile(*memProfile); err != nil {
 			return failed(stderr, fs, err)
@@ -137,8 +141,14 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := report(fmt.Sprintf("after %v idle", *settle), *queries); err != nil {
 		return failed(stderr, fs, err)
 	}
-	fmt.Fprintf(stdout, "\nresident memory after %d searches: VmRSS %.1f MiB = RssAnon %.1f MiB + RssFile %.1f MiB (+ RssShmem %.1f MiB); VmHWM %.1f MiB\n",
-		*queries+*searches, mem["VmRSS"], mem["RssAnon"], mem["RssFile"], mem["RssShmem"], mem["VmHWM"])
+	fmt.Fprintf(stdout, "\nresident memory after %d searches: VmRSS %.1f MiB = RssAnon %.1f MiB + RssFile %.1f MiB (of which Badger's files %.1f MiB; + RssShmem %.1f MiB); VmHWM %.1f MiB\n",
+		*queries+*searches, mem["VmRSS"], mem["RssAnon"], mem["RssFile"], badgerFiles, mem["RssShmem"], mem["VmHWM"])
+	// The node unmaps the pages of Badger's files it has read every
+	// minute (node.SweepInterval); this is the process right after that.
+	n.Service().Store().ReleaseFilePages()
+	mem = procMemory()
+	fmt.Fprintf(stdout, "after the node's hand-back of Badger's file pages: VmRSS %.1f MiB = RssAnon %.1f MiB + RssFile %.1f MiB (of which Badger's files %.1f MiB)\n",
+		mem["VmRSS"], mem["RssAnon"], mem["RssFile"], mappedKiB(n.Dir())/1024)
 	return exitOK
 }
 
@@ -246,6 +256,34 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// mappedKiB is the resident size of this process's mappings of files
+// under dir (/proc/self/smaps), in KiB; 0 where there is no /proc.
+func mappedKiB(dir string) float64 {
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return 0
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return 0
+	}
+	prefix := abs + string(filepath.Separator)
+	var kib float64
+	in := false
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && !strings.HasSuffix(f[0], ":"): // a mapping's header: range perms offset dev inode [path]
+			in = len(f) >= 6 && strings.HasPrefix(f[5], prefix)
+		case in && len(f) == 3 && f[0] == "Rss:":
+			if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+				kib += v
+			}
+		}
+	}
+	return kib
 }
 
 // procMemory reads this process's memory figures from /proc/self/status,
