@@ -48,7 +48,7 @@ var (
 // Open opens (creating if needed) Badger in dir, tuned for a sidecar:
 // memtables of opt.MemTableSize (two), a block cache of
 // opt.BlockCacheSize, a 4 MiB index cache, value-log files of 64 MiB,
-// values over 64 KiB in the value log, snappy compression, two
+// values over 64 KiB in the value log, no compression, two
 // compactors. Every commit is synced unless opt.NoSync.
 //
 // It takes the directory's lock (mnemo.lock, holding the pid) first: a
@@ -98,16 +98,28 @@ func openBadger(dir string, opt Options) (*badger.DB, error) {
 	}
 	// Values over 64 KiB go to the value log on disk; smaller ones (every
 	// memory short of a maximal one) stay in the LSM tree, whose blocks are
-	// compressed with snappy. Every search hit is a point read that
-	// decompresses a whole block: with zstd level 1 that was 17% of the
-	// CPU of GET /v1/search at 100k memories, and snappy cut the CPU per
-	// search by 17% (mnemo bench search, 1,234–1,246 → 1,017–1,029 µs,
-	// alternately twice) for 8% more table bytes (113 MiB against 105 MiB
-	// for that bench's 100k memories: records of short random-ish words
-	// and signatures compress little either way). Tables written before
-	// keep their compression: Badger records it per table. In memory there
-	// is no value log, so every value stays in the LSM tree (Badger caps the
-	// threshold at 15% of the memtable).
+	// not compressed. Every search hit is a point read of a block. With
+	// zstd level 1 its decompression was 17% of the CPU of GET /v1/search
+	// at 100k memories, and snappy cut the CPU per search by 17% (mnemo
+	// bench search, 1,234–1,246 → 1,017–1,029 µs, alternately twice) for
+	// 8% more table bytes. Uncompressed blocks go further: a compressed
+	// block is decompressed into a new heap buffer per read (and held by
+	// the block cache), garbage that under the node's soft memory limit
+	// kept the collector busy — in a CPU profile of 2,000 searches the
+	// collector's mark workers were 28% of the CPU with snappy tables and
+	// 14% without, allocation 14% and 7%, decompression 5% and 0. The same
+	// binary on two fresh 100k loads, alternately 3×: 2,618 → 1,402 µs of
+	// CPU per search (medians), for 20% more table bytes (135 MiB against
+	// 114: records of short random-ish words and signatures compress
+	// little) and so 20 MiB more of mapped tables while searching. Table
+	// builders hold a table once instead of twice (heap in use after a
+	// bulk load 129 against 176–196 MiB), and flushes and compactions skip
+	// the compression. Tables written before keep their compression:
+	// Badger records it per table and reads either; the block cache stays
+	// for theirs (for uncompressed blocks it holds references into the
+	// mapped file, not copies). In memory there is no value log, so every
+	// value stays in the LSM tree (Badger caps the threshold at 15% of the
+	// memtable).
 	threshold := min(int64(64<<10), mem*15/100)
 	if dir == "" {
 		threshold = min(mem*15/100, 1<<20)
@@ -116,7 +128,7 @@ func openBadger(dir string, opt Options) (*badger.DB, error) {
 		WithNumLevelZeroTables(2).WithNumLevelZeroTablesStall(4).
 		WithBlockCacheSize(cache).WithIndexCacheSize(4 << 20).
 		WithValueLogFileSize(64 << 20).WithValueThreshold(threshold).
-		WithCompression(options.Snappy).
+		WithCompression(options.None).
 		WithNumCompactors(2).WithMetricsEnabled(false).
 		WithLogger(badgerLogger{opt.Logger})
 	db, err := badger.Open(bo)

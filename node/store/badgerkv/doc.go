@@ -1,6 +1,6 @@
 // Package badgerkv is the store.KV of a node: Badger in the node's data
 // directory, tuned for a sidecar (small memtables and caches, values over
-// 64 KiB in the value log, snappy compression) and synced on every commit, so
+// 64 KiB in the value log, tables not compressed) and synced on every commit, so
 // an acknowledged write survives kill -9.
 //
 // It owns what belongs to the directory: Open creates it, takes its lock
