@@ -24,7 +24,8 @@
 // # Memory: what Badger holds, and what its options can and cannot bound
 //
 // Measured for issue 15 with mnemo bench search at 100k memories (113 MiB
-// of tables) on a shared 2-core machine; the figures are in the README.
+// of snappy tables, 135 MiB uncompressed) on a shared 2-core machine; the
+// figures are in the README.
 //
 // Mapped tables. Badger v4 reads its tables only through mmap (no option
 // reads them with pread or into memory), and the kernel here (6.18, ext4
@@ -38,22 +39,22 @@
 // not in size: the minute's hand-back (ReleaseFilePages) unmaps them and
 // keeps them cached.
 //
-// Table builders. Right after a bulk load Badger's compactions hold ~100-125
-// MiB of table-builder buffers (z.Calloc, plain Go memory without the
-// jemalloc tag): each builder's allocator holds a table's blocks twice
-// (raw and compressed), a compaction runs up to 8 + splits builders at
+// Table builders. Right after a bulk load Badger's compactions hold
+// ~100-125 MiB of table-builder buffers (z.Calloc, plain Go memory without the
+// jemalloc tag): each builder's allocator holds a table's blocks (twice
+// when compressed: raw and compressed), a compaction runs up to 8 + splits builders at
 // once, and a pool keeps up to 8 allocators, freeing one per idle 2 s. No
 // option bounds the number; options change the size of each. Heap in use
-// right after a fresh 100k load, one run each (noisy): as configured
-// 176-196 MiB; BaseTableSize 512 KiB 150; MemTableSize 4 MiB 195; both
-// 4 MiB and 1 MiB 151; 4 MiB, 512 KiB and TableSizeMultiplier 1 128; no
-// compression 129 (+20% table bytes, 137 MiB; the settled CPU per search
-// 1.26 ms against ~1.5, one run: worth a side-by-side measurement). The smaller tables prolonged the
-// compactions (more tables to merge: the searches during them cost no less
-// CPU), and NumCompactors is already Badger's minimum of 2 (1 is refused).
-// None was kept: what made searches slow there was the collector running
-// back to back under the node's soft memory limit, which cmd/mnemo now
-// lets follow a live heap that outgrows it (cmd/mnemo/memlimit.go).
+// right after a fresh 100k load, one run each (noisy): as configured then
+// (snappy) 176-196 MiB; BaseTableSize 512 KiB 150; MemTableSize 4 MiB 195;
+// both 4 MiB and 1 MiB 151; 4 MiB, 512 KiB and TableSizeMultiplier 1 128;
+// no compression 129 (since taken, for search's sake: badgerkv.go, Open).
+// The smaller tables prolonged the compactions (more tables to merge: the
+// searches during them cost no less CPU), and NumCompactors is already
+// Badger's minimum of 2 (1 is refused). No size was changed: what made
+// searches slow there was the collector running back to back under the
+// node's soft memory limit, which cmd/mnemo now lets follow a live heap
+// that outgrows it (cmd/mnemo/memlimit.go).
 //
 // Memtables. Each memtable is an arena of MemTableSize plus 15% (10.4 MiB
 // for 8 MiB), allocated whole and counted by the collector even where its
@@ -61,6 +62,8 @@
 // whose builder grows its allocator by doubling (32 MiB live after a
 // flush in a profile). A 4 MiB memtable halves both; mnemo bench saves
 // --clients 1,32 --duration 5s gave 632 and 731 µs of CPU a save at one
-// client against 521 and 634 with 8 MiB (alternately twice, load ~9), so
+// client against 521 and 634 with 8 MiB (alternately twice, load ~9), and
+// a 10-minute soak with 4 MiB memtables lowered the nodes' resident size at
+// one minute (47-50 against 52-60 MiB) but not its drift (README, Soak), so
 // 8 MiB stays until a quieter measurement says otherwise.
 package badgerkv
