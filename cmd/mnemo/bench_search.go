@@ -83,7 +83,9 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 		debug.SetMemoryLimit(limit)
 		debug.FreeOSMemory()
 		if limit < math.MaxInt64 {
-			go followLiveHeap(ctx, limit, followPeriod)
+			fctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go followLiveHeap(fctx, limit, followPeriod)
 		}
 	}
 	b := &searchBench{base: n.Addr(), token: n.Token(), hc: &http.Client{Timeout: time.Minute}}

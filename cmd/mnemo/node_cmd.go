@@ -86,7 +86,9 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		debug.SetMemoryLimit(limit)
 		debug.FreeOSMemory()
 		if limit < math.MaxInt64 {
-			go followLiveHeap(ctx, limit, followPeriod)
+			fctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go followLiveHeap(fctx, limit, followPeriod)
 		}
 	}
 	ready := fmt.Sprintf("mnemo node ready agent=%s http=%s data=%s node=%s", n.Service().Owner(), n.Addr(), n.Dir(), n.NodeID())

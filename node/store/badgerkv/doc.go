@@ -37,7 +37,9 @@
 // evicting the cache to get there costs a disk read per record (an earlier
 // trial doubled the CPU per search). So the node bounds RssFile in time,
 // not in size: the minute's hand-back (ReleaseFilePages) unmaps them and
-// keeps them cached.
+// keeps them cached (MADV_DONTNEED, on tables it has pinned only: that
+// advice would zero memory mapped afresh where Badger unmapped a table;
+// pages_linux.go).
 //
 // Table builders. Right after a bulk load Badger's compactions hold
 // ~100-125 MiB of table-builder buffers (z.Calloc, plain Go memory without the
