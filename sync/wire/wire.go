@@ -41,6 +41,11 @@ const (
 	// KindBindings carries signed acl.Binding records (which node hosts
 	// which agent). The node's cluster loop handles it, not the engine.
 	KindBindings
+	// KindTree carries one message of a namespace's epidemic broadcast
+	// tree (sync/epidemic; Overlay and Tree): a relayed live delta in
+	// Deltas[0] (its Author set), announcements, grafts, prunes or the
+	// overlay's membership messages.
+	KindTree
 )
 
 func (k Kind) String() string {
@@ -55,6 +60,8 @@ func (k Kind) String() string {
 		return "sync-reply"
 	case KindBindings:
 		return "bindings"
+	case KindTree:
+		return "tree"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -71,6 +78,11 @@ type NamespaceDelta struct {
 	// vouches for the delta's causal-context claims (what it removes),
 	// and a relay cannot alter them.
 	Sig []byte `msgpack:"s,omitempty"`
+	// Author is, in a KindTree message, the node id of the delta's author
+	// (whose key Sig is by): a relayed delta is not its sender's. The
+	// signature does not cover it; a wrong Author fails the signature
+	// check. Empty elsewhere.
+	Author string `msgpack:"a,omitempty"`
 }
 
 const deltaDomain = "mnemo/wire/delta/v2\x00"
@@ -122,6 +134,112 @@ type Message struct {
 	// (BindingIDSize bytes of SHA-256 over the encoding) of every binding
 	// it holds, so the peer sends only the bindings the sender lacks.
 	BindingIDs [][]byte `msgpack:"bi,omitempty"`
+	// Overlay is, in a KindTree message, the namespace whose broadcast
+	// tree the message belongs to.
+	Overlay string `msgpack:"o,omitempty"`
+	// Tree is a KindTree message's epidemic fields.
+	Tree *Tree `msgpack:"e,omitempty"`
+}
+
+// Tree mirrors an epidemic.Message (sync/epidemic says what each kind
+// uses); wire keeps plain types so it imports no protocol logic. The
+// payload of a gossip message travels as Message.Deltas[0], and its id is
+// derived from it by the receiver (RelayID), never read from the wire.
+type Tree struct {
+	Kind     uint8          `msgpack:"k"`
+	Origin   string         `msgpack:"o,omitempty"`
+	Round    int            `msgpack:"r,omitempty"`
+	IHave    []Announcement `msgpack:"h,omitempty"`
+	IDs      [][]byte       `msgpack:"i,omitempty"`
+	Peer     string         `msgpack:"p,omitempty"`
+	TTL      int            `msgpack:"t,omitempty"`
+	Priority bool           `msgpack:"y,omitempty"`
+	Accept   bool           `msgpack:"a,omitempty"`
+	Peers    []string       `msgpack:"s,omitempty"`
+}
+
+// Announcement names a relayed delta (RelayID) and the hops it took.
+type Announcement struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ID       []byte
+	Round    int
+}
+
+// TreeIDSize is the size of a relayed delta's id: a SHA-256.
+const TreeIDSize = 32
+
+// RelayBytes is the canonical encoding of a relayed live delta: its
+// namespace, From, delta, signature and author. A tree names the delta by
+// RelayID, the SHA-256 of these bytes, so equal ids mean equal deltas
+// whatever encoding a relay chose for the frame.
+func (d *NamespaceDelta) RelayBytes() []byte {
+	b := make([]byte, 0, 4+len(d.Namespace)+8+4+len(d.Delta)+1+len(d.Sig)+1+len(d.Author))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(d.Namespace)))
+	b = append(b, d.Namespace...)
+	b = binary.BigEndian.AppendUint64(b, d.From)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(d.Delta)))
+	b = append(b, d.Delta...)
+	b = append(b, byte(len(d.Sig)))
+	b = append(b, d.Sig...)
+	b = append(b, byte(len(d.Author)))
+	return append(b, d.Author...)
+}
+
+// ParseRelayBytes is RelayBytes' inverse; errors match ErrCorrupt.
+func ParseRelayBytes(b []byte) (NamespaceDelta, error) {
+	var d NamespaceDelta
+	bad := func(what string) (NamespaceDelta, error) {
+		return NamespaceDelta{}, fmt.Errorf("%w: relayed delta: %s", ErrCorrupt, what)
+	}
+	take := func(n int) ([]byte, bool) {
+		if n < 0 || len(b) < n {
+			return nil, false
+		}
+		v := b[:n:n]
+		b = b[n:]
+		return v, true
+	}
+	h, ok := take(4)
+	if !ok {
+		return bad("short")
+	}
+	ns, ok := take(int(binary.BigEndian.Uint32(h)))
+	if !ok {
+		return bad("namespace")
+	}
+	f, ok := take(8)
+	if !ok {
+		return bad("from")
+	}
+	if h, ok = take(4); !ok {
+		return bad("short")
+	}
+	delta, ok := take(int(binary.BigEndian.Uint32(h)))
+	if !ok {
+		return bad("delta")
+	}
+	if h, ok = take(1); !ok {
+		return bad("short")
+	}
+	sig, ok := take(int(h[0]))
+	if !ok {
+		return bad("signature")
+	}
+	if h, ok = take(1); !ok {
+		return bad("short")
+	}
+	author, ok := take(int(h[0]))
+	if !ok || len(b) != 0 {
+		return bad("author")
+	}
+	d = NamespaceDelta{Namespace: string(ns), From: binary.BigEndian.Uint64(f), Delta: delta, Sig: sig, Author: string(author)}
+	if len(sig) == 0 {
+		d.Sig = nil
+	}
+	if len(delta) == 0 {
+		d.Delta = nil
+	}
+	return d, nil
 }
 
 // BindingIDSize is the length of a binding's short id in BindingIDs.
@@ -138,6 +256,12 @@ func (m *Message) Size() int {
 	}
 	for _, b := range m.Bindings {
 		n += len(b) + 4
+	}
+	if t := m.Tree; t != nil {
+		n += len(m.Overlay) + len(t.Origin) + len(t.Peer) + 8 + len(t.IHave)*(TreeIDSize+4) + len(t.IDs)*(TreeIDSize+2)
+		for _, p := range t.Peers {
+			n += len(p) + 2
+		}
 	}
 	n += len(m.BindingsSum) + len(m.BindingIDs)*(BindingIDSize+2)
 	return n
@@ -243,6 +367,9 @@ func (c *Codec) Decode(frame []byte) (*Message, error) {
 			return nil, fmt.Errorf("%w: binding id of %d bytes", ErrCorrupt, len(id))
 		}
 	}
+	if err := checkTree(&m); err != nil {
+		return nil, err
+	}
 	return &m, nil
 }
 
@@ -318,7 +445,7 @@ func (c *Codec) body(frame []byte) ([]byte, error) {
 }
 
 func checkKind(k Kind) error {
-	if k < KindDeltas || k > KindBindings {
+	if k < KindDeltas || k > KindTree {
 		return fmt.Errorf("%w: unknown message kind %d", ErrCorrupt, k)
 	}
 	return nil
@@ -335,4 +462,41 @@ func newEnc(buf *bytes.Buffer) *msgpack.Encoder {
 	e := msgpack.NewEncoder(buf)
 	e.UseCompactInts(true)
 	return e
+}
+
+// checkTree checks a KindTree message's shape: an overlay, its fields, ids
+// of TreeIDSize bytes, and a relayed delta of that overlay's namespace
+// with its author; other kinds carry no tree fields.
+func checkTree(m *Message) error {
+	if m.Kind != KindTree {
+		if m.Tree != nil || m.Overlay != "" {
+			return fmt.Errorf("%w: tree fields in a %v message", ErrCorrupt, m.Kind)
+		}
+		for _, d := range m.Deltas {
+			if d.Author != "" {
+				return fmt.Errorf("%w: an author in a %v message", ErrCorrupt, m.Kind)
+			}
+		}
+		return nil
+	}
+	t := m.Tree
+	if t == nil || m.Overlay == "" || len(m.Overlay) > 512 || len(m.Deltas) > 1 {
+		return fmt.Errorf("%w: tree message without its overlay and fields", ErrCorrupt)
+	}
+	for _, d := range m.Deltas {
+		if d.Namespace != m.Overlay || d.Author == "" || len(d.Author) > 255 || len(d.Sig) > 255 {
+			return fmt.Errorf("%w: relayed delta not of its overlay or without its author", ErrCorrupt)
+		}
+	}
+	for _, a := range t.IHave {
+		if len(a.ID) != TreeIDSize {
+			return fmt.Errorf("%w: tree id of %d bytes", ErrCorrupt, len(a.ID))
+		}
+	}
+	for _, id := range t.IDs {
+		if len(id) != TreeIDSize {
+			return fmt.Errorf("%w: tree id of %d bytes", ErrCorrupt, len(id))
+		}
+	}
+	return nil
 }

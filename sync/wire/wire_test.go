@@ -160,6 +160,9 @@ func FuzzDecode(f *testing.F) {
 		{Kind: KindSyncRequest, Contexts: []NamespaceContext{{Namespace: "team://x", Context: []byte{9}, Retracted: 1, RetSum: make([]byte, 32)}}, Reply: true},
 		{Kind: KindSyncReply, Deltas: []NamespaceDelta{{Namespace: "project://p", Delta: bytes.Repeat([]byte("abc"), 400)}}},
 		{Kind: KindBindings, Reply: true, BindingsSum: make([]byte, 32), BindingIDs: [][]byte{make([]byte, BindingIDSize), bytes.Repeat([]byte{7}, BindingIDSize)}},
+		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 1, Round: 2}, Deltas: []NamespaceDelta{{Namespace: "team://x", Delta: []byte{1}, Sig: make([]byte, 64), Author: "ab"}}},
+		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 2, IHave: []Announcement{{ID: make([]byte, TreeIDSize), Round: 3}}}},
+		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 11, Peer: "p", TTL: 2, Peers: []string{"a", "b"}}},
 	} {
 		fr, err := c.Encode(m)
 		if err != nil {
@@ -232,4 +235,82 @@ func TestDecodeRefusesBadBindingID(t *testing.T) {
 	if _, err := c.Decode(fr); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("a short binding id decoded: %v", err)
 	}
+}
+
+// A tree message round-trips with its fields, and one whose shape is off
+// (no overlay, an id of the wrong size, a relayed delta of another
+// namespace or without its author, tree fields on another kind) is refused
+// as corrupt.
+func TestTreeMessages(t *testing.T) {
+	c := NewCodec(1 << 16)
+	id := bytes.Repeat([]byte{5}, TreeIDSize)
+	nd := NamespaceDelta{Namespace: "team://x", Delta: []byte{1, 2}, From: 9, Sig: make([]byte, 64), Author: "author"}
+	good := &Message{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 1, Round: 2, IHave: []Announcement{{ID: id, Round: 4}}, IDs: [][]byte{id}}, Deltas: []NamespaceDelta{nd}}
+	fr, err := c.Encode(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Decode(fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Overlay != "team://x" || got.Tree.Round != 2 || got.Tree.IHave[0].Round != 4 || !bytes.Equal(got.Tree.IHave[0].ID, id) ||
+		got.Deltas[0].Author != "author" || !bytes.Equal(got.Deltas[0].RelayBytes(), nd.RelayBytes()) {
+		t.Fatalf("round trip: %+v", got)
+	}
+	bad := map[string]*Message{
+		"no overlay":      {Kind: KindTree, Tree: &Tree{Kind: 2}},
+		"no tree fields":  {Kind: KindTree, Overlay: "team://x"},
+		"short id":        {Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 3, IDs: [][]byte{id[:31]}}},
+		"short ihave":     {Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 2, IHave: []Announcement{{ID: id[:3]}}}},
+		"other namespace": {Kind: KindTree, Overlay: "team://y", Tree: &Tree{Kind: 1}, Deltas: []NamespaceDelta{nd}},
+		"no author":       {Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 1}, Deltas: []NamespaceDelta{{Namespace: "team://x", Delta: []byte{1}}}},
+		"two deltas":      {Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 1}, Deltas: []NamespaceDelta{nd, nd}},
+		"tree on deltas":  {Kind: KindDeltas, Overlay: "team://x", Tree: &Tree{Kind: 1}},
+		"author on sync":  {Kind: KindSyncReply, Deltas: []NamespaceDelta{nd}},
+	}
+	for name, m := range bad {
+		fr, err := c.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Decode(fr); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: got %v, want ErrCorrupt", name, err)
+		}
+	}
+}
+
+// RelayBytes and ParseRelayBytes are inverses, and a truncated or
+// extended encoding is refused (a tree payload is outside bytes).
+func TestRelayBytes(t *testing.T) {
+	nd := NamespaceDelta{Namespace: "team://x", Delta: []byte{1, 2, 3}, From: 1 << 40, Sig: bytes.Repeat([]byte{7}, 64), Author: "node"}
+	b := nd.RelayBytes()
+	got, err := ParseRelayBytes(b)
+	if err != nil || got.Namespace != nd.Namespace || got.From != nd.From || !bytes.Equal(got.Delta, nd.Delta) || !bytes.Equal(got.Sig, nd.Sig) || got.Author != nd.Author {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for i := range len(b) {
+		if _, err := ParseRelayBytes(b[:i]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("truncated to %d bytes: %v", i, err)
+		}
+	}
+	if _, err := ParseRelayBytes(append(b[:len(b):len(b)], 0)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("trailing byte: %v", err)
+	}
+}
+
+func FuzzParseRelayBytes(f *testing.F) {
+	f.Add((&NamespaceDelta{Namespace: "team://x", Delta: []byte{1}, Sig: make([]byte, 64), Author: "a"}).RelayBytes())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := ParseRelayBytes(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error outside ErrCorrupt: %v", err)
+			}
+			return
+		}
+		if !bytes.Equal(d.RelayBytes(), b) {
+			t.Fatal("parsed relay bytes do not encode back to themselves")
+		}
+	})
 }
