@@ -164,10 +164,13 @@
 //
 // # Integration
 //
-// The replica engine (sync/replica) sends a live delta straight to every
-// peer that should hold its namespace: O(N) sends by the writer. With this
-// package it would hand a live delta of a large replica set to a Node per
-// namespace (or per group of namespaces with one replica set) instead:
+// The replica engine (sync/replica) sent a live delta straight to every
+// peer that should hold its namespace: O(N) sends by the writer. It now
+// hands a live delta of a large replica set (Config.TreeThreshold, default
+// 8) to a Node per namespace instead (sync/replica/tree.go; its doc.go,
+// "Trees", records the decisions taken: one overlay per namespace rather
+// than per replica set, the relay that alters bytes dropped from the
+// tree). The plan it follows:
 //
 //   - The payload is the author's signed live delta (wire.NamespaceDelta:
 //     its signature covers the message kind, the namespace, From and the
@@ -209,5 +212,10 @@
 //   - The node's cluster loop drives the Node like the replica engine:
 //     PeerFailed from the QUIC transport and from memberlist, Hint with
 //     the members of the namespace's replica set, Connect/Disconnect to
-//     open and close QUIC connections, a Tick with the engine's.
+//     open and close QUIC connections, a Tick with the engine's. As built,
+//     the engine drives the Nodes itself (Tick with its own, PeerFailed
+//     for members that leave or restart, Hint with the readers), so the
+//     cluster loop and the simulator carry the tree's messages as frames
+//     like any other; passing the transport's broken connections and the
+//     active view's connections through is still to do.
 package epidemic

@@ -158,6 +158,11 @@ func (n *Node) Passive() []PeerID { return slices.Sorted(slices.Values(n.passive
 // Stats returns the node's counters.
 func (n *Node) Stats() Stats { return n.stats }
 
+// Received reports whether payload id was received or broadcast here and
+// is still remembered (CacheMaxIDs, CacheTTL). Step takes another copy of
+// it as a duplicate, so a driver need not check that copy's payload.
+func (n *Node) Received(id MsgID) bool { return n.rcv.get(id) != nil }
+
 // Missing returns how many announced payloads are awaited.
 func (n *Node) Missing() int { return len(n.missing) }
 

@@ -40,11 +40,14 @@
 //
 // # Delivery
 //
-// A local delta goes straight to every peer that should hold its namespace
-// (Policy.PeerMayRead); peers do not forward deltas they received, so a
-// delta never goes back to where it came from, and the bytes on the wire are
-// the minimum K·(N−1)·delta for K updates on N nodes when nothing is lost.
-// What is lost or missed is repaired by digest sync.
+// A local delta of a namespace whose replica set (this node and the peers
+// that may read it, Policy.PeerMayRead) is smaller than
+// Config.TreeThreshold goes straight to every such peer; peers do not
+// forward deltas they received, so a delta never goes back to where it
+// came from, and the bytes on the wire are the minimum K·(N−1)·delta for K
+// updates on N nodes when nothing is lost. What is lost or missed is
+// repaired by digest sync. A larger replica set carries live deltas over
+// a broadcast tree instead ("Trees" below).
 //
 // Each peer has a bounded queue (Config.QueueMaxDeltas and QueueMaxBytes).
 // Deltas of one namespace are joined while they wait (so repeated updates of
@@ -125,6 +128,71 @@
 //     counting acl records the delta carries, ErrNotAllowed);
 //   - a live delta holds only its sender's own writes (ErrNotAuthor);
 //   - the sender itself may write the namespace (ErrNotAllowed).
+//
+// A delta relayed over a tree is checked the same way before the tree may
+// deliver or forward it, naming its author (wire.NamespaceDelta.Author)
+// where these name the sender: the author's signature, only the author's
+// writes, the author may write. The relay itself need only be a peer that
+// may read the namespace ("Trees").
+//
+// # Trees
+//
+// A namespace whose replica set has Config.TreeThreshold members or more
+// (default 8: below it the tree's five links are most of the set, and a
+// tree saves nothing and adds hops) carries this node's live deltas over
+// an epidemic broadcast tree (sync/epidemic: Plumtree over a HyParView
+// active view of five links), so a write costs its writer about five
+// sends, not N−1, and every holder receives it about once. tree.go drives
+// one epidemic.Node per namespace inside the engine; its messages go out
+// as wire.KindTree messages among Ready.Messages, so a driver needs
+// nothing new. Decisions:
+//
+//   - The payload is the author's live delta signed as for a direct send
+//     (KindDeltas) with the author's node id (which the signature does
+//     not name); its id is the SHA-256 of its canonical bytes
+//     (wire.NamespaceDelta.RelayBytes), computed by every receiver, never
+//     read from the wire. Relays forward the bytes unchanged.
+//   - A relayed delta is checked against its author ("Checks on arrival")
+//     before the tree steps it, so a node relays only what it would apply.
+//     A relay whose bytes fail a check no honest relay lets through
+//     (signature, seals, authorship, decoding) altered them: the payload
+//     is dropped, the rejection counted against the relay, and the relay
+//     leaves this node's tree for good (until it restarts); the payload
+//     comes by another link. A refusal of this node's own view (the author
+//     may not write here, yet) drops the payload only.
+//   - One overlay per namespace, of its readers only: a tree is offered
+//     (epidemic Hint) the peers that may read the namespace and reports
+//     failed those that no longer may (on each local delta, membership change and
+//     anti-entropy round). Tree messages from a peer that may not read the
+//     namespace are dropped, and a payload is sent only to a peer that may
+//     read it now — else it is withheld and the peer dropped from the
+//     tree: no relay sends a memory to a node whose principal may not read
+//     it (DESIGN.md invariant 3). A tree per replica set (shared by the
+//     namespaces of one set) would save links; a namespace's set changes
+//     with every grant, which would move it between overlays.
+//   - Only this node's own sends follow the threshold: a node takes part
+//     in the tree of any namespace it holds once a reader speaks to it of
+//     it, so nodes that count the set differently for a while still
+//     receive each other's deltas. A writer whose tree has no link yet (the
+//     first write, or every link lost) sends direct (TreeStats.Direct).
+//   - Acks, the per-peer queues and their digest-sync fallback stay for
+//     direct sends; a tree-carried delta is not acked. What the tree
+//     loses — a payload it gives up (GraftTries, MaxMissing) or never
+//     hears of (every copy and announcement to a node lost, ~p^5) — is
+//     repaired by anti-entropy and the syncs of joins, as a lost batch.
+//   - Holding a delta until what it depends on arrives (Order) is the
+//     engine's, on the author's account: the tree delivers in no order.
+//     A new reader is in the tree at once, so a relayed delta may reach
+//     it before its first sync answer (which direct sends wait for): one
+//     that depends on the history it lacks is held until the answer
+//     brings it, one whose author it does not yet know may write is
+//     refused, and the sync repairs both. Nothing reaches a peer that may
+//     not read the namespace either way.
+//   - Reported failed: peers that leave the membership or restart (their
+//     links went with their process); the transport's broken connections
+//     are the driver's to report in a later step. The active view's
+//     Connect and Disconnect are not passed on: the driver's transport
+//     opens a connection on the first frame to a member.
 //
 // # Removals only by writers
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/sync/epidemic"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
@@ -120,6 +121,18 @@ type Config struct {
 	// PendingMax bounds the live deltas held back until what they depend on
 	// arrives. Default 4096; overflow drops the oldest and syncs instead.
 	PendingMax int
+	// TreeThreshold is the size of a namespace's replica set (this node and
+	// the peers that may read it) from which this node's live deltas of
+	// it go over the namespace's epidemic broadcast tree instead of one
+	// send per reader (tree.go; doc.go, "Trees"). Default
+	// DefaultTreeThreshold (8); negative turns trees off: every live delta
+	// goes direct and tree messages are ignored (a cluster uses one
+	// setting).
+	TreeThreshold int
+	// Tree configures the trees (sync/epidemic); Self and Seed are set per
+	// namespace, zero fields take epidemic's defaults. New panics on a
+	// configuration epidemic.New refuses.
+	Tree epidemic.Config
 }
 
 func (c *Config) withDefaults() {
@@ -164,6 +177,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.Seals == nil {
 		c.Seals = crdt.NewSealCache(0)
+	}
+	if c.TreeThreshold == 0 {
+		c.TreeThreshold = DefaultTreeThreshold
 	}
 }
 
@@ -332,6 +348,10 @@ type Engine struct {
 	// toldLast: per namespace held, the last distinct context a peer told,
 	// encoded (agreement.go), shared by the peers that tell the same.
 	toldLast map[string][]byte
+	// trees: the namespaces' broadcast trees (tree.go), made when a
+	// replica set reaches Config.TreeThreshold or a peer speaks of one.
+	trees     map[string]*tree
+	treeStats TreeStats
 }
 
 // held is a checked live delta whose dependencies have not all arrived.
@@ -349,6 +369,16 @@ func New(cfg Config, st State, pol Policy) *Engine {
 	cfg.withDefaults()
 	if cfg.Signer.Sign == nil || crdt.ReplicaOfKey(cfg.Signer.Key) != cfg.Replica {
 		panic("replica: Config.Signer is required and its key must derive Config.Replica")
+	}
+	if cfg.TreeThreshold > 0 {
+		tc := cfg.Tree
+		tc.Self = epidemic.PeerID(cfg.Self)
+		if tc.Self == "" {
+			tc.Self = "self"
+		}
+		if _, err := epidemic.New(tc); err != nil {
+			panic(fmt.Sprintf("replica: Config.Tree: %v", err))
+		}
 	}
 	return &Engine{
 		cfg: cfg, st: st, pol: pol, codec: wire.NewCodec(0),
@@ -368,6 +398,9 @@ func (e *Engine) SetPeers(peers []Peer) {
 		seen[p.ID] = true
 		ps, ok := e.peers[p.ID]
 		if !ok || ps.Incarnation != p.Incarnation {
+			if ok {
+				e.peerGone(p.ID) // restarted: its links in the trees went with it
+			}
 			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, answered: map[string]time.Time{}, asked: map[string]asking{}, readable: map[string]bool{}, joining: map[string]time.Time{}}
 			ps.stats.Peer = p.ID
 			e.peers[p.ID] = ps
@@ -403,11 +436,13 @@ func (e *Engine) SetPeers(peers []Peer) {
 			}
 		}
 	}
-	for id := range e.peers {
+	for _, id := range e.sortedPeers() {
 		if !seen[id] {
 			delete(e.peers, id)
+			e.peerGone(id)
 		}
 	}
+	e.refreshTrees()
 	e.flushAll()
 }
 
@@ -443,8 +478,10 @@ func (e *Engine) Stats() []PeerStats {
 	return out
 }
 
-// LocalDelta queues a delta made on this node for every peer that should
-// hold ns, and sends what the windows allow.
+// LocalDelta sends a delta made on this node to every peer that should
+// hold ns: over ns's broadcast tree when its replica set reached
+// Config.TreeThreshold (tree.go), else queued for each of them, and sends
+// what the windows allow.
 func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 	size := len(d.Encode())
 	// A namespace this delta created has no history a new reader lacks.
@@ -453,12 +490,14 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 	if from == 0 {
 		from = ^uint64(0) // creates nothing (a retract, a bare remove)
 	}
+	var readers, live []PeerID
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]
 		if !e.pol.PeerMayRead(p.Peer, ns) {
 			delete(p.readable, ns)
 			continue
 		}
+		readers = append(readers, id)
 		if !p.readable[ns] {
 			p.readable[ns] = true
 			if !fresh {
@@ -469,7 +508,18 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 				continue
 			}
 		}
-		e.enqueue(p, ns, d, size, from)
+		live = append(live, id)
+	}
+	if e.treesOn() && 1+len(readers) >= e.cfg.TreeThreshold {
+		t := e.treeFor(ns, true)
+		e.offerReaders(t, readers)
+		if e.broadcastLive(t, ns, d, from) {
+			e.flushAll()
+			return
+		}
+	}
+	for _, id := range live {
+		e.enqueue(e.peers[id], ns, d, size, from)
 	}
 	e.flushAll()
 }
@@ -655,6 +705,7 @@ func (e *Engine) requestSync(p *peerState) {
 func (e *Engine) Tick(now time.Time) {
 	e.now = now
 	e.release()
+	e.tickTrees()
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]
 		e.checkInflight(p, now)
@@ -686,6 +737,7 @@ func (e *Engine) Tick(now time.Time) {
 	if !now.Before(e.nextAE) && len(e.peers) > 0 {
 		e.nextAE = now.Add(e.cfg.AntiEntropyInterval)
 		e.forgetUnheld()
+		e.refreshTrees()
 		ids := e.sortedPeers()
 		p := e.peers[ids[e.rng.IntN(len(ids))]]
 		for _, ns := range e.st.Namespaces() {

@@ -31,6 +31,9 @@ type cluster struct {
 	msgs  int
 	// drop, when set, loses the messages it picks.
 	drop func(from, to PeerID, m *wire.Message) bool
+	// alter, when set, may replace a message on its way (a malicious
+	// sender); it sees every message before drop does.
+	alter func(from, to PeerID, m *wire.Message) *wire.Message
 }
 
 type node struct {
@@ -140,6 +143,9 @@ func (c *cluster) drain(nd *node) (moved bool) {
 		c.t.Logf("%s rejected from %s: %v", nd.id, rj.From, rj.Err)
 	}
 	for _, env := range rd.Messages {
+		if c.alter != nil {
+			env.Msg = c.alter(nd.id, env.To, env.Msg)
+		}
 		f, err := c.codec.Encode(env.Msg)
 		if err != nil {
 			c.t.Fatal(err)

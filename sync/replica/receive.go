@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"crypto/ed25519"
 	"fmt"
 
 	"github.com/mnemohq/mnemo/crdt"
@@ -21,6 +22,8 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 	}
 	e.release() // what was applied since the last input may free held deltas
 	switch m.Kind {
+	case wire.KindTree:
+		e.stepTree(p, m)
 	case wire.KindAck:
 		if f, ok := p.inflight[m.Seq]; ok {
 			delete(p.inflight, m.Seq)
@@ -80,22 +83,40 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 	if live {
 		kind = wire.KindDeltas
 	}
-	if !e.cfg.DeltaSigs.Verify(p.Key, nd.SignedBytes(kind), nd.Sig) { // nd.Verify, remembered if DeltaSigs is set
-		e.reject(p, nd.Namespace, ErrBadSignature)
-		return
-	}
-	if !e.pol.ShouldHold(nd.Namespace) {
-		e.reject(p, nd.Namespace, ErrNotHeld)
-		return
-	}
-	d, err := crdt.DecodeMap(nd.Delta, e.cfg.Limits)
+	d, err := e.checkDelta(nd, kind, p.Key, p.Replica, p.ID, live)
 	if err != nil {
 		e.reject(p, nd.Namespace, err)
 		return
 	}
-	if err := d.VerifySeals(nd.Namespace, e.cfg.Seals); err != nil {
-		e.reject(p, nd.Namespace, err)
+	p.stats.DeltasRecv++
+	// (A delta that overwrote nothing depends on nothing: no need to build
+	// what this node has seen.)
+	if live && !d.DependsOn(noDots, p.Replica, nd.From) && !d.DependsOn(e.haveFor(nd.Namespace), p.Replica, nd.From) {
+		e.holdFrom(p.ID, p.Replica, nd.Namespace, d, nd.From)
 		return
+	}
+	e.toApply(Apply{From: p.ID, Namespace: nd.Namespace, Delta: d, Live: live})
+}
+
+// checkDelta runs the checks on arrival (doc.go) on a namespace delta
+// signed by key for a message of kind, whose author is the node named
+// author with replica rep: the peer that sent it, or for a relayed delta
+// (tree.go) the node that wrote it. A live delta holds only the author's
+// writes. The errors other than ErrNotHeld and ErrNotAllowed are about
+// the bytes themselves, whoever checks them.
+func (e *Engine) checkDelta(nd wire.NamespaceDelta, kind wire.Kind, key ed25519.PublicKey, rep crdt.ReplicaID, author PeerID, live bool) (*crdt.Map, error) {
+	if !e.cfg.DeltaSigs.Verify(key, nd.SignedBytes(kind), nd.Sig) { // nd.Verify, remembered if DeltaSigs is set
+		return nil, ErrBadSignature
+	}
+	if !e.pol.ShouldHold(nd.Namespace) {
+		return nil, ErrNotHeld
+	}
+	d, err := crdt.DecodeMap(nd.Delta, e.cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.VerifySeals(nd.Namespace, e.cfg.Seals); err != nil {
+		return nil, err
 	}
 	pol := e.pol
 	if dp, ok := pol.(DeltaPolicy); ok {
@@ -104,7 +125,7 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 	var bad error
 	d.Records(func(id string, r *crdt.Record) bool {
 		for _, dot := range r.Dots() {
-			if live && dot.Replica != p.Replica {
+			if live && dot.Replica != rep {
 				bad = fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAuthor, id, dot.Replica)
 				return false
 			}
@@ -118,21 +139,13 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 	// Removals only by writers: a delta's causal context removes whatever
 	// the receiver holds that the delta claims without carrying, so only a
 	// peer that may write ns may send one, live or in a sync answer.
-	if bad == nil && !pol.ReplicaMayWrite(p.Replica, nd.Namespace) {
-		bad = fmt.Errorf("%w: %s may not write %s, so it may not send it", ErrNotAllowed, p.ID, nd.Namespace)
+	if bad == nil && !pol.ReplicaMayWrite(rep, nd.Namespace) {
+		bad = fmt.Errorf("%w: %s may not write %s, so it may not send it", ErrNotAllowed, author, nd.Namespace)
 	}
 	if bad != nil {
-		e.reject(p, nd.Namespace, bad)
-		return
+		return nil, bad
 	}
-	p.stats.DeltasRecv++
-	// (A delta that overwrote nothing depends on nothing: no need to build
-	// what this node has seen.)
-	if live && !d.DependsOn(noDots, p.Replica, nd.From) && !d.DependsOn(e.haveFor(nd.Namespace), p.Replica, nd.From) {
-		e.hold(p, nd.Namespace, d, nd.From)
-		return
-	}
-	e.toApply(Apply{From: p.ID, Namespace: nd.Namespace, Delta: d, Live: live})
+	return d, nil
 }
 
 // noDots is the empty context. Never modified.
@@ -144,10 +157,10 @@ var noDots = crdt.NewContext()
 // node never got.
 func (e *Engine) haveFor(ns string) *crdt.Context { return e.st.Context(ns) }
 
-// hold keeps a live delta until what it depends on has arrived. The buffer
-// is bounded: the oldest entry goes first, and its namespace is synced with
-// its sender instead.
-func (e *Engine) hold(p *peerState, ns string, d *crdt.Map, first uint64) {
+// holdFrom keeps a live delta by replica origin until what it depends on
+// has arrived. The buffer is bounded: the oldest entry goes first, and its
+// namespace is synced with peer from instead.
+func (e *Engine) holdFrom(from PeerID, origin crdt.ReplicaID, ns string, d *crdt.Map, first uint64) {
 	if len(e.pending) >= e.cfg.PendingMax {
 		old := e.pending[0]
 		e.pending = e.pending[1:]
@@ -156,7 +169,7 @@ func (e *Engine) hold(p *peerState, ns string, d *crdt.Map, first uint64) {
 			op.stats.Fallbacks++
 		}
 	}
-	e.pending = append(e.pending, held{from: p.ID, origin: p.Replica, first: first, ns: ns, d: d})
+	e.pending = append(e.pending, held{from: from, origin: origin, first: first, ns: ns, d: d})
 }
 
 // release applies held deltas whose dependencies have arrived, and drops

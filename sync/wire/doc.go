@@ -17,6 +17,12 @@
 //     context, the sender's context, the retracted ids when they differ),
 //     plus the sender's own context so the requester can answer in kind.
 //   - Ack.
+//   - Tree: one message of a namespace's epidemic broadcast tree
+//     (sync/epidemic, driven by sync/replica): Overlay names the
+//     namespace, Tree holds the epidemic fields, and a payload is a live
+//     delta relayed unchanged in Deltas[0] with its Author (the node whose
+//     key signed it). Its id is the SHA-256 of RelayBytes, computed by the
+//     receiver. A node of an earlier build refuses the kind as corrupt.
 //   - Bindings: signed acl.Binding records (which node hosts which agent),
 //     handled by the node's cluster loop. BindingsSum digests the sender's
 //     set (alone in a periodic summary); BindingIDs is its index (a short

@@ -1,0 +1,443 @@
+package replica
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/sync/epidemic"
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// Live deltas of large replica sets go over epidemic broadcast trees
+// (doc.go, "Trees"): one epidemic.Node per namespace, whose overlay is
+// made of the namespace's readers only. This file drives those nodes as
+// sync/epidemic's doc.go says, inside the engine: their messages leave as
+// wire.KindTree messages in Ready.Messages, and relayed deltas arrive at
+// Step, are checked against their author before the tree may forward
+// them, and are applied through Ready.Apply like any live delta.
+
+// DefaultTreeThreshold is Config.TreeThreshold's default.
+const DefaultTreeThreshold = 8
+
+// TreeStats are the engine's counters of its broadcast trees.
+type TreeStats struct {
+	// Trees is the number of namespaces with a tree here.
+	Trees int `json:"trees"`
+	// Broadcasts: local live deltas sent over a tree.
+	Broadcasts uint64 `json:"broadcasts"`
+	// Direct: local live deltas of a namespace at or above the threshold
+	// sent to each reader instead, the tree having no link yet.
+	Direct uint64 `json:"direct"`
+	// Relayed: relayed deltas that passed the checks and were new here.
+	Relayed uint64 `json:"relayed"`
+	// Refused: tree messages dropped: from a peer that may not read the
+	// namespace or that this node holds not, malformed, or from a peer
+	// distrusted for a relayed delta it altered.
+	Refused uint64 `json:"refused"`
+	// Distrusted: peers dropped from a tree for relaying altered bytes.
+	Distrusted uint64 `json:"distrusted"`
+	// Withheld: payloads the tree would have sent to a peer that may not
+	// read the namespace (the peer is dropped from the tree instead).
+	Withheld uint64 `json:"withheld"`
+	// Node sums the trees' own counters (epidemic.Stats).
+	Node epidemic.Stats `json:"node"`
+}
+
+// tree is one namespace's broadcast tree here.
+type tree struct {
+	ns   string
+	node *epidemic.Node
+	// members are the peers offered to the overlay (Hint): the readers of
+	// ns when last looked, less distrusted ones.
+	members map[PeerID]bool
+	// distrusted peers relayed a delta whose bytes failed a check no
+	// honest relay would have let through (signature, seals, authorship,
+	// decoding): they are kept out of this tree until they restart.
+	distrusted map[PeerID]bool
+}
+
+// relayed is a relayed delta checked in Step, waiting for the tree to
+// deliver it (or take it as a duplicate).
+type relayed struct {
+	id     epidemic.MsgID
+	nd     wire.NamespaceDelta
+	d      *crdt.Map
+	origin *peerState // nil for this node's own delta come back
+}
+
+func (e *Engine) treesOn() bool { return e.cfg.TreeThreshold > 0 }
+
+// treeFor returns ns's tree, made if create (its readers then offered).
+func (e *Engine) treeFor(ns string, create bool) *tree {
+	if t := e.trees[ns]; t != nil || !create {
+		return t
+	}
+	c := e.cfg.Tree
+	c.Self = epidemic.PeerID(e.cfg.Self)
+	h := fnv.New64a()
+	h.Write([]byte(ns))
+	c.Seed = e.cfg.Seed ^ h.Sum64()
+	n, err := epidemic.New(c)
+	if err != nil {
+		panic(fmt.Sprintf("replica: Config.Tree: %v", err)) // checked by New
+	}
+	n.Tick(e.now)
+	t := &tree{ns: ns, node: n, members: map[PeerID]bool{}, distrusted: map[PeerID]bool{}}
+	if e.trees == nil {
+		e.trees = map[string]*tree{}
+	}
+	e.trees[ns] = t
+	e.offerReaders(t, e.readersOf(ns))
+	return t
+}
+
+// readersOf lists the peers that may read ns, sorted.
+func (e *Engine) readersOf(ns string) []PeerID {
+	var out []PeerID
+	for _, id := range e.sortedPeers() {
+		if e.pol.PeerMayRead(e.peers[id].Peer, ns) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// offerReaders makes t's overlay the readers given: new ones are offered
+// (Hint), departed ones reported failed, so no link stays to a peer that
+// may no longer read. A tree short of peers is offered them all again.
+func (e *Engine) offerReaders(t *tree, readers []PeerID) {
+	var hint []epidemic.PeerID
+	now := map[PeerID]bool{}
+	for _, id := range readers {
+		if t.distrusted[id] {
+			continue
+		}
+		now[id] = true
+		if !t.members[id] {
+			hint = append(hint, epidemic.PeerID(id))
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(t.members)) {
+		if !now[id] {
+			t.node.PeerFailed(epidemic.PeerID(id))
+		}
+	}
+	t.members = now
+	if len(t.node.Active())+len(t.node.Passive()) < t.node.Config().ActiveSize {
+		hint = hint[:0]
+		for _, id := range readers {
+			if now[id] {
+				hint = append(hint, epidemic.PeerID(id))
+			}
+		}
+	}
+	if len(hint) > 0 {
+		t.node.Hint(hint...)
+	}
+	e.drainTree(t, nil)
+}
+
+// refreshTrees makes a tree for every namespace held whose replica set
+// reached the threshold and offers each tree its readers as they are now.
+func (e *Engine) refreshTrees() {
+	if !e.treesOn() {
+		return
+	}
+	for _, ns := range e.st.Namespaces() {
+		if !e.pol.ShouldHold(ns) {
+			continue
+		}
+		readers := e.readersOf(ns)
+		if t := e.trees[ns]; t != nil {
+			e.offerReaders(t, readers)
+		} else if 1+len(readers) >= e.cfg.TreeThreshold {
+			e.treeFor(ns, true)
+		}
+	}
+}
+
+// peerGone tells every tree that id failed or restarted (its old
+// incarnation's links are gone); a restarted peer is offered again by the
+// next refresh.
+func (e *Engine) peerGone(id PeerID) {
+	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
+		t := e.trees[ns]
+		delete(t.members, id)
+		delete(t.distrusted, id)
+		t.node.PeerFailed(epidemic.PeerID(id))
+		e.drainTree(t, nil)
+	}
+}
+
+// broadcastLive sends a local live delta of ns over its tree and reports
+// whether it did: false when the tree has no link yet (the caller sends it
+// to each reader).
+func (e *Engine) broadcastLive(t *tree, ns string, d *crdt.Map, from uint64) bool {
+	if len(t.node.Active()) == 0 {
+		e.treeStats.Direct++
+		return false
+	}
+	nd := wire.NamespaceDelta{Namespace: ns, Delta: d.Encode(), From: from, Author: string(e.cfg.Self)}
+	nd.Sign(wire.KindDeltas, e.cfg.Signer)
+	payload := nd.RelayBytes()
+	if t.node.Broadcast(sha256.Sum256(payload), payload) {
+		e.treeStats.Broadcasts++
+	}
+	e.drainTree(t, nil)
+	return true
+}
+
+// tickTrees advances every tree's time.
+func (e *Engine) tickTrees() {
+	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
+		t := e.trees[ns]
+		t.node.Tick(e.now)
+		e.drainTree(t, nil)
+	}
+}
+
+// errAltered marks the checks of a relayed delta no honest relay lets
+// through: the relay altered the bytes.
+var errAltered = errors.New("replica: relayed delta altered")
+
+// stepTree takes a tree message from peer p.
+func (e *Engine) stepTree(p *peerState, m *wire.Message) {
+	if !e.treesOn() {
+		return
+	}
+	ns := m.Overlay
+	t := e.trees[ns]
+	if !e.pol.ShouldHold(ns) || !e.pol.PeerMayRead(p.Peer, ns) {
+		// No place in ns's overlay here: not a holder, or a peer that may
+		// not read ns (its read revoked, or not yet granted here).
+		e.treeStats.Refused++
+		if t != nil {
+			t.node.PeerFailed(epidemic.PeerID(p.ID))
+			e.drainTree(t, nil)
+		}
+		return
+	}
+	if t == nil {
+		t = e.treeFor(ns, true)
+	}
+	if t.distrusted[p.ID] {
+		e.treeStats.Refused++
+		return
+	}
+	em, err := fromWire(m)
+	if err != nil {
+		e.treeStats.Refused++
+		return
+	}
+	var rl *relayed
+	if em.Kind == epidemic.KindGossip && !t.node.Received(em.ID) {
+		rl, err = e.checkRelayed(p, em.ID, m.Deltas[0])
+		if err != nil {
+			e.reject(p, ns, err)
+			if errors.Is(err, errAltered) {
+				// Route around the relay: out of this tree for good.
+				t.distrusted[p.ID] = true
+				delete(t.members, p.ID)
+				t.node.PeerFailed(epidemic.PeerID(p.ID))
+				e.treeStats.Distrusted++
+				e.drainTree(t, nil)
+			}
+			return
+		}
+	}
+	if err := t.node.Step(epidemic.PeerID(p.ID), em); err != nil {
+		e.treeStats.Refused++
+	}
+	e.drainTree(t, rl)
+}
+
+// checkRelayed runs the checks on arrival (doc.go) on a relayed delta,
+// naming its author where they name the sender: the author's signature,
+// only the author's writes, the author may write. The relay vouches for
+// nothing; it may read ns (stepTree checked).
+func (e *Engine) checkRelayed(p *peerState, id epidemic.MsgID, nd wire.NamespaceDelta) (*relayed, error) {
+	author := PeerID(nd.Author)
+	var key ed25519.PublicKey
+	var rep crdt.ReplicaID
+	var origin *peerState
+	switch op, ok := e.peers[author]; {
+	case author == e.cfg.Self:
+		key, rep = e.cfg.Signer.Key, e.cfg.Replica
+	case ok:
+		key, rep, origin = op.Key, op.Replica, op
+	default:
+		return nil, fmt.Errorf("%w: the author %s of a relayed delta", ErrUnknownPeer, author)
+	}
+	d, err := e.checkDelta(nd, wire.KindDeltas, key, rep, author, true)
+	if err != nil {
+		if !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrNotAllowed) {
+			// About the bytes, not this node's view: the author's
+			// signature, seals and decoding hold wherever they are
+			// checked, so an honest relay never forwards such a delta.
+			err = fmt.Errorf("%w by %s (author %s): %w", errAltered, p.ID, author, err)
+		}
+		return nil, err
+	}
+	return &relayed{id: id, nd: nd, d: d, origin: origin}, nil
+}
+
+// drainTree takes t's outputs: deliveries (rl is the relayed delta just
+// stepped, already checked) go to apply, messages out as KindTree.
+func (e *Engine) drainTree(t *tree, rl *relayed) {
+	for t.node.HasReady() {
+		r := t.node.Ready()
+		for _, dv := range r.Deliver {
+			e.deliverRelayed(t, dv, rl)
+		}
+		for _, env := range r.Messages {
+			e.sendTree(t, env)
+		}
+	}
+}
+
+// deliverRelayed applies a relayed delta delivered for the first time, or
+// holds it until what it depends on is here (Order).
+func (e *Engine) deliverRelayed(t *tree, dv epidemic.Delivery, rl *relayed) {
+	from := e.peers[PeerID(dv.From)]
+	if rl == nil || rl.id != dv.ID || from == nil {
+		return // only what Step checked is delivered (a tree delivers in Step only)
+	}
+	if rl.origin == nil {
+		return // this node's own delta, come back after its id was forgotten
+	}
+	e.treeStats.Relayed++
+	from.stats.DeltasRecv++
+	o := rl.origin
+	if !rl.d.DependsOn(noDots, o.Replica, rl.nd.From) && !rl.d.DependsOn(e.haveFor(t.ns), o.Replica, rl.nd.From) {
+		// Held on the author's account; a sync on overflow goes to the
+		// author, which may write ns (a relay may only read it).
+		e.holdFrom(o.ID, o.Replica, t.ns, rl.d, rl.nd.From)
+		return
+	}
+	e.toApply(Apply{From: from.ID, Namespace: t.ns, Delta: rl.d, Live: true})
+}
+
+// sendTree sends one of t's messages, as a KindTree message. A payload
+// goes only to a peer that may read ns now: the tree is told a peer that
+// may not has failed, and the payload is withheld (DESIGN.md invariant 3).
+func (e *Engine) sendTree(t *tree, env epidemic.Envelope) {
+	to := PeerID(env.To)
+	p := e.peers[to]
+	if p == nil || (env.Msg.Kind == epidemic.KindGossip && !e.pol.PeerMayRead(p.Peer, t.ns)) {
+		if env.Msg.Kind == epidemic.KindGossip {
+			e.treeStats.Withheld++
+		}
+		delete(t.members, to)
+		t.node.PeerFailed(env.To)
+		return
+	}
+	m := toWire(t.ns, env.Msg)
+	if len(m.Deltas) == 1 {
+		p.stats.DeltasSent++
+		p.stats.BytesSent += uint64(len(m.Deltas[0].Delta))
+	}
+	e.send(to, m)
+}
+
+// TreeStats returns the trees' counters.
+func (e *Engine) TreeStats() TreeStats {
+	s := e.treeStats
+	s.Trees = len(e.trees)
+	for _, t := range e.trees {
+		n := t.node.Stats()
+		a := &s.Node
+		a.Delivered += n.Delivered
+		a.Duplicates += n.Duplicates
+		a.PayloadsSent += n.PayloadsSent
+		a.IHaveIDs += n.IHaveIDs
+		a.IHaveMsgs += n.IHaveMsgs
+		a.Grafts += n.Grafts
+		a.Wants += n.Wants
+		a.Prunes += n.Prunes
+		a.Control += n.Control
+		a.BytesSent += n.BytesSent
+		a.GaveUp += n.GaveUp
+		a.Malformed += n.Malformed
+	}
+	return s
+}
+
+// TreeActive returns the peers of ns's tree's active view, sorted (nil if
+// ns has no tree here).
+func (e *Engine) TreeActive(ns string) []PeerID {
+	t := e.trees[ns]
+	if t == nil {
+		return nil
+	}
+	var out []PeerID
+	for _, p := range t.node.Active() {
+		out = append(out, PeerID(p))
+	}
+	return out
+}
+
+// toWire converts a tree's message for ns. A payload is a relayed delta's
+// RelayBytes, made or checked here, so it parses.
+func toWire(ns string, m epidemic.Message) *wire.Message {
+	w := &wire.Message{Kind: wire.KindTree, Overlay: ns, Tree: &wire.Tree{Kind: uint8(m.Kind),
+		Round: m.Round, Peer: string(m.Peer), TTL: m.TTL, Priority: m.Priority, Accept: m.Accept}}
+	if m.Kind == epidemic.KindGossip {
+		nd, err := wire.ParseRelayBytes(m.Payload)
+		if err != nil {
+			panic(fmt.Sprintf("replica: a tree payload that does not parse: %v", err))
+		}
+		w.Deltas = []wire.NamespaceDelta{nd}
+	} else {
+		w.Tree.Origin = string(m.Origin)
+	}
+	for _, a := range m.IHave {
+		w.Tree.IHave = append(w.Tree.IHave, wire.Announcement{ID: a.ID[:], Round: a.Round})
+	}
+	for _, id := range m.IDs {
+		w.Tree.IDs = append(w.Tree.IDs, id[:])
+	}
+	for _, p := range m.Peers {
+		w.Tree.Peers = append(w.Tree.Peers, string(p))
+	}
+	return w
+}
+
+// fromWire converts a KindTree message (its shape checked by wire.Decode).
+// A payload's id and origin are derived from the relayed delta itself.
+func fromWire(w *wire.Message) (epidemic.Message, error) {
+	t := w.Tree
+	m := epidemic.Message{Kind: epidemic.Kind(t.Kind), Origin: epidemic.PeerID(t.Origin), Round: t.Round,
+		Peer: epidemic.PeerID(t.Peer), TTL: t.TTL, Priority: t.Priority, Accept: t.Accept}
+	if m.Kind == epidemic.KindGossip {
+		if len(w.Deltas) != 1 {
+			return m, errors.New("replica: a tree payload message without its delta")
+		}
+		m.Payload = w.Deltas[0].RelayBytes()
+		m.ID = sha256.Sum256(m.Payload)
+		m.Origin = epidemic.PeerID(w.Deltas[0].Author)
+	} else if len(w.Deltas) != 0 {
+		return m, errors.New("replica: a delta in a tree message of another kind")
+	}
+	for _, a := range t.IHave {
+		if len(a.ID) != wire.TreeIDSize {
+			return m, errors.New("replica: a tree id of the wrong size")
+		}
+		m.IHave = append(m.IHave, epidemic.Announcement{ID: epidemic.MsgID(a.ID), Round: a.Round})
+	}
+	for _, id := range t.IDs {
+		if len(id) != wire.TreeIDSize {
+			return m, errors.New("replica: a tree id of the wrong size")
+		}
+		m.IDs = append(m.IDs, epidemic.MsgID(id))
+	}
+	for _, p := range t.Peers {
+		m.Peers = append(m.Peers, epidemic.PeerID(p))
+	}
+	return m, nil
+}
