@@ -70,6 +70,7 @@ func (e *Engine) Ready() Ready {
 	if e.wait.out != nil {
 		e.Advance(nil)
 	}
+	e.releaseTree()
 	r := e.ready
 	e.ready = Ready{}
 	if len(r.Apply) > 0 {
@@ -84,7 +85,7 @@ func (e *Engine) Ready() Ready {
 // deltas).
 func (e *Engine) HasReady() bool {
 	r := &e.ready
-	return len(r.Messages) > 0 || len(r.Apply) > 0 || len(r.Rejected) > 0 || len(r.Errors) > 0
+	return len(r.Messages) > 0 || len(r.Apply) > 0 || len(r.Rejected) > 0 || len(r.Errors) > 0 || len(e.treeOut) > 0
 }
 
 // Advance reports the outcome of the last Ready's Apply: every delta was
@@ -130,6 +131,8 @@ func (e *Engine) Advance(refused []Refusal) {
 	// What is now applied may free held deltas; what was refused is not in
 	// the state, so nothing is released on its account.
 	e.release()
+	// Tree payloads held back while their inputs' deltas were applied.
+	e.releaseTree()
 }
 
 // stateErr reports an error of State met while serving peer p.

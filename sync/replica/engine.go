@@ -352,6 +352,8 @@ type Engine struct {
 	// replica set reaches Config.TreeThreshold or a peer speaks of one.
 	trees     map[string]*tree
 	treeStats TreeStats
+	// treeOut: tree payloads waiting for releaseTree.
+	treeOut []treeSend
 }
 
 // held is a checked live delta whose dependencies have not all arrived.

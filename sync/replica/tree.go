@@ -324,25 +324,57 @@ func (e *Engine) deliverRelayed(t *tree, dv epidemic.Delivery, rl *relayed) {
 }
 
 // sendTree sends one of t's messages, as a KindTree message. A payload
-// goes only to a peer that may read ns now: the tree is told a peer that
-// may not has failed, and the payload is withheld (DESIGN.md invariant 3).
+// waits in treeOut until the driver has applied what the same input
+// brought (releaseTree): a relayed delta is forwarded as it arrives,
+// before it is applied, and it may carry the revocation of a next hop's
+// read.
 func (e *Engine) sendTree(t *tree, env epidemic.Envelope) {
 	to := PeerID(env.To)
-	p := e.peers[to]
-	if p == nil || (env.Msg.Kind == epidemic.KindGossip && !e.pol.PeerMayRead(p.Peer, t.ns)) {
-		if env.Msg.Kind == epidemic.KindGossip {
-			e.treeStats.Withheld++
-		}
+	if e.peers[to] == nil {
 		delete(t.members, to)
 		t.node.PeerFailed(env.To)
 		return
 	}
-	m := toWire(t.ns, env.Msg)
-	if len(m.Deltas) == 1 {
-		p.stats.DeltasSent++
-		p.stats.BytesSent += uint64(len(m.Deltas[0].Delta))
+	if env.Msg.Kind == epidemic.KindGossip {
+		e.treeOut = append(e.treeOut, treeSend{ns: t.ns, env: env})
+		return
 	}
-	e.send(to, m)
+	e.send(to, toWire(t.ns, env.Msg))
+}
+
+// treeSend is a tree's payload waiting for releaseTree.
+type treeSend struct {
+	ns  string
+	env epidemic.Envelope
+}
+
+// releaseTree sends the payloads waiting in treeOut, once no delta handed
+// out to apply is waiting for its outcome: each only to a peer that may
+// read its namespace now, with what was applied counted. A peer that may
+// not is reported failed to the tree and the payload withheld (DESIGN.md
+// invariant 3).
+func (e *Engine) releaseTree() {
+	for len(e.treeOut) > 0 && len(e.ready.Apply) == 0 && e.wait.out == nil {
+		out := e.treeOut
+		e.treeOut = nil
+		for _, ts := range out {
+			to := PeerID(ts.env.To)
+			p := e.peers[to]
+			if p == nil || !e.pol.PeerMayRead(p.Peer, ts.ns) {
+				e.treeStats.Withheld++
+				if t := e.trees[ts.ns]; t != nil {
+					delete(t.members, to)
+					t.node.PeerFailed(ts.env.To)
+					e.drainTree(t, nil)
+				}
+				continue
+			}
+			m := toWire(ts.ns, ts.env.Msg)
+			p.stats.DeltasSent++
+			p.stats.BytesSent += uint64(len(m.Deltas[0].Delta))
+			e.send(to, m)
+		}
+	}
 }
 
 // TreeStats returns the trees' counters.

@@ -160,10 +160,8 @@ func TestTreeAlteringRelayDroppedNotForwarded(t *testing.T) {
 			}
 			// Record what each writer really sent, before anyone relays.
 			record := func(w int) {
-				for _, env := range c.nodes[w].eng.ready.Messages {
-					if env.Msg.Kind == wire.KindTree && len(env.Msg.Deltas) == 1 {
-						genuine[sha256.Sum256(env.Msg.Deltas[0].RelayBytes())] = true
-					}
+				for _, ts := range c.nodes[w].eng.treeOut {
+					genuine[sha256.Sum256(ts.env.Msg.Payload)] = true
 				}
 			}
 			for i := range 30 {
@@ -353,5 +351,66 @@ func TestRelayedDeltaCheckedAgainstAuthor(t *testing.T) {
 	nd.Author = "n2"
 	if _, err := n0.eng.checkRelayed(p2, sha256.Sum256(nd.RelayBytes()), nd); !errors.Is(err, ErrBadSignature) || !errors.Is(err, errAltered) {
 		t.Fatalf("a delta under another author: %v, want ErrBadSignature, altered", err)
+	}
+}
+
+// A relayed delta is forwarded only once the delta it brought is
+// applied, and then only to peers that may still read: a delta carrying
+// the revocation of the next hop's read (simulated here by revoking while
+// it is applied) never reaches that hop.
+func TestTreeForwardsAfterApply(t *testing.T) {
+	pol := togglePolicy{readers: map[PeerID]bool{}}
+	for i := range 12 {
+		pol.readers[PeerID(fmt.Sprintf("n%d", i))] = true
+	}
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, pol, 4)
+	n0 := c.nodes[0]
+	c.write(0, "team://a", "m1", "title", "revoking")
+	var relay *node
+	var msg *wire.Message
+	for n0.eng.HasReady() {
+		rd := n0.eng.Ready()
+		n0.eng.Advance(nil)
+		for _, env := range rd.Messages {
+			if env.Msg.Kind == wire.KindTree && len(env.Msg.Deltas) == 1 && relay == nil {
+				relay, msg = c.byID(env.To), env.Msg
+			}
+		}
+	}
+	if relay == nil {
+		t.Fatal("n0 sent no payload over its tree")
+	}
+	relay.eng.Ready()
+	relay.eng.Advance(nil)
+	if err := relay.eng.Step(n0.id, msg); err != nil {
+		t.Fatal(err)
+	}
+	rd := relay.eng.Ready()
+	if len(rd.Apply) != 1 {
+		t.Fatalf("the relay has %d deltas to apply, want 1", len(rd.Apply))
+	}
+	for _, env := range rd.Messages {
+		if len(env.Msg.Deltas) > 0 {
+			t.Fatalf("%s forwarded a delta to %s before applying it", relay.id, env.To)
+		}
+	}
+	revoked := map[PeerID]bool{}
+	for _, p := range relay.eng.TreeActive("team://a") {
+		if p != n0.id {
+			delete(pol.readers, p)
+			revoked[p] = true
+		}
+	}
+	relay.eng.Advance(nil)
+	for relay.eng.HasReady() {
+		for _, env := range relay.eng.Ready().Messages {
+			if len(env.Msg.Deltas) > 0 && revoked[env.To] {
+				t.Fatalf("%s forwarded a delta to %s, whose read the delta revoked", relay.id, env.To)
+			}
+		}
+		relay.eng.Advance(nil)
+	}
+	if relay.eng.TreeStats().Withheld == 0 {
+		t.Fatal("no payload withheld: the test tested nothing")
 	}
 }
