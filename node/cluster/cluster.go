@@ -229,13 +229,16 @@ func (c *Cluster) Close() error {
 func (c *Cluster) Status(digests bool) Status {
 	peers := []replica.PeerStats{}
 	var agreement []replica.PeerAgreement
+	var trees replica.TreeStats
 	_ = c.do(func() {
 		peers = c.eng.Stats()
+		trees = c.eng.TreeStats()
 		if digests {
 			agreement = c.eng.Agreement()
 		}
 	})
 	st := c.status(peers, agreement, digests)
+	st.Trees = trees
 	st.QUIC, st.Gossip = c.QUICAddr(), c.GossipAddr()
 	return st
 }

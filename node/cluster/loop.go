@@ -105,6 +105,8 @@ type Status struct {
 	// (replica.Engine.Agreement). What digest sync compares, without the
 	// scan a digest needs; as fresh as the pair's last sync.
 	Agreement []replica.PeerAgreement `json:"agreement,omitempty"`
+	// Trees: the engine's broadcast trees (replica.TreeStats).
+	Trees replica.TreeStats `json:"trees"`
 }
 
 // NamespaceDigest is one replicated namespace's state digest: equal on two

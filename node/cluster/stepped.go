@@ -153,6 +153,7 @@ func (s *Stepped) Status(digests bool) Status {
 		agreement = s.eng.Agreement()
 	}
 	st := s.status(s.eng.Stats(), agreement, digests)
+	st.Trees = s.eng.TreeStats()
 	st.QUIC = s.cfg.Addr
 	return st
 }
