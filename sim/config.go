@@ -192,6 +192,9 @@ func (c Config) ReplayCommand() string {
 	if c.Engine.BatchMaxBytes > 0 {
 		fmt.Fprintf(&b, " --batch %d", c.Engine.BatchMaxBytes)
 	}
+	if c.Engine.TreeThreshold != 0 {
+		fmt.Fprintf(&b, " --tree-threshold %d", c.Engine.TreeThreshold)
+	}
 	if c.MaxSkew != 5*time.Second {
 		fmt.Fprintf(&b, " --max-skew %v", c.MaxSkew)
 	}

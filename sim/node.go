@@ -45,8 +45,9 @@ type simNode struct {
 	member     bool
 	stalled    bool
 	inbox      []*event
-	inc        int    // incarnation: a crash loses what is in flight to the node
-	dead       totals // counters of the loops lost in crashes
+	inc        int               // incarnation: a crash loses what is in flight to the node
+	dead       totals            // counters of the loops lost in crashes
+	deadTrees  replica.TreeStats // their broadcast trees' counters (trees.go)
 }
 
 func (s *Sim) newNode(i int) (*simNode, error) {
@@ -170,6 +171,7 @@ func (s *Sim) crash(n *simNode) {
 		n.dead.fallbacks += p.Fallbacks
 		n.dead.retransmits += p.Retransmits
 	}
+	addTrees(&n.deadTrees, st.Trees)
 	n.dead.applied += st.Applied
 	n.dead.rejected += st.Rejected
 	n.loop.Close()

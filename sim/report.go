@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mnemohq/mnemo/sync/replica"
 )
 
 // Report is the outcome of one run.
@@ -66,6 +68,12 @@ type Report struct {
 	WorstReachMS   float64  `json:"worst_reach_ms"` // idem, worst
 	Replay         string   `json:"replay"`
 	Spreads        []Spread `json:"-"`
+
+	// The broadcast trees (trees.go): their frames, and the engines' tree
+	// counters summed (Trees.Trees: the most one node had).
+	TreeMessages uint64            `json:"tree_messages"`
+	TreeBytes    uint64            `json:"tree_bytes"`
+	Trees        replica.TreeStats `json:"trees"`
 }
 
 func (s *Sim) report(wall time.Duration) *Report {
@@ -80,6 +88,7 @@ func (s *Sim) report(wall time.Duration) *Report {
 		SyncMessages: s.stats.syncMsgs, SyncBytes: s.stats.syncBytes,
 		BindingMsgs: s.stats.bindingMsgs, BindingBytes: s.stats.bindingBytes,
 		AckMessages: s.stats.ackMsgs, AckBytes: s.stats.ackBytes,
+		TreeMessages: s.stats.treeMsgs, TreeBytes: s.stats.treeBytes, Trees: s.treeTotals(),
 		DeltasApplied: t.applied, MinDeltaBytes: s.stats.minDeltaBytes, StateBytes: s.stats.stateBytes,
 		Fallbacks: t.fallbacks, Retransmits: t.retransmits, MaxQueue: t.maxQueue, QueueBound: s.cfg.Engine.QueueMaxDeltas,
 		Rejected: t.rejected, Dropped: s.stats.dropped, WallMS: wall.Milliseconds(),
@@ -156,6 +165,7 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  delta frames %d (%d bytes), sync frames %d (%d bytes); minimum K·(N−1)·delta %d bytes\n",
 		r.DeltaMessages, r.DeltaBytes, r.SyncMessages, r.SyncBytes, r.MinDeltaBytes)
 	fmt.Fprintf(w, "  binding frames %d (%d bytes), acks %d (%d bytes)\n", r.BindingMsgs, r.BindingBytes, r.AckMessages, r.AckBytes)
+	r.writeTrees(w)
 	fmt.Fprintf(w, "fallbacks to state sync: %d, retransmits %d, max queue depth %d (bound %d), rejected %d, dropped %d\n",
 		r.Fallbacks, r.Retransmits, r.MaxQueue, r.QueueBound, r.Rejected, r.Dropped)
 	fmt.Fprintf(w, "tracked updates: %.2f hops to the farthest holder, %.0f ms mean / %.0f ms worst to reach all\n",

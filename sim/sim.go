@@ -130,6 +130,7 @@ type counters struct {
 	syncMsgs, syncBytes                uint64
 	bindingMsgs, bindingBytes          uint64
 	ackMsgs, ackBytes                  uint64
+	treeMsgs, treeBytes                uint64
 	dropped                            uint64
 	ops, skipped                       int
 	saves, updates, deletes            int
@@ -272,6 +273,9 @@ func (s *Sim) send(from *simNode, addr string, frame []byte) {
 	case wire.KindAck:
 		s.stats.ackMsgs++
 		s.stats.ackBytes += uint64(len(frame))
+	case wire.KindTree:
+		s.stats.treeMsgs++
+		s.stats.treeBytes += uint64(len(frame))
 	}
 	for _, ns := range nss {
 		s.checkMayReceive(from, to, ns, kind)

@@ -32,6 +32,13 @@ func Mixed(seed uint64) Config {
 	if seed%4 == 3 {
 		c.Engine.BatchMaxBytes = 2 << 10
 	}
+	if seed%3 == 1 {
+		// Live deltas of every replica set of four holders or more go
+		// over broadcast trees (sync/replica/doc.go, "Trees"); the other
+		// seeds keep the engine's threshold, which only their larger
+		// sets reach.
+		c.Engine.TreeThreshold = 4
+	}
 	return c
 }
 
