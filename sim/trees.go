@@ -22,6 +22,7 @@ func addTrees(a *replica.TreeStats, b replica.TreeStats) {
 	a.Refused += b.Refused
 	a.Distrusted += b.Distrusted
 	a.Withheld += b.Withheld
+	a.Repairs += b.Repairs
 	n, m := &a.Node, b.Node
 	n.Delivered += m.Delivered
 	n.Duplicates += m.Duplicates
@@ -58,6 +59,6 @@ func (r *Report) writeTrees(w io.Writer) {
 	}
 	t := r.Trees
 	fmt.Fprintf(w, "  tree frames %d (%d bytes): %d broadcasts (up to %d trees a node), %d sent direct (no link yet), %d relayed deltas applied;\n"+
-		"    %d payload sends, %d announced ids, %d wants, %d grafts, %d given up, %d relays distrusted\n",
-		r.TreeMessages, r.TreeBytes, t.Broadcasts, t.Trees, t.Direct, t.Relayed, t.Node.PayloadsSent, t.Node.IHaveIDs, t.Node.Wants, t.Node.Grafts, t.Node.GaveUp, t.Distrusted)
+		"    %d payload sends, %d announced ids, %d wants, %d grafts, %d given up, %d repairs asked of authors, %d relays distrusted\n",
+		r.TreeMessages, r.TreeBytes, t.Broadcasts, t.Trees, t.Direct, t.Relayed, t.Node.PayloadsSent, t.Node.IHaveIDs, t.Node.Wants, t.Node.Grafts, t.Node.GaveUp, t.Repairs, t.Distrusted)
 }

@@ -179,7 +179,13 @@
 //     direct sends; a tree-carried delta is not acked. What the tree
 //     loses — a payload it gives up (GraftTries, MaxMissing) or never
 //     hears of (every copy and announcement to a node lost, ~p^5) — is
-//     repaired by anti-entropy and the syncs of joins, as a lost batch.
+//     repaired by anti-entropy and the syncs of joins, as a lost batch,
+//     and sooner when the author writes again: a relayed delta that must
+//     be held (it depends on writes not here) makes this node ask its
+//     author for a digest sync at once (TreeStats.Repairs), as an ack
+//     timeout does for a direct send. The simulator's sweep found the
+//     tail without it: a node lacking a writer's whole history for four
+//     minutes, until anti-entropy happened to pick that writer.
 //   - Holding a delta until what it depends on arrives (Order) is the
 //     engine's, on the author's account: the tree delivers in no order.
 //     A new reader is in the tree at once, so a relayed delta may reach

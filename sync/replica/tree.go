@@ -45,6 +45,10 @@ type TreeStats struct {
 	// Withheld: payloads the tree would have sent to a peer that may not
 	// read the namespace (the peer is dropped from the tree instead).
 	Withheld uint64 `json:"withheld"`
+	// Repairs: digest syncs asked of an author whose relayed delta had to
+	// be held (it depends on writes that have not arrived: a tree lost
+	// them).
+	Repairs uint64 `json:"repairs"`
 	// Node sums the trees' own counters (epidemic.Stats).
 	Node epidemic.Stats `json:"node"`
 }
@@ -318,6 +322,14 @@ func (e *Engine) deliverRelayed(t *tree, dv epidemic.Delivery, rl *relayed) {
 		// Held on the author's account; a sync on overflow goes to the
 		// author, which may write ns (a relay may only read it).
 		e.holdFrom(o.ID, o.Replica, t.ns, rl.d, rl.nd.From)
+		// This node missed something the author wrote or had seen: no ack
+		// timeout tells the author of a delta a tree lost, so ask it for
+		// what is missing now rather than wait for anti-entropy to pick
+		// it (one request owed per namespace, retried as digest sync's).
+		if _, owed := o.asked[t.ns]; !owed {
+			o.needSync[t.ns] = true
+			e.treeStats.Repairs++
+		}
 		return
 	}
 	e.toApply(Apply{From: from.ID, Namespace: t.ns, Delta: rl.d, Live: true})

@@ -414,3 +414,29 @@ func TestTreeForwardsAfterApply(t *testing.T) {
 		t.Fatal("no payload withheld: the test tested nothing")
 	}
 }
+
+// A node that never hears of a tree payload (every copy and announcement
+// to it lost) and then gets the author's next delta, which depends on
+// the lost one, asks the author for a sync at once: no ack timeout would
+// tell the author, and anti-entropy (an hour here) is not waited for.
+func TestTreeHeldDeltaAsksAuthor(t *testing.T) {
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 6)
+	c.write(2, "team://a", "w2", "title", "warm-up") // n2's first write syncs every reader (see above)
+	c.settle(3 * time.Second)
+	x := c.nodes[7].id
+	c.drop = func(from, to PeerID, m *wire.Message) bool { return to == x && m.Kind == wire.KindTree }
+	c.write(2, "team://a", "m1", "title", "lost on the way to n7")
+	c.settle(3 * time.Second)
+	c.drop = nil
+	if c.converged("team://a") {
+		t.Fatal("n7 got the delta all the same: the test tested nothing")
+	}
+	c.write(2, "team://a", "m1", "title", "overwrites it")
+	c.settle(3 * time.Second)
+	if !c.converged("team://a") {
+		t.Fatal("n7 did not catch up with the author of the delta it had to hold")
+	}
+	if c.byID(x).eng.TreeStats().Repairs == 0 {
+		t.Fatal("n7 asked its author for nothing")
+	}
+}
