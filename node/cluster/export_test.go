@@ -16,4 +16,5 @@ var (
 	RunPartitionHealConverges             = testPartitionHealConverges
 	RunGrantedTeamReplicatesOnlyToMembers = testGrantedTeamReplicatesOnlyToMembers
 	RunHandoverMovesAnAgent               = testHandoverMovesAnAgent
+	RunTreesCarrySaves                    = testTreesCarrySaves
 )

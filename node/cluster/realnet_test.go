@@ -45,6 +45,7 @@ func TestGrantedTeamReplicatesOnlyToMembers(t *testing.T) {
 	cluster.RunGrantedTeamReplicatesOnlyToMembers(t, realNetwork(t))
 }
 func TestHandoverMovesAnAgent(t *testing.T) { cluster.RunHandoverMovesAnAgent(t, realNetwork(t)) }
+func TestTreesCarrySaves(t *testing.T)      { cluster.RunTreesCarrySaves(t, realNetwork(t)) }
 
 // BenchmarkPropagation times a save on one node until the memory is
 // durable and searchable on a live peer, over real QUIC on loopback.
