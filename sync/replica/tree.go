@@ -228,6 +228,10 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 		return
 	}
 	if t == nil {
+		// Made at a reader's first word, held here yet or not (a node
+		// refusing until it held the namespace converged later in the
+		// sweep: median 5.25 → 6.5 s). A peer can make trees only of
+		// namespaces it may read by this node's acl.
 		t = e.treeFor(ns, true)
 	}
 	if t.distrusted[p.ID] {
