@@ -264,6 +264,8 @@ func TestConfigErrors(t *testing.T) {
 		"agent with path":  {Dir: t.TempDir(), Agent: "agent://alice/sub"},
 		"negative body":    {Dir: t.TempDir(), Agent: "alice", MaxBodyBytes: -1},
 		"negative timeout": {Dir: t.TempDir(), Agent: "alice", ShutdownTimeout: -time.Second},
+		"tree of one":      {Dir: t.TempDir(), Agent: "alice", TreeThreshold: 1},
+		"negative trees":   {Dir: t.TempDir(), Agent: "alice", TreeThreshold: -3},
 	} {
 		if n, err := Open(cfg); err == nil {
 			n.Close()

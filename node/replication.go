@@ -43,13 +43,17 @@ func (n *Node) startReplication() error {
 		return fmt.Errorf("node: cluster key: %w", err)
 	}
 	id := n.Identity()
+	trees := n.cfg.TreeThreshold
+	if trees == 0 {
+		trees = -1 // direct sends (Config.TreeThreshold)
+	}
 	netLog := n.log.With("component", "cluster")
 	cl, err := cluster.Start(cluster.Config{
 		Service:         n.svc,
 		Identity:        id,
 		Agents:          n.Principals,
 		Logger:          n.log,
-		Engine:          replica.Config{QueueMaxDeltas: n.cfg.QueueMaxDeltas, AntiEntropyInterval: n.cfg.AntiEntropy},
+		Engine:          replica.Config{QueueMaxDeltas: n.cfg.QueueMaxDeltas, AntiEntropyInterval: n.cfg.AntiEntropy, TreeThreshold: trees},
 		StartTransport:  realnet.Transport(n.cfg.QUICAddr, id, netLog),
 		StartMembership: realnet.Membership(realnet.Gossip{BindAddr: n.cfg.GossipAddr, Join: n.cfg.Join, ClusterKey: key}, netLog),
 		Observer:        n.meter,
