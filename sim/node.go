@@ -171,7 +171,7 @@ func (s *Sim) crash(n *simNode) {
 		n.dead.fallbacks += p.Fallbacks
 		n.dead.retransmits += p.Retransmits
 	}
-	addTrees(&n.deadTrees, st.Trees)
+	n.deadTrees.Add(st.Trees)
 	n.dead.applied += st.Applied
 	n.dead.rejected += st.Rejected
 	n.loop.Close()

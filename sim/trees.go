@@ -13,38 +13,13 @@ import (
 // the others and sums the engines' tree counters, the crashed
 // incarnations' included.
 
-// addTrees adds b's counters to a (Trees: the most any one node had).
-func addTrees(a *replica.TreeStats, b replica.TreeStats) {
-	a.Trees = max(a.Trees, b.Trees)
-	a.Broadcasts += b.Broadcasts
-	a.Direct += b.Direct
-	a.Relayed += b.Relayed
-	a.Refused += b.Refused
-	a.Distrusted += b.Distrusted
-	a.Withheld += b.Withheld
-	a.Repairs += b.Repairs
-	n, m := &a.Node, b.Node
-	n.Delivered += m.Delivered
-	n.Duplicates += m.Duplicates
-	n.PayloadsSent += m.PayloadsSent
-	n.IHaveIDs += m.IHaveIDs
-	n.IHaveMsgs += m.IHaveMsgs
-	n.Grafts += m.Grafts
-	n.Wants += m.Wants
-	n.Prunes += m.Prunes
-	n.Control += m.Control
-	n.BytesSent += m.BytesSent
-	n.GaveUp += m.GaveUp
-	n.Malformed += m.Malformed
-}
-
 // treeTotals sums every node's tree counters over its incarnations.
 func (s *Sim) treeTotals() replica.TreeStats {
 	var t replica.TreeStats
 	for _, n := range s.nodes {
-		addTrees(&t, n.deadTrees)
+		t.Add(n.deadTrees)
 		if n.up {
-			addTrees(&t, n.loop.Status(false).Trees)
+			t.Add(n.loop.Status(false).Trees)
 		}
 	}
 	return t

@@ -38,6 +38,22 @@ type Stats struct {
 	Malformed    uint64 `json:"malformed"`     // messages refused by Step
 }
 
+// Add adds o's counters to s.
+func (s *Stats) Add(o Stats) {
+	s.Delivered += o.Delivered
+	s.Duplicates += o.Duplicates
+	s.PayloadsSent += o.PayloadsSent
+	s.IHaveIDs += o.IHaveIDs
+	s.IHaveMsgs += o.IHaveMsgs
+	s.Grafts += o.Grafts
+	s.Wants += o.Wants
+	s.Prunes += o.Prunes
+	s.Control += o.Control
+	s.BytesSent += o.BytesSent
+	s.GaveUp += o.GaveUp
+	s.Malformed += o.Malformed
+}
+
 // link is a peer of the active view and its Plumtree state.
 type link struct {
 	id PeerID

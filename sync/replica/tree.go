@@ -2,7 +2,6 @@ package replica
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -51,6 +50,20 @@ type TreeStats struct {
 	Repairs uint64 `json:"repairs"`
 	// Node sums the trees' own counters (epidemic.Stats).
 	Node epidemic.Stats `json:"node"`
+}
+
+// Add adds o's counters to s; Trees becomes the larger of the two (the
+// most trees one node had).
+func (s *TreeStats) Add(o TreeStats) {
+	s.Trees = max(s.Trees, o.Trees)
+	s.Broadcasts += o.Broadcasts
+	s.Direct += o.Direct
+	s.Relayed += o.Relayed
+	s.Refused += o.Refused
+	s.Distrusted += o.Distrusted
+	s.Withheld += o.Withheld
+	s.Repairs += o.Repairs
+	s.Node.Add(o.Node)
 }
 
 // tree is one namespace's broadcast tree here.
@@ -190,7 +203,7 @@ func (e *Engine) broadcastLive(t *tree, ns string, d *crdt.Map, from uint64) boo
 	nd := wire.NamespaceDelta{Namespace: ns, Delta: d.Encode(), From: from, Author: string(e.cfg.Self)}
 	nd.Sign(wire.KindDeltas, e.cfg.Signer)
 	payload := nd.RelayBytes()
-	if t.node.Broadcast(sha256.Sum256(payload), payload) {
+	if t.node.Broadcast(wire.RelayID(payload), payload) {
 		e.treeStats.Broadcasts++
 	}
 	e.drainTree(t, nil)
@@ -398,20 +411,7 @@ func (e *Engine) TreeStats() TreeStats {
 	s := e.treeStats
 	s.Trees = len(e.trees)
 	for _, t := range e.trees {
-		n := t.node.Stats()
-		a := &s.Node
-		a.Delivered += n.Delivered
-		a.Duplicates += n.Duplicates
-		a.PayloadsSent += n.PayloadsSent
-		a.IHaveIDs += n.IHaveIDs
-		a.IHaveMsgs += n.IHaveMsgs
-		a.Grafts += n.Grafts
-		a.Wants += n.Wants
-		a.Prunes += n.Prunes
-		a.Control += n.Control
-		a.BytesSent += n.BytesSent
-		a.GaveUp += n.GaveUp
-		a.Malformed += n.Malformed
+		s.Node.Add(t.node.Stats())
 	}
 	return s
 }
@@ -467,7 +467,7 @@ func fromWire(w *wire.Message) (epidemic.Message, error) {
 			return m, errors.New("replica: a tree payload message without its delta")
 		}
 		m.Payload = w.Deltas[0].RelayBytes()
-		m.ID = sha256.Sum256(m.Payload)
+		m.ID = wire.RelayID(m.Payload)
 		m.Origin = epidemic.PeerID(w.Deltas[0].Author)
 	} else if len(w.Deltas) != 0 {
 		return m, errors.New("replica: a delta in a tree message of another kind")

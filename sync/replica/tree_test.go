@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -137,7 +136,7 @@ func TestTreeAlteringRelayDroppedNotForwarded(t *testing.T) {
 					return m
 				}
 				if from != mallory {
-					if !genuine[sha256.Sum256(m.Deltas[0].RelayBytes())] {
+					if !genuine[wire.RelayID(m.Deltas[0].RelayBytes())] {
 						t.Errorf("%s forwarded a relayed delta no writer made, to %s", from, to)
 					}
 					return m
@@ -161,7 +160,7 @@ func TestTreeAlteringRelayDroppedNotForwarded(t *testing.T) {
 			// Record what each writer really sent, before anyone relays.
 			record := func(w int) {
 				for _, ts := range c.nodes[w].eng.treeOut {
-					genuine[sha256.Sum256(ts.env.Msg.Payload)] = true
+					genuine[wire.RelayID(ts.env.Msg.Payload)] = true
 				}
 			}
 			for i := range 30 {
@@ -335,7 +334,7 @@ func TestRelayedDeltaCheckedAgainstAuthor(t *testing.T) {
 	nd.Sign(wire.KindDeltas, n1.signer)
 	// n2, a reader, relays n1's delta: accepted, though n2 may not write.
 	p2 := n0.eng.peers["n2"]
-	if _, err := n0.eng.checkRelayed(p2, sha256.Sum256(nd.RelayBytes()), nd); err != nil {
+	if _, err := n0.eng.checkRelayed(p2, wire.RelayID(nd.RelayBytes()), nd); err != nil {
 		t.Fatalf("a reader relaying a writer's signed delta: %v", err)
 	}
 	// n2 relays its own write as its author: refused, not as altered.
@@ -343,13 +342,13 @@ func TestRelayedDeltaCheckedAgainstAuthor(t *testing.T) {
 	sealInto(m, "team://a", d2, a.mallory)
 	nd2 := wire.NamespaceDelta{Namespace: "team://a", Delta: d2.Encode(), From: d2.FirstDot(a.c.nodes[2].rep), Author: "n2"}
 	nd2.Sign(wire.KindDeltas, a.mallory)
-	_, err = n0.eng.checkRelayed(p2, sha256.Sum256(nd2.RelayBytes()), nd2)
+	_, err = n0.eng.checkRelayed(p2, wire.RelayID(nd2.RelayBytes()), nd2)
 	if !errors.Is(err, ErrNotAllowed) || errors.Is(err, errAltered) {
 		t.Fatalf("a non-writer's relayed delta: %v, want ErrNotAllowed and not altered", err)
 	}
 	// n1's delta claiming n2 as author: the signature fails, altered.
 	nd.Author = "n2"
-	if _, err := n0.eng.checkRelayed(p2, sha256.Sum256(nd.RelayBytes()), nd); !errors.Is(err, ErrBadSignature) || !errors.Is(err, errAltered) {
+	if _, err := n0.eng.checkRelayed(p2, wire.RelayID(nd.RelayBytes()), nd); !errors.Is(err, ErrBadSignature) || !errors.Is(err, errAltered) {
 		t.Fatalf("a delta under another author: %v, want ErrBadSignature, altered", err)
 	}
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -167,6 +168,10 @@ type Announcement struct {
 
 // TreeIDSize is the size of a relayed delta's id: a SHA-256.
 const TreeIDSize = 32
+
+// RelayID is the id of the relayed delta whose RelayBytes are b: their
+// SHA-256. A receiver derives it; it never travels as the delta's name.
+func RelayID(b []byte) [TreeIDSize]byte { return sha256.Sum256(b) }
 
 // RelayBytes is the canonical encoding of a relayed live delta: its
 // namespace, From, delta, signature and author. A tree names the delta by
