@@ -14,8 +14,9 @@ func TestTreesCarrySaves(t *testing.T) { testTreesCarrySaves(t, newMemNet().netw
 
 // Five nodes read team://core, at a threshold of four: the cluster loop
 // carries the engine's tree frames like any other, and once the tree has
-// formed, saves on four writers go over it and reach every node, relayed
-// by other readers.
+// formed, saves on three writers go over it and reach every node. (With
+// five nodes and active views of five, each writer reaches every reader
+// itself; relaying through readers is tested in sync/replica.)
 func testTreesCarrySaves(t *testing.T, net network) {
 	const n, writers, saves = 5, 3, 4
 	nodes := startNodesWith(t, n, sharedOK{}, net, func(_ int, _ acl.Identity, cfg *Config) { cfg.Engine.TreeThreshold = 4 })

@@ -234,6 +234,9 @@ func TestTreeDroppingRelayRepaired(t *testing.T) {
 		st.Wants += s.Wants
 	}
 	t.Logf("mallory swallowed %d payloads; repaired with %d wants and %d grafts", swallowed, st.Wants, st.Grafts)
+	if st.Wants+st.Grafts == 0 {
+		t.Fatal("converged without a want or a graft: the tree repaired nothing")
+	}
 }
 
 // Lost payloads (30% of every message) are repaired by the tree and,
@@ -249,6 +252,18 @@ func TestTreeLossRepaired(t *testing.T) {
 	c.settle(30 * time.Second)
 	if !c.converged("team://a") {
 		t.Fatal("not converged after loss")
+	}
+	// Most of it came over the tree, not anti-entropy: each write reaches
+	// 11 peers, and a relayed delta is counted where it was new.
+	var relayed, repairs uint64
+	for _, nd := range c.nodes {
+		s := nd.eng.TreeStats()
+		relayed += s.Relayed
+		repairs += s.Node.Wants + s.Node.Grafts
+	}
+	t.Logf("relayed %d of %d deliveries, %d wants and grafts", relayed, 40*11, repairs)
+	if relayed < 40*11/2 || repairs == 0 {
+		t.Fatalf("relayed %d of %d deliveries with %d wants and grafts: the tree did not carry the writes", relayed, 40*11, repairs)
 	}
 }
 
