@@ -25,8 +25,7 @@ const madvDontneed = 4
 // the process's page-table entries and leaves the pages in the kernel's
 // page cache (clean pages are not written; a dirty one keeps its dirt in
 // the cache), so a record read again costs a minor fault, not a disk
-// read, and what the mapped memory holds never changes: a race with Badger
-// unmapping a file is harmless. The page cache stays the kernel's to
+// read, and what the mapped memory holds never changes. The page cache stays the kernel's to
 // reclaim, as for a database that reads its files with pread. Until issue
 // 15 the advice was MADV_PAGEOUT, which also evicts the pages from the
 // cache: the searches after each hand-back then read their records from
@@ -37,25 +36,34 @@ const madvDontneed = 4
 // mapping holds, so it must never reach an address range that Badger
 // unmapped after /proc/self/maps was read and that something else (the Go
 // runtime maps memory too) mapped again. Hence only tables, and only
-// those pinned for the duration: the tables Badger lists, then an
-// iterator over the whole tree, which holds a reference to every table
-// still there (a table is unmapped only when its last reference goes),
-// and only mappings of a listed table are advised; a table made after the
-// listing waits for the next hand-back. The value log is left alone: its
+// those pinned for the duration: an iterator over the whole tree holds a
+// reference to every table there when it is made (a table is unmapped
+// only when its last reference goes), and only the tables Badger lists
+// both before and after the iterator is made are advised. Badger's listing
+// takes no reference and table ids are never reused, so a table in both
+// listings was there all along, and is pinned; one compacted away between
+// the first listing and the pin is in the first only, and one made after
+// the first waits for the next hand-back. The value log is left alone: its
 // files are remapped when they are truncated, and values over 64 KiB are
 // rare and read rarely.
 func (k *KV) ReleaseFilePages() int64 {
 	if k.dir == "" {
 		return 0
 	}
-	listed := map[string]bool{}
+	before := map[uint64]bool{}
 	for _, t := range k.db.Tables() {
-		listed[table.NewFilename(t.ID, k.dir)] = true
+		before[t.ID] = true
 	}
 	txn := k.db.NewTransaction(false)
 	defer txn.Discard()
 	pin := txn.NewIterator(badger.IteratorOptions{})
 	defer pin.Close()
+	listed := map[string]bool{} // pinned: in both listings
+	for _, t := range k.db.Tables() {
+		if before[t.ID] {
+			listed[table.NewFilename(t.ID, k.dir)] = true
+		}
+	}
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return 0
