@@ -127,7 +127,8 @@ type Config struct {
 	// send per reader (tree.go; doc.go, "Trees"). Default
 	// DefaultTreeThreshold (8); negative turns trees off: every live delta
 	// goes direct and tree messages are ignored (a cluster uses one
-	// setting).
+	// setting). An engine without Self has no trees. mnemo node passes -1
+	// unless told otherwise (node.Config.TreeThreshold).
 	TreeThreshold int
 	// Tree configures the trees (sync/epidemic); Self and Seed are set per
 	// namespace, zero fields take epidemic's defaults. New panics on a
@@ -180,6 +181,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.TreeThreshold == 0 {
 		c.TreeThreshold = DefaultTreeThreshold
+	}
+	if c.Self == "" {
+		c.TreeThreshold = -1 // a tree names its node: without Self, direct sends
 	}
 }
 
@@ -375,9 +379,6 @@ func New(cfg Config, st State, pol Policy) *Engine {
 	if cfg.TreeThreshold > 0 {
 		tc := cfg.Tree
 		tc.Self = epidemic.PeerID(cfg.Self)
-		if tc.Self == "" {
-			tc.Self = "self"
-		}
 		if _, err := epidemic.New(tc); err != nil {
 			panic(fmt.Sprintf("replica: Config.Tree: %v", err))
 		}
@@ -485,7 +486,6 @@ func (e *Engine) Stats() []PeerStats {
 // Config.TreeThreshold (tree.go), else queued for each of them, and sends
 // what the windows allow.
 func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
-	size := len(d.Encode())
 	// A namespace this delta created has no history a new reader lacks.
 	fresh := len(d.Context().Missing(e.st.Context(ns))) == 0
 	from := d.FirstDot(e.cfg.Replica)
@@ -513,13 +513,12 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 		live = append(live, id)
 	}
 	if e.treesOn() && 1+len(readers) >= e.cfg.TreeThreshold {
-		t := e.treeFor(ns, true)
-		e.offerReaders(t, readers)
-		if e.broadcastLive(t, ns, d, from) {
+		if e.broadcastLive(e.treeFor(ns, readers), ns, d, from) {
 			e.flushAll()
 			return
 		}
 	}
+	size := len(d.Encode())
 	for _, id := range live {
 		e.enqueue(e.peers[id], ns, d, size, from)
 	}

@@ -90,9 +90,19 @@ type relayed struct {
 
 func (e *Engine) treesOn() bool { return e.cfg.TreeThreshold > 0 }
 
-// treeFor returns ns's tree, made if create (its readers then offered).
-func (e *Engine) treeFor(ns string, create bool) *tree {
-	if t := e.trees[ns]; t != nil || !create {
+// leave takes id out of t's overlay: out of members (so the next refresh
+// offers it again if it may read) and reported failed to the tree. The
+// caller drains t.
+func (t *tree) leave(id PeerID) {
+	delete(t.members, id)
+	t.node.PeerFailed(epidemic.PeerID(id))
+}
+
+// treeFor returns ns's tree, made if it has none, with readers (ns's
+// readers as they are now) offered to it.
+func (e *Engine) treeFor(ns string, readers []PeerID) *tree {
+	if t := e.trees[ns]; t != nil {
+		e.offerReaders(t, readers)
 		return t
 	}
 	c := e.cfg.Tree
@@ -110,7 +120,7 @@ func (e *Engine) treeFor(ns string, create bool) *tree {
 		e.trees = map[string]*tree{}
 	}
 	e.trees[ns] = t
-	e.offerReaders(t, e.readersOf(ns))
+	e.offerReaders(t, readers)
 	return t
 }
 
@@ -142,7 +152,7 @@ func (e *Engine) offerReaders(t *tree, readers []PeerID) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(t.members)) {
 		if !now[id] {
-			t.node.PeerFailed(epidemic.PeerID(id))
+			t.leave(id)
 		}
 	}
 	t.members = now
@@ -171,10 +181,8 @@ func (e *Engine) refreshTrees() {
 			continue
 		}
 		readers := e.readersOf(ns)
-		if t := e.trees[ns]; t != nil {
-			e.offerReaders(t, readers)
-		} else if 1+len(readers) >= e.cfg.TreeThreshold {
-			e.treeFor(ns, true)
+		if e.trees[ns] != nil || 1+len(readers) >= e.cfg.TreeThreshold {
+			e.treeFor(ns, readers)
 		}
 	}
 }
@@ -185,9 +193,8 @@ func (e *Engine) refreshTrees() {
 func (e *Engine) peerGone(id PeerID) {
 	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
 		t := e.trees[ns]
-		delete(t.members, id)
 		delete(t.distrusted, id)
-		t.node.PeerFailed(epidemic.PeerID(id))
+		t.leave(id)
 		e.drainTree(t, nil)
 	}
 }
@@ -235,7 +242,7 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 		// not read ns (its read revoked, or not yet granted here).
 		e.treeStats.Refused++
 		if t != nil {
-			t.node.PeerFailed(epidemic.PeerID(p.ID))
+			t.leave(p.ID)
 			e.drainTree(t, nil)
 		}
 		return
@@ -245,7 +252,7 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 		// refusing until it held the namespace converged later in the
 		// sweep: median 5.25 → 6.5 s). A peer can make trees only of
 		// namespaces it may read by this node's acl.
-		t = e.treeFor(ns, true)
+		t = e.treeFor(ns, e.readersOf(ns))
 	}
 	if t.distrusted[p.ID] {
 		e.treeStats.Refused++
@@ -264,8 +271,7 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 			if errors.Is(err, errAltered) {
 				// Route around the relay: out of this tree for good.
 				t.distrusted[p.ID] = true
-				delete(t.members, p.ID)
-				t.node.PeerFailed(epidemic.PeerID(p.ID))
+				t.leave(p.ID)
 				e.treeStats.Distrusted++
 				e.drainTree(t, nil)
 			}
@@ -360,8 +366,7 @@ func (e *Engine) deliverRelayed(t *tree, dv epidemic.Delivery, rl *relayed) {
 func (e *Engine) sendTree(t *tree, env epidemic.Envelope) {
 	to := PeerID(env.To)
 	if e.peers[to] == nil {
-		delete(t.members, to)
-		t.node.PeerFailed(env.To)
+		t.leave(to)
 		return
 	}
 	if env.Msg.Kind == epidemic.KindGossip {
@@ -392,8 +397,7 @@ func (e *Engine) releaseTree() {
 			if p == nil || !e.pol.PeerMayRead(p.Peer, ts.ns) {
 				e.treeStats.Withheld++
 				if t := e.trees[ts.ns]; t != nil {
-					delete(t.members, to)
-					t.node.PeerFailed(ts.env.To)
+					t.leave(to)
 					e.drainTree(t, nil)
 				}
 				continue
