@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -77,17 +75,9 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 		return failed(stderr, fs, err)
 	}
 	defer n.close()
-	if limit > 0 {
-		// As mnemo node does once open: the resident figure is then the
-		// node's, not that of a process collecting at GOGC alone.
-		debug.SetMemoryLimit(limit)
-		debug.FreeOSMemory()
-		if limit < math.MaxInt64 {
-			fctx, stop := context.WithCancel(ctx)
-			defer stop()
-			go followLiveHeap(fctx, limit, followPeriod)
-		}
-	}
+	// As mnemo node does once open: the resident figure is then the node's,
+	// not that of a process collecting at GOGC alone.
+	defer applyMemoryLimit(ctx, limit)()
 	b := &searchBench{base: n.Addr(), token: n.Token(), hc: &http.Client{Timeout: time.Minute}}
 	fmt.Fprintf(stdout, "search over GET /v1/search (%s), GOMAXPROCS=%d\n", n.Addr(), runtime.GOMAXPROCS(0))
 

@@ -8,6 +8,25 @@ import (
 	"time"
 )
 
+// applyMemoryLimit sets the soft memory limit (0: leave the runtime's,
+// as $GOMEMLIMIT set it), returns the garbage made so far to the system
+// now rather than at the next collections, and keeps the limit following
+// a live heap that outgrows it (followLiveHeap) until the returned stop is
+// called or ctx is done.
+func applyMemoryLimit(ctx context.Context, limit int64) (stop func()) {
+	if limit <= 0 {
+		return func() {}
+	}
+	debug.SetMemoryLimit(limit)
+	debug.FreeOSMemory()
+	if limit == math.MaxInt64 {
+		return func() {}
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	go followLiveHeap(fctx, limit, followPeriod)
+	return cancel
+}
+
 // followPeriod is how often followLiveHeap rereads the live heap.
 const followPeriod = 500 * time.Millisecond
 

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -38,7 +37,7 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.DurationVar(&cfg.AntiEntropy, "anti-entropy", 0, "interval between digest syncs with a random peer, `DURATION` (default 10s)")
 	fs.IntVar(&cfg.TreeThreshold, "tree-threshold", 0, "send live deltas of namespaces with `N` holders or more over epidemic broadcast trees (0, the default: direct sends to every holder)")
 	join := fs.String("join", "", "gossip `ADDR[,ADDR]` of members to join (needs --cluster-key)")
-	memLimit := fs.String("memory-limit", "", "soft limit on the Go runtime's memory, `SIZE` in bytes or with KiB/MiB/GiB; \"off\" for none (default "+defaultMemoryLimit+", or $GOMEMLIMIT when set). The garbage collector works harder near it; it is never a hard cap: while the live heap is above four fifths of it, the limit follows the heap at a quarter above")
+	memLimit := fs.String("memory-limit", "", "soft limit on the Go runtime's memory, `SIZE` in bytes or with KiB/MiB/GiB; \"off\" for none (default "+defaultMemoryLimit+", or $GOMEMLIMIT when set). The garbage collector works harder near it; it is never a hard cap: while the live heap is above four fifths of it, the limit follows the heap at a quarter above (not when set by $GOMEMLIMIT)")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
 		return code
@@ -80,18 +79,9 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return failed(stderr, fs, err)
 	}
-	if limit > 0 {
-		// Set once the index is rebuilt: under the limit the rebuild of
-		// 100k memories takes 2-3 times longer. Its garbage goes back to
-		// the system now rather than at the next collections.
-		debug.SetMemoryLimit(limit)
-		debug.FreeOSMemory()
-		if limit < math.MaxInt64 {
-			fctx, stop := context.WithCancel(ctx)
-			defer stop()
-			go followLiveHeap(fctx, limit, followPeriod)
-		}
-	}
+	// Set once the index is rebuilt: under the limit the rebuild of 100k
+	// memories takes 2-3 times longer.
+	defer applyMemoryLimit(ctx, limit)()
 	ready := fmt.Sprintf("mnemo node ready agent=%s http=%s data=%s node=%s", n.Service().Owner(), n.Addr(), n.Dir(), n.NodeID())
 	if cl := n.Cluster(); cl != nil {
 		ready += fmt.Sprintf(" gossip=%s quic=%s", cl.GossipAddr(), cl.QUICAddr())
@@ -132,7 +122,7 @@ func runClusterKey(ctx context.Context, args []string, stdin io.Reader, stdout, 
 
 // defaultMemoryLimit is the soft memory limit of `mnemo node` when neither
 // --memory-limit nor GOMEMLIMIT is given. A node holding 100k memories has
-// about 40 MiB of live heap (the index, Badger's caches and memtables); with
+// 56–65 MiB of live heap (the index ~38, Badger's caches and memtables); with
 // GOGC=100 alone the heap may grow to twice that between collections. The
 // limit makes the collector run earlier instead, once the process nears it,
 // which keeps an idle node well under 100 MiB resident (README, Benchmarks).
