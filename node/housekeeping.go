@@ -10,7 +10,7 @@ import (
 // SweepInterval is how often the node collects expired capsules it created
 // (their records are retracted, which replicates), removes group and other
 // access from files the store created (perms.go) and takes the pages of
-// Badger's mapped data files out of the process's resident set (they stay
+// Badger's mapped tables out of the process's resident set (they stay
 // in the kernel's page cache). Expired capsules are
 // unreadable from the moment they expire whatever the sweep does; the sweep
 // only reclaims space. File pages are reclaimable anyway; unmapping them

@@ -209,7 +209,7 @@
 // shorter.
 //
 // Where the time goes (100 nodes, 1k ops, --loss 0.1 --partitions 3, CPU
-// profile at e06a749): the run sends ~215 frames an operation and a node
+// profile at b4c1935): the run sends ~215 frames an operation and a node
 // spends ~130 µs of CPU on each, spread thin: receiving (the engine's
 // Step ~30%, of it answering syncs ~14%; ApplyRemote ~21%, of it the
 // store's commit ~12% and reindexing ~7%), ticks ~14%, encoding and

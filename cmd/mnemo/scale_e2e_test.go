@@ -30,7 +30,8 @@ import (
 // saves (default 50), MNEMO_SCALE_NODES the number of nodes (default 20, at
 // least 4), MNEMO_SCALE_POLL how often each node is searched (default 5ms:
 // the figure's resolution; more often, more searches compete with the
-// nodes for the CPU):
+// nodes for the CPU), MNEMO_SCALE_TREES a --tree-threshold for every node
+// (default none: direct sends, as mnemo node runs):
 //
 //	MNEMO_SCALE_TEST=1 go test -count=1 -run TestE2ETwentyNodes -v -timeout 20m ./cmd/mnemo/
 func TestE2ETwentyNodes(t *testing.T) {
@@ -61,12 +62,16 @@ func TestE2ETwentyNodes(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(r.stdout), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	flags := []string{"--cluster-key", keyFile}
+	if v := os.Getenv("MNEMO_SCALE_TREES"); v != "" {
+		flags = append(flags, "--tree-threshold", v)
+	}
 
 	began := time.Now()
 	nodes := make([]*nodeProc, n)
-	nodes[0] = startNode(t, t.TempDir(), scaleAgent(0), "--cluster-key", keyFile)
+	nodes[0] = startNode(t, t.TempDir(), scaleAgent(0), flags...)
 	for i := 1; i < n; i++ {
-		nodes[i] = startNode(t, t.TempDir(), scaleAgent(i), "--cluster-key", keyFile, "--join", nodes[0].gossip)
+		nodes[i] = startNode(t, t.TempDir(), scaleAgent(i), append(flags, "--join", nodes[0].gossip)...)
 	}
 	started := time.Since(began)
 	for i, p := range nodes {

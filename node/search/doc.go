@@ -69,7 +69,7 @@
 // (Turtle and Flood 1995) document at a time with block-max bounds, in
 // prune.go. Each term's score is bounded from its largest frequency and
 // its shortest document; each run of 64 postings (a block: byte offset,
-// first slot) bounds its own by its frontier (postings.go): pairs
+// the slot its first delta is taken from) bounds its own by its frontier (postings.go): pairs
 // (frequency, document length) such that every posting of the block has
 // at most the frequency of one of them in a document at least as long —
 // two points, kept by replacing the two neighbours closest in length by
@@ -295,8 +295,8 @@
 // one document: of the 1,543 blocks of a term in 98.7% of the 100k
 // documents, 183 had a corner above the tenth hit's score and none a
 // posting there, so a one-word query on it scored 75,008 documents and
-// skipped 371 windows; with exact frontiers (up to 8 points) 3,520 and
-// 1,488 (two terms of 99% and 91%: 86,756 → 18,020). Bounding the
+// skipped 371 windows; with exact frontiers (up to 8 points, measured and
+// not kept: below) 3,520 and 1,488 (two terms of 99% and 91%: 86,756 → 18,020). Bounding the
 // non-essential terms by their blocks too (above) took the latter to
 // 12,453, and two terms each in more than half the documents (58k, 76k)
 // from 57,572 to 38,485 documents scored.

@@ -166,56 +166,22 @@
 //
 // The replica engine (sync/replica) sent a live delta straight to every
 // peer that should hold its namespace: O(N) sends by the writer. It now
-// hands a live delta of a large replica set (Config.TreeThreshold, default
-// 8) to a Node per namespace instead (sync/replica/tree.go; its doc.go,
-// "Trees", records the decisions taken: one overlay per namespace rather
-// than per replica set, the relay that alters bytes dropped from the
-// tree). The plan it follows:
-//
-//   - The payload is the author's signed live delta (wire.NamespaceDelta:
-//     its signature covers the message kind, the namespace, From and the
-//     delta) with the author's node id, which the signature does not name;
-//     the MsgID is the SHA-256 of those bytes, and the Origin the author's
-//     node. Relays forward the bytes unchanged: every holder receives what
-//     the author signed, and equal ids mean equal deltas.
-//   - The driver runs the checks of "Checks on arrival" in
-//     sync/replica/doc.go on a relayed payload before Step, so a node
-//     relays only what it would apply. Three of them name the sender and
-//     must name the origin instead: the delta is signed by the origin's
-//     key, not the sender's (ErrBadSignature); it holds only the origin's
-//     writes (today: only the sender's, ErrNotAuthor, which rejects every
-//     relayed delta); the origin may write the namespace (ErrNotAllowed).
-//     The seals already tie every dot to the replica that made it, and a
-//     relay cannot alter signed bytes, so the sender of a relayed delta
-//     vouches for nothing; it need only hold the namespace.
-//   - Removals travel in a delta's context, which seals cannot vouch for
-//     (doc.go, "Removals only by writers"): a relayed delta is its
-//     author's, signed, so a reader relaying it vouches for nothing — the
-//     author's signature covers the claims. A reader may relay; it still
-//     answers syncs with its context only.
-//   - A namespace's overlay is made of its holders only (one Node per
-//     replica set, Hint given the peers Policy.PeerMayRead admits), so no
-//     relay sends a memory to a node whose principal may not read it
-//     (DESIGN.md invariant 3). A peer whose read is revoked is reported
-//     failed (PeerFailed) on every node, which drops it from both views;
-//     a new reader joins the overlay after its first sync answer, as it
-//     gets no live delta before it today.
-//   - Holding back a delta until what it depends on arrives (Order) stays
-//     the replica engine's: delivery here is in no particular order.
-//   - A replica set below a threshold (say 8 nodes, where the active view
-//     of 5 is most of the set anyway) keeps direct sends: a tree saves
-//     nothing there and adds hops.
-//   - Acks and the per-peer queues with their digest-sync fallback stay
-//     for direct sends; for tree-carried deltas, a payload this package
-//     gives up (GraftTries, MaxMissing) or never hears of (a loss of every
-//     copy, ~p^d) is what anti-entropy repairs, as today for a lost batch.
-//   - The node's cluster loop drives the Node like the replica engine:
-//     PeerFailed from the QUIC transport and from memberlist, Hint with
-//     the members of the namespace's replica set, Connect/Disconnect to
-//     open and close QUIC connections, a Tick with the engine's. As built,
-//     the engine drives the Nodes itself (Tick with its own, PeerFailed
-//     for members that leave or restart, Hint with the readers), so the
-//     cluster loop and the simulator carry the tree's messages as frames
-//     like any other; passing the transport's broken connections and the
-//     active view's connections through is still to do.
+// hands a live delta of a large replica set (replica.Config.TreeThreshold,
+// default 8; mnemo node keeps direct sends unless --tree-threshold is
+// given) to a Node per namespace instead: sync/replica/tree.go, whose
+// doc.go ("Trees") records how. In short: the payload is the author's
+// signed live delta with the author's node id, its MsgID the SHA-256 of
+// those bytes (wire.RelayID) and its Origin the author; relays forward the
+// bytes unchanged, and each node checks a relayed delta against its author
+// (signature, seals, only the author's writes, the author may write)
+// before Step, so it relays only what it would apply. The overlay is made
+// of the namespace's readers only, and a payload leaves only for a peer
+// that may read it at that moment. Holding back a delta until what it
+// depends on arrives stays the engine's; what a tree gives up
+// (GraftTries, MaxMissing) or never hears of, anti-entropy repairs. The
+// engine drives the Nodes itself (Tick with its own, PeerFailed for
+// members that leave or restart, Hint with the readers), so the cluster
+// loop and the simulator carry the trees' messages as frames like any
+// other; passing the transport's broken connections, and opening and
+// closing connections by the active view, is still to do.
 package epidemic

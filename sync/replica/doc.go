@@ -139,7 +139,9 @@
 //
 // A namespace whose replica set has Config.TreeThreshold members or more
 // (default 8: below it the tree's five links are most of the set, and a
-// tree saves nothing and adds hops) carries this node's live deltas over
+// tree saves nothing and adds hops; mnemo node turns trees off unless
+// node.Config.TreeThreshold says otherwise, and an engine without
+// Config.Self has none) carries this node's live deltas over
 // an epidemic broadcast tree (sync/epidemic: Plumtree over a HyParView
 // active view of five links), so a write costs its writer about five
 // sends, not N−1, and every holder receives it about once. tree.go drives
@@ -162,8 +164,8 @@
 //     may not write here, yet) drops the payload only.
 //   - One overlay per namespace, of its readers only: a tree is offered
 //     (epidemic Hint) the peers that may read the namespace and reports
-//     failed those that no longer may (on each local delta, membership change and
-//     anti-entropy round). Tree messages from a peer that may not read the
+//     failed those that no longer may (on each local delta at or above the
+//     threshold, membership change and anti-entropy round). Tree messages from a peer that may not read the
 //     namespace are dropped, and a payload is sent only to a peer that may
 //     read it now — else it is withheld and the peer dropped from the
 //     tree: no relay sends a memory to a node whose principal may not read
@@ -224,15 +226,17 @@
 // from peers that may write that namespace, live or in a sync answer.
 // Consequences, chosen on purpose:
 //
-//   - A node that may only read a namespace sends none of its content: it
-//     answers a sync request with its own context alone. (A reader relaying
+//   - A node that may only read a namespace sends none of its content of
+//     its own: it answers a sync request with its own context alone (with
+//     trees on, it relays live deltas whole, each signed by its author,
+//     whose signature covers the claims: "Trees"). (A reader relaying
 //     sealed records without the removals it cannot vouch for would leave the
 //     requester past a removal it never saw, with equal contexts and unequal
 //     states for good; the simulator found exactly that.)
-//   - So a namespace's content reaches a reader from its writers only: a
-//     reader whose writers are all unreachable waits for one to return, and
-//     a writer answers the sync of every reader. Signed removal claims that
-//     any member may relay are what epidemic dissemination will need.
+//   - So a namespace's content reaches a reader from its writers only,
+//     directly or relayed unchanged over a tree: a reader whose writers are
+//     all unreachable waits for one to return, and a writer answers the
+//     sync of every reader.
 //   - A writer may remove what others wrote (that is what write means); it
 //     cannot write in another replica's name. A writer that sends different
 //     writes under the same dots to different nodes (equivocation) leaves
