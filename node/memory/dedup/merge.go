@@ -81,13 +81,13 @@ func (d *Dedup) Merge(ctx context.Context, c memapi.Caller, req memapi.MergeRequ
 	prov = slices.Compact(prov)
 	res.ConfidenceAfter = surv.Confidence
 	if res.Independent {
-		res.ConfidenceAfter = min(1, math.Round((surv.Confidence+ConsensusBoost)*1e9)/1e9)
+		res.ConfidenceAfter = boosted(surv.Confidence)
 	}
 	var conf *float64
 	if res.ConfidenceAfter != res.ConfidenceBefore {
 		conf = &res.ConfidenceAfter
 	}
-	err = d.writeMerge(surv, prov, conf, ns.String(), res.Merged)
+	err = d.writeMerge(surv, prov, conf, res.Merged)
 	if err != nil {
 		return memapi.MergeResult{}, err
 	}
@@ -95,11 +95,16 @@ func (d *Dedup) Merge(ctx context.Context, c memapi.Caller, req memapi.MergeRequ
 	return res, err
 }
 
+// boosted is confidence c raised by ConsensusBoost, at most 1 (rounded to
+// 1e-9, so repeated boosts give the same decimal).
+func boosted(c float64) float64 { return min(1, math.Round((c+ConsensusBoost)*1e9)/1e9) }
+
 // writeMerge writes a merge in one transaction: the survivor gains the
 // provenance entries of prov it lacks, conf as its confidence (nil: kept)
-// and a touch; each loser id of namespace lns is soft-deleted with the
-// survivor as its lineage. Merge and merging on save both write through it.
-func (d *Dedup) writeMerge(surv memory.Memory, prov []string, conf *float64, lns string, losers []string) error {
+// and a touch; each loser id, of the survivor's namespace, is soft-deleted
+// with the survivor as its lineage. Merge and merging on save both write
+// through it.
+func (d *Dedup) writeMerge(surv memory.Memory, prov []string, conf *float64, losers []string) error {
 	return d.core.Write(func(tx *store.Tx) error {
 		now, ts := d.core.Now()
 		e, err := tx.Edit(surv.Namespace, surv.ID)
@@ -123,7 +128,7 @@ func (d *Dedup) writeMerge(surv memory.Memory, prov []string, conf *float64, lns
 		}
 		tx.Commit(surv.Namespace, surv.ID, e)
 		for _, id := range losers {
-			e, err := tx.Edit(lns, id)
+			e, err := tx.Edit(surv.Namespace, id)
 			if err != nil {
 				return err
 			}
@@ -136,7 +141,7 @@ func (d *Dedup) writeMerge(surv memory.Memory, prov []string, conf *float64, lns
 			if err := schema.Touch(e, ts, now); err != nil {
 				return err
 			}
-			tx.Commit(lns, id, e)
+			tx.Commit(surv.Namespace, id, e)
 		}
 		return nil
 	})

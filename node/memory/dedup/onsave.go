@@ -2,7 +2,6 @@ package dedup
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -426,14 +425,14 @@ func (d *Dedup) mergeSaved(surv memory.Memory, losers []memory.Memory) {
 	prov = slices.Compact(prov)
 	var conf *float64
 	if boost {
-		c := min(1, math.Round((surv.Confidence+ConsensusBoost)*1e9)/1e9)
+		c := boosted(surv.Confidence)
 		conf = &c
 	}
 	ids := make([]string, len(losers))
 	for i, l := range losers {
 		ids[i] = l.ID // in surv's namespace: checkSaved compares within one
 	}
-	err = d.writeMerge(surv, prov, conf, surv.Namespace, ids)
+	err = d.writeMerge(surv, prov, conf, ids)
 	if err != nil {
 		d.core.Logger().Warn("dedup: merge on save failed", "namespace", surv.Namespace, "survivor", surv.ID, "err", err)
 		return
