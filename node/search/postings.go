@@ -86,7 +86,7 @@ func (p *postings) add(slot, tf2, dl uint32) {
 	q := frontPoint{uint16(min(tf2, maxFront16)), uint16(min(dl, maxFront16))}
 	bl := &p.blocks[len(p.blocks)-1]
 	var room [blockFront + 1]frontPoint
-	pts := addToFront(append(room[:0], frontOf(bl)...), q, blockFront)
+	pts := addToFront(append(room[:0], frontOf(bl)...), q)
 	bl.front = [blockFront]frontPoint{}
 	copy(bl.front[:], pts)
 	if p.n == 0 {
@@ -106,9 +106,9 @@ func (p *postings) add(slot, tf2, dl uint32) {
 }
 
 // addToFront adds q to the frontier pts, kept in ascending frequency (and
-// so ascending length) order, none dominating another, at most limit
+// so ascending length) order, none dominating another, at most blockFront
 // points, and returns it.
-func addToFront(pts []frontPoint, q frontPoint, limit int) []frontPoint {
+func addToFront(pts []frontPoint, q frontPoint) []frontPoint {
 	for _, f := range pts {
 		if f.tf2 >= q.tf2 && f.dl <= q.dl {
 			return pts // a point as frequent in a document as short
@@ -128,7 +128,7 @@ func addToFront(pts []frontPoint, q frontPoint, limit int) []frontPoint {
 		}
 	}
 	pts = slices.Insert(kept, pos, q)
-	if len(pts) > limit {
+	if len(pts) > blockFront {
 		// Merge the neighbours closest in length: their corner (the
 		// longer one's frequency, the shorter one's length) overstates
 		// the longer one least.
@@ -152,9 +152,6 @@ func frontOf(bl *block) []frontPoint {
 	}
 	return bl.front[:n]
 }
-
-// frontier is block k's frontier.
-func (p *postings) frontier(k int) []frontPoint { return frontOf(&p.blocks[k]) }
 
 // postingIter decodes a postings buffer. It is a value type so the hot
 // loop in Search keeps it in registers.

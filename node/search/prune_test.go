@@ -81,7 +81,7 @@ func checkFrontiers(t *testing.T, p *postings, tfs, dls []uint32) {
 	}
 	for k := range p.blocks {
 		lo, hi := k*blockLen, min((k+1)*blockLen, len(tfs))
-		pts := p.frontier(k)
+		pts := frontOf(&p.blocks[k])
 		if len(pts) == 0 || len(pts) > blockFront {
 			t.Fatalf("block %d: %d frontier points", k, len(pts))
 		}
