@@ -121,7 +121,9 @@ func writeBuffered(w http.ResponseWriter, bufs chan *bytes.Buffer, status int, v
 		}
 	}()
 	if err := json.NewEncoder(buf).Encode(v); err != nil {
-		writeJSON(w, status, v) // reports the error as writeJSON would
+		// Not for the types searches answer with; writeJSON's encoder
+		// fails alike and sends the status with an empty body.
+		writeJSON(w, status, v)
 		return
 	}
 	h := w.Header()
