@@ -17,9 +17,8 @@ import (
 // points to it weakly, and forgets it once it is collected). Safe for
 // concurrent use.
 type ValueTable struct {
-	mu      sync.Mutex
-	m       map[[32]byte]weak.Pointer[memEntry]
-	scratch []byte // what intern hashes: the key's length, the key, the value
+	mu sync.Mutex
+	m  map[[32]byte]weak.Pointer[memEntry]
 }
 
 // NewValueTable returns an empty table.
@@ -30,11 +29,17 @@ func NewValueTable() *ValueTable {
 // intern returns the shared entry of key and val, making it if none is
 // held.
 func (t *ValueTable) intern(key, val []byte) *memEntry {
+	// Hashed outside the lock: the key's length, the key, the value.
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(key)))
+	d := sha256.New()
+	d.Write(n[:])
+	d.Write(key)
+	d.Write(val)
+	var h [32]byte
+	d.Sum(h[:0])
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.scratch = binary.BigEndian.AppendUint32(t.scratch[:0], uint32(len(key)))
-	t.scratch = append(append(t.scratch, key...), val...)
-	h := sha256.Sum256(t.scratch)
 	if e := t.m[h].Value(); e != nil && bytes.Equal(e.key, key) && bytes.Equal(e.val, val) {
 		return e
 	}
