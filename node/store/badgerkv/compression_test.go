@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/mnemohq/mnemo/node/store"
+	"github.com/mnemohq/mnemo/node/store/badgerkv"
 )
 
 // TestReadsTablesWrittenCompressed: a data directory whose tables an
@@ -45,6 +46,9 @@ func TestReadsTablesWrittenCompressed(t *testing.T) {
 			}
 			kv := mustOpen(t, dir)
 			defer kv.Close()
+			if got := badgerkv.CompressionOf(kv); got != options.None {
+				t.Fatalf("Open writes tables with compression %v, want none", got)
+			}
 			check := func() {
 				t.Helper()
 				err := kv.View(func(r store.Reader) error {
