@@ -108,6 +108,21 @@ func checkFrontiers(t *testing.T, p *postings, tfs, dls []uint32) {
 	}
 }
 
+// TestFrontierExact checks blocks of two distinct frequencies, which a
+// frontier holds without merging: its best point scores as the block's
+// best posting does (the last check of checkFrontiers, which the other
+// lists, of more frequencies a block, skip).
+func TestFrontierExact(t *testing.T) {
+	var p postings
+	var tfs, dls []uint32
+	for s := range uint32(640) {
+		tf, dl := tfOne+s%2, 10+(s*37)%300
+		p.add(s, tf, dl)
+		tfs, dls = append(tfs, tf), append(dls, dl)
+	}
+	checkFrontiers(t, &p, tfs, dls)
+}
+
 // TestFrontierMerges checks the frontiers of blocks with more distinct
 // frequencies than a frontier holds, and with frequencies and lengths past
 // what a point stores.
