@@ -107,6 +107,7 @@ func (w *writer) dotSet(ds DotSet) {
 // as name, [element, dots]; seals flattened as key, nonce, [counters],
 // leaves, signature.
 func (w *writer) record(r *Record) {
+	mustNotBeView(r, "encoding")
 	if len(r.seals) > 0 {
 		w.array(3)
 	} else {

@@ -78,4 +78,19 @@
 // take Limits, check every length against the bytes that remain before
 // allocating, and return errors matching ErrCorrupt on bad input; they never
 // panic and never return a partially built value.
+//
+// Reads that only show a record (a search's hits, a get) decode it with
+// DecodeRecordView: the same checks, seals included, and the same fields
+// and sets as DecodeRecord (FuzzDecodeRecord compares the two on every
+// input), but the seals are checked and dropped and the values are slices
+// of the caller's buffer, not copies. A view is read-only: encoding or
+// joining it panics, since it would write or pass on a record without its
+// seals. Deltas from peers keep DecodeMap and VerifySeals. Decision: a
+// separate decoder rather than a lazy seal list, which would have had to
+// keep the bytes and decode under a lock on first use, and whose errors
+// would have come late. Measured on a realistic sealed save (11 fields, 3
+// tags, one seal; BenchmarkDecodeRecordSave and ...ViewSave): the full
+// decoder 4.0 µs, 3,800 B, 47 allocations before its field maps were
+// sized; now 3.2 µs, 3,276 B, 45; the view 2.0 µs, 2,332 B, 29 — of which
+// the field map itself is about 1.1 KB.
 package crdt

@@ -59,6 +59,20 @@ type Record struct {
 	fields map[string]Field
 	sets   map[string]map[string]DotSet
 	seals  []Seal // sorted; each covers at least one dot the record holds (seal.go)
+	view   bool   // decoded by DecodeRecordView: its seals were not kept
+}
+
+// IsView reports whether r was decoded by DecodeRecordView (or cloned from
+// such a record): it holds no seals and may be read, not encoded or joined.
+func (r *Record) IsView() bool { return r != nil && r.view }
+
+// mustNotBeView panics on a view: encoding or joining it would drop the
+// seals it was decoded without, and the result would be refused by every
+// peer (a programming error, never bad input).
+func mustNotBeView(r *Record, op string) {
+	if r.IsView() {
+		panic("crdt: " + op + " of a record decoded by DecodeRecordView (it holds no seals)")
+	}
 }
 
 // NewRecord returns an empty record.
@@ -176,6 +190,7 @@ func (r *Record) Clone() *Record {
 		}
 	}
 	n.seals = r.seals // never modified in place
+	n.view = r.view
 	return n
 }
 
@@ -184,6 +199,8 @@ func (r *Record) Clone() *Record {
 // record may be nil. Neither input is modified. Contexts are not changed: the
 // caller joins them after joining every record.
 func JoinRecord(a *Record, ac *Context, b *Record, bc *Context) *Record {
+	mustNotBeView(a, "join")
+	mustNotBeView(b, "join")
 	out := &Record{}
 	fieldsA, fieldsB := fieldsOf(a), fieldsOf(b)
 	// Each field of a, then each of b that a lacks: no union set is built,

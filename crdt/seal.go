@@ -395,7 +395,7 @@ func (r *Record) VerifySeals(ns, id string, cache *SealCache) error {
 
 // seals reads a record's seal list (the third part of a record) and checks
 // it is canonical: sorted, each seal well formed and covering at least one
-// dot the record holds.
+// dot the record holds. A view checks the same and keeps none.
 func (r *reader) seals(rec *Record) error {
 	n, err := r.arrayLen()
 	if err != nil {
@@ -404,13 +404,17 @@ func (r *reader) seals(rec *Record) error {
 	if n == 0 || n%5 != 0 {
 		return corrupt("seal list length %d", n)
 	}
-	rec.seals = make([]Seal, 0, n/5)
-	for range n / 5 {
+	if !r.view {
+		rec.seals = make([]Seal, 0, n/5)
+	}
+	var prev Seal // its parts are slices of the input, like s's until kept
+	var prevFirst [1]uint64 // prev's first counter (a view reuses s.Counters)
+	for k := range n / 5 {
 		var s Seal
-		if s.Key, err = r.bin(ed25519.PublicKeySize); err != nil {
+		if s.Key, err = r.binRef(ed25519.PublicKeySize); err != nil {
 			return err
 		}
-		if s.Nonce, err = r.bin(SealNonceSize); err != nil {
+		if s.Nonce, err = r.binRef(SealNonceSize); err != nil {
 			return err
 		}
 		if len(s.Key) != ed25519.PublicKeySize || len(s.Nonce) != SealNonceSize {
@@ -426,7 +430,12 @@ func (r *reader) seals(rec *Record) error {
 		if r.dots += m; r.dots > r.lim.MaxDots {
 			return tooLarge("dots", r.dots, r.lim.MaxDots)
 		}
-		s.Counters = make([]uint64, m)
+		if r.view {
+			r.counters = slices.Grow(r.counters[:0], m)[:m]
+			s.Counters = r.counters
+		} else {
+			s.Counters = make([]uint64, m)
+		}
 		for i := range m {
 			if s.Counters[i], err = r.uint(); err != nil {
 				return err
@@ -435,25 +444,31 @@ func (r *reader) seals(rec *Record) error {
 				return corrupt("seal counters not strictly increasing")
 			}
 		}
-		if s.Leaves, err = r.bin(LeafSize * m); err != nil {
+		if s.Leaves, err = r.binRef(LeafSize * m); err != nil {
 			return err
 		}
-		if s.Sig, err = r.bin(ed25519.SignatureSize); err != nil {
+		if s.Sig, err = r.binRef(ed25519.SignatureSize); err != nil {
 			return err
 		}
 		if len(s.Leaves) != LeafSize*m || len(s.Sig) != ed25519.SignatureSize {
 			return corrupt("seal leaves or signature of the wrong size")
 		}
 		s.rep = ReplicaOfKey(s.Key)
-		if k := len(rec.seals); k > 0 {
-			if prev := rec.seals[k-1]; compareSeals(prev, s) >= 0 || bytes.Equal(prev.Key, s.Key) && prev.first() == s.first() {
+		if k > 0 {
+			if compareSeals(prev, s) >= 0 || bytes.Equal(prev.Key, s.Key) && prev.first() == s.first() {
 				return corrupt("seals not strictly increasing")
 			}
 		}
 		if !rec.holdsAny(&s) {
 			return corrupt("seal of %v covers no dot of its record", s.rep)
 		}
-		rec.seals = append(rec.seals, s)
+		prev, prevFirst[0] = s, s.first()
+		prev.Counters = prevFirst[:]
+		if !r.view {
+			s.Key, s.Nonce = bytes.Clone(s.Key), bytes.Clone(s.Nonce)
+			s.Leaves, s.Sig = bytes.Clone(s.Leaves), bytes.Clone(s.Sig)
+			rec.seals = append(rec.seals, s)
+		}
 	}
 	return nil
 }
