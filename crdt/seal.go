@@ -407,7 +407,7 @@ func (r *reader) seals(rec *Record) error {
 	if !r.view {
 		rec.seals = make([]Seal, 0, n/5)
 	}
-	var prev Seal // its parts are slices of the input, like s's until kept
+	var prev Seal           // its parts are slices of the input, like s's until kept
 	var prevFirst [1]uint64 // prev's first counter (a view reuses s.Counters)
 	for k := range n / 5 {
 		var s Seal
