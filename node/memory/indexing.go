@@ -61,7 +61,7 @@ func (s *Service) putMemory(ns, id string, rec *crdt.Record, seq uint64) {
 	s.ixMu.Lock()
 	defer s.ixMu.Unlock()
 	if later, known := s.st.WrittenAfter(ns, id, seq); later || !known {
-		cur, err := s.st.Record(ns, id)
+		cur, err := s.st.RecordView(ns, id) // only viewed and indexed
 		switch {
 		case err != nil:
 			s.log.Warn("memory unreadable", "namespace", ns, "id", id, "err", err)

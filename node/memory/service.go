@@ -447,6 +447,16 @@ func (s *Service) readScope(c Caller, arg string) (search.Filter, error) {
 
 // locate finds a memory by id among the namespaces the caller may read.
 func (s *Service) locate(c Caller, id string, includeDeleted bool) (namespace.Address, *crdt.Record, error) {
+	return s.locateWith(c, id, includeDeleted, s.st.Record)
+}
+
+// locateView is locate for a read that only shows the memory: the record
+// is a view (store.RecordView), without its seals.
+func (s *Service) locateView(c Caller, id string, includeDeleted bool) (namespace.Address, *crdt.Record, error) {
+	return s.locateWith(c, id, includeDeleted, s.st.RecordView)
+}
+
+func (s *Service) locateWith(c Caller, id string, includeDeleted bool, read func(ns, id string) (*crdt.Record, error)) (namespace.Address, *crdt.Record, error) {
 	meta, ok := s.ix.Meta(id)
 	if !ok {
 		return namespace.Address{}, nil, fmt.Errorf("%w: memory %q", ErrNotFound, id)
@@ -465,7 +475,7 @@ func (s *Service) locate(c Caller, id string, includeDeleted bool) (namespace.Ad
 	if meta.Deleted && !includeDeleted {
 		return ns, nil, fmt.Errorf("%w: memory %q is deleted (include_deleted=true shows it)", ErrNotFound, id)
 	}
-	rec, err := s.st.Record(ns.String(), id)
+	rec, err := read(ns.String(), id)
 	if err != nil {
 		return ns, nil, err
 	}
@@ -477,7 +487,7 @@ func (s *Service) locate(c Caller, id string, includeDeleted bool) (namespace.Ad
 
 // Get returns one memory.
 func (s *Service) Get(ctx context.Context, c Caller, id string, includeDeleted bool) (Memory, error) {
-	ns, rec, err := s.locate(c, id, includeDeleted)
+	ns, rec, err := s.locateView(c, id, includeDeleted)
 	if err != nil {
 		return Memory{}, err
 	}

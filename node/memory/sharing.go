@@ -46,7 +46,7 @@ func (s *Service) resolveReference(c Caller, m Memory) Memory {
 	if m.Type != TypeReference || m.Lineage == "" || m.DeletedAt != nil {
 		return m
 	}
-	ns, rec, err := s.locate(c, m.Lineage, false)
+	ns, rec, err := s.locateView(c, m.Lineage, false)
 	if err != nil {
 		return m
 	}

@@ -228,6 +228,20 @@ func (s *Store) Record(ns, id string) (*crdt.Record, error) {
 	return rec, err
 }
 
+// RecordView is Record decoded for reading only (crdt.DecodeRecordView):
+// the same checks and content, without the seals, so it must not be
+// joined, encoded or passed on (that panics). For reads that show a
+// memory: a get, the index's view of it.
+func (s *Store) RecordView(ns, id string) (*crdt.Record, error) {
+	var rec *crdt.Record
+	err := s.kv.View(func(r Reader) error {
+		var err error
+		rec, err = s.readRecordView(r, ns, id)
+		return err
+	})
+	return rec, err
+}
+
 // RecordKey names one record entry: a memory id in a namespace.
 type RecordKey struct {
 	Namespace, ID string
@@ -236,13 +250,14 @@ type RecordKey struct {
 // Records reads the record entries of keys from one snapshot, in one read
 // transaction rather than one each (a search loads its ten hits so):
 // recs[i] is keys[i]'s record, nil when there is none or it cannot be
-// read; err joins the errors of those that cannot be read.
+// read; err joins the errors of those that cannot be read. The records are
+// views, as RecordView's: for showing, never for writing back.
 func (s *Store) Records(keys []RecordKey) (recs []*crdt.Record, err error) {
 	recs = make([]*crdt.Record, len(keys))
 	var errs []error
 	verr := s.kv.View(func(r Reader) error {
 		for i, k := range keys {
-			rec, err := s.readRecord(r, k.Namespace, k.ID)
+			rec, err := s.readRecordView(r, k.Namespace, k.ID)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -255,6 +270,16 @@ func (s *Store) Records(keys []RecordKey) (recs []*crdt.Record, err error) {
 }
 
 func (s *Store) readRecord(r Reader, ns, id string) (*crdt.Record, error) {
+	return s.read(r, ns, id, crdt.DecodeRecord)
+}
+
+// readRecordView reads a view (crdt.DecodeRecordView), which may keep
+// Get's value: a Reader's caller may keep it, and nothing changes it.
+func (s *Store) readRecordView(r Reader, ns, id string) (*crdt.Record, error) {
+	return s.read(r, ns, id, crdt.DecodeRecordView)
+}
+
+func (s *Store) read(r Reader, ns, id string, decode func([]byte, crdt.Limits) (*crdt.Record, error)) (*crdt.Record, error) {
 	v, err := r.Get(recKey(ns, id))
 	if errors.Is(err, ErrKeyNotFound) {
 		return nil, nil
@@ -262,7 +287,7 @@ func (s *Store) readRecord(r Reader, ns, id string) (*crdt.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := crdt.DecodeRecord(v, s.lim)
+	rec, err := decode(v, s.lim)
 	if err != nil {
 		return nil, fmt.Errorf("store: record %s in %s: %w", id, ns, err)
 	}

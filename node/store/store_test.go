@@ -1,7 +1,9 @@
 package store
 
 import (
+	"crypto/ed25519"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -228,7 +230,9 @@ func TestStateIsOneView(t *testing.T) {
 // corrupt (nil, and the error says which).
 func TestRecordsReadsEachKey(t *testing.T) {
 	kv := NewMemKV()
-	s, err := Open(kv, Options{})
+	priv := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	sign := func(m []byte) []byte { return ed25519.Sign(priv, m) }
+	s, err := Open(kv, Options{Signer: crdt.Signer{Key: priv.Public().(ed25519.PublicKey), Sign: sign}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,6 +269,42 @@ func TestRecordsReadsEachKey(t *testing.T) {
 		if string(g.Value) != string(w.Value) {
 			t.Fatalf("%v: title %q, want %q", k, g.Value, w.Value)
 		}
+		// Records and RecordView read views; Record, which writes go
+		// through, keeps the seals.
+		v, err := s.RecordView(k.Namespace, k.ID)
+		if err != nil || !got.IsView() || !v.IsView() || want.IsView() {
+			t.Fatalf("%v: views %v %v (err %v), full %v", k, got.IsView(), v.IsView(), err, want.IsView())
+		}
+		if vt, _ := v.Field("ti"); string(vt.Value) != string(w.Value) || !slices.Equal(v.Dots(), want.Dots()) {
+			t.Fatalf("%v: RecordView reads %q %v, Record %q %v", k, vt.Value, v.Dots(), w.Value, want.Dots())
+		}
+	}
+	if v, err := s.RecordView("team://a", "bad"); v != nil || err == nil || !strings.Contains(err.Error(), "record bad in team://a") {
+		t.Fatalf("RecordView of a corrupt record: %v, %v", v, err)
+	}
+	if v, err := s.RecordView("team://c", "none"); v != nil || err != nil {
+		t.Fatalf("RecordView of no record: %v, %v", v, err)
+	}
+	// A record sealed by the store's signer: Record keeps the seal, the
+	// views read the same content without it.
+	if _, err := s.Update(crdt.ReplicaOfKey(priv.Public().(ed25519.PublicKey)), func(tx *Tx) error {
+		e, err := tx.Edit("team://a", "sealed")
+		if err != nil {
+			return err
+		}
+		if err := e.Set(ts(9), "ti", []byte("sealed")); err != nil {
+			return err
+		}
+		tx.Commit("team://a", "sealed", e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	full, _ := s.Record("team://a", "sealed")
+	v, _ := s.RecordView("team://a", "sealed")
+	vs, _ := s.Records([]RecordKey{{"team://a", "sealed"}})
+	if len(full.Seals()) != 1 || len(v.Seals()) != 0 || len(vs[0].Seals()) != 0 || !slices.Equal(v.Dots(), full.Dots()) || !slices.Equal(vs[0].Dots(), full.Dots()) {
+		t.Fatalf("seals: full %d, views %d %d; dots %v %v %v", len(full.Seals()), len(v.Seals()), len(vs[0].Seals()), full.Dots(), v.Dots(), vs[0].Dots())
 	}
 	if recs[0] == nil || recs[2] == nil || recs[5] == nil {
 		t.Fatal("a stored record was not read")
