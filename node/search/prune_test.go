@@ -1,6 +1,7 @@
 package search
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -203,6 +204,31 @@ func TestPrunedWindowsMatchExhaustive(t *testing.T) {
 				exp := all[:min(limit, len(all))]
 				if !slices.Equal(got, exp) {
 					t.Fatalf("seed %d: %q limit %d: %v, want %v", seed, query, limit, got, exp)
+				}
+			}
+		}
+	}
+}
+
+// firstBlockFrom finds what a walk block by block finds, from every start,
+// for targets below, at, between and past the blocks' bases.
+func TestFirstBlockFromAgreesWithAWalk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for n := range 70 {
+		c := termCursor{blocks: make([]block, n)}
+		base := uint32(0)
+		for i := range c.blocks {
+			base += 1 + uint32(rng.IntN(40))
+			c.blocks[i].base = base
+		}
+		for j := 0; j <= n; j++ {
+			for s := uint32(0); s <= base+2; s++ {
+				walk := j
+				for walk < n && c.blocks[walk].base < s {
+					walk++
+				}
+				if got := c.firstBlockFrom(j, s); got != walk {
+					t.Fatalf("%d blocks %v, from %d to %d: %d, want %d", n, c.blocks, j, s, got, walk)
 				}
 			}
 		}
