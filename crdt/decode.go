@@ -354,43 +354,52 @@ func (r *reader) dotSet() (DotSet, error) {
 }
 
 func (r *reader) record() (*Record, error) {
+	rec := &Record{}
+	if err := r.recordInto(rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// recordInto decodes a record into rec, empty but for the maps it may
+// reuse (cleared).
+func (r *reader) recordInto(rec *Record) error {
 	var parts int
 	if n, err := r.arrayLen(); err != nil {
-		return nil, err
+		return err
 	} else if n != 2 && n != 3 {
-		return nil, corrupt("record of %d parts", n)
+		return corrupt("record of %d parts", n)
 	} else {
 		parts = n
 	}
-	rec := &Record{}
 	n, err := r.arrayLen()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if n%5 != 0 {
-		return nil, corrupt("field list length %d", n)
+		return corrupt("field list length %d", n)
 	}
 	prev := ""
 	for range n / 5 {
 		name, err := r.str("field name", r.lim.MaxName)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if name <= prev {
-			return nil, corrupt("field names not strictly increasing")
+			return corrupt("field names not strictly increasing")
 		}
 		prev = name
 		d, err := r.dot()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ts, err := r.ts()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		v, err := r.bin(r.lim.MaxValue)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if rec.fields == nil {
 			rec.fields = make(map[string]Field, n/5)
@@ -399,42 +408,42 @@ func (r *reader) record() (*Record, error) {
 	}
 	n, err = r.arrayLen()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if n%2 != 0 {
-		return nil, corrupt("set list length %d", n)
+		return corrupt("set list length %d", n)
 	}
 	prev = ""
 	for range n / 2 {
 		name, err := r.str("set name", r.lim.MaxName)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if name <= prev {
-			return nil, corrupt("set names not strictly increasing")
+			return corrupt("set names not strictly increasing")
 		}
 		prev = name
 		m, err := r.arrayLen()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if m == 0 || m%2 != 0 {
-			return nil, corrupt("element list length %d", m)
+			return corrupt("element list length %d", m)
 		}
 		elems := make(map[string]DotSet, m/2)
 		prevElem := ""
 		for range m / 2 {
 			e, err := r.str("element", r.lim.MaxString)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if e <= prevElem {
-				return nil, corrupt("elements not strictly increasing")
+				return corrupt("elements not strictly increasing")
 			}
 			prevElem = e
 			ds, err := r.dotSet()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			elems[e] = ds
 		}
@@ -445,10 +454,10 @@ func (r *reader) record() (*Record, error) {
 	}
 	if parts == 3 {
 		if err := r.seals(rec); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return rec, nil
+	return nil
 }
 
 func addStoreDots(c *Context, rec *Record) {
@@ -560,26 +569,48 @@ func DecodeRecordView(b []byte, lim Limits) (*Record, error) {
 }
 
 func (r *reader) decodeRecord(b []byte, lim Limits) (*Record, error) {
-	if err := r.init(b, lim); err != nil {
-		return nil, err
-	}
-	if err := r.header(4); err != nil {
-		return nil, err
-	}
-	if err := r.replicaTable(); err != nil {
-		return nil, err
-	}
-	if err := r.baseTS(); err != nil {
-		return nil, err
-	}
-	rec, err := r.record()
-	if err != nil {
-		return nil, err
-	}
-	if err := r.end(); err != nil {
+	rec := &Record{}
+	if err := r.decodeRecordInto(rec, b, lim); err != nil {
 		return nil, err
 	}
 	return rec, nil
+}
+
+// DecodeRecordViewInto is DecodeRecordView into rec, a record it made
+// before (or a new one), whose maps it clears and refills: a reader of
+// many records keeps one and so allocates its field map once, not once a
+// record. Whatever rec held before is gone, on an error too (rec is then
+// empty); the caller must not keep rec's contents past its next use.
+func DecodeRecordViewInto(rec *Record, b []byte, lim Limits) error {
+	clear(rec.fields)
+	clear(rec.sets)
+	rec.seals, rec.view = nil, true
+	r := reader{view: true}
+	if err := r.decodeRecordInto(rec, b, lim); err != nil {
+		clear(rec.fields)
+		clear(rec.sets)
+		return err
+	}
+	return nil
+}
+
+func (r *reader) decodeRecordInto(rec *Record, b []byte, lim Limits) error {
+	if err := r.init(b, lim); err != nil {
+		return err
+	}
+	if err := r.header(4); err != nil {
+		return err
+	}
+	if err := r.replicaTable(); err != nil {
+		return err
+	}
+	if err := r.baseTS(); err != nil {
+		return err
+	}
+	if err := r.recordInto(rec); err != nil {
+		return err
+	}
+	return r.end()
 }
 
 // DecodeContext decodes an encoding written by Context.Encode.

@@ -2,6 +2,7 @@ package crdt
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -22,11 +23,24 @@ func agreeView(t *testing.T, b []byte) bool {
 	if (verr == nil) != (ferr == nil) || verr != nil && verr.Error() != ferr.Error() {
 		t.Fatalf("view and full decoding disagree on %x:\nview: %v\nfull: %v", b, verr, ferr)
 	}
+	// Into a record that held another one: the same answer, and nothing
+	// of the other record left.
+	into := reusedView(t)
+	ierr := DecodeRecordViewInto(into, own, Limits{})
+	if (ierr == nil) != (ferr == nil) || ierr != nil && ierr.Error() != ferr.Error() {
+		t.Fatalf("view into a record and full decoding disagree on %x:\ninto: %v\nfull: %v", b, ierr, ferr)
+	}
 	if ferr != nil {
 		if v != nil {
 			t.Fatal("a view returned with an error")
 		}
+		if !into.Empty() || len(into.Dots()) != 0 {
+			t.Fatalf("a view into a record left %v after an error", into.Dots())
+		}
 		return false
+	}
+	if got, want := recordContent(into), recordContent(full); got != want || !into.IsView() || len(into.Seals()) != 0 {
+		t.Fatalf("view into a record reads\n%s\nfull\n%s", got, want)
 	}
 	for i := range b {
 		b[i] ^= 0xff // the full record must not share b
@@ -43,6 +57,44 @@ func agreeView(t *testing.T, b []byte) bool {
 		t.Fatalf("view and full decoding of %x differ:\nview %+v %+v\nfull %+v %+v", own, v.fields, v.sets, full.fields, full.sets)
 	}
 	return true
+}
+
+// reusedView is a view that holds a record with fields, sets and a seal,
+// to decode another into.
+func reusedView(t *testing.T) *Record {
+	d := sealedOne(t, newSealer(3), "team://x")
+	e, err := d.Edit(newSealer(3).rep, "m1", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = e.Set(1<<50, "zz", []byte("left over"))
+	_ = e.Add("other", "left over")
+	d.Join(e.Delta())
+	rec := NewRecord()
+	if err := DecodeRecordViewInto(rec, EncodeRecord(d.Entry("m1")), Limits{}); err != nil || len(rec.FieldNames()) != 2 {
+		t.Fatalf("%v, fields %v", err, rec.FieldNames())
+	}
+	return rec
+}
+
+// recordContent lists every field and element of r with its dots.
+func recordContent(r *Record) string {
+	var b strings.Builder
+	for _, n := range r.FieldNames() {
+		f, _ := r.Field(n)
+		fmt.Fprintf(&b, "%s=%q@%v/%v\n", n, f.Value, f.Dot, f.TS)
+	}
+	sets := make([]string, 0, len(r.sets))
+	for n := range r.sets {
+		sets = append(sets, n)
+	}
+	slices.Sort(sets)
+	for _, n := range sets {
+		for _, e := range r.Elements(n) {
+			fmt.Fprintf(&b, "%s∋%q@%v\n", n, e, r.sets[n][e])
+		}
+	}
+	return b.String()
 }
 
 // sealedRecordEncodings are stored encodings of records from random
@@ -212,6 +264,20 @@ func BenchmarkDecodeRecordSave(b *testing.B) {
 	b.SetBytes(int64(len(enc)))
 	for b.Loop() {
 		if _, err := DecodeRecord(enc, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeRecordViewIntoSave: the same read as a view into one
+// record, as a search reads its hits (DecodeRecordViewInto).
+func BenchmarkDecodeRecordViewIntoSave(b *testing.B) {
+	enc := sealedSaveRecord(b)
+	rec := NewRecord()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(enc)))
+	for b.Loop() {
+		if err := DecodeRecordViewInto(rec, enc, Limits{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -465,9 +465,10 @@ func (r *reader) seals(rec *Record) error {
 		prev, prevFirst[0] = s, s.first()
 		prev.Counters = prevFirst[:]
 		if !r.view {
-			s.Key, s.Nonce = bytes.Clone(s.Key), bytes.Clone(s.Nonce)
-			s.Leaves, s.Sig = bytes.Clone(s.Leaves), bytes.Clone(s.Sig)
-			rec.seals = append(rec.seals, s)
+			rec.seals = append(rec.seals, Seal{
+				Key: bytes.Clone(s.Key), Nonce: bytes.Clone(s.Nonce), Counters: s.Counters,
+				Leaves: bytes.Clone(s.Leaves), Sig: bytes.Clone(s.Sig), rep: s.rep,
+			})
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
@@ -87,16 +88,17 @@ func (s *Service) loadEach(ids []string, fn func(i int, m Memory)) {
 			at = append(at, i)
 		}
 	}
-	recs, _ := s.st.Records(keys) // a record that cannot be read is skipped
-	for j, rec := range recs {
+	// A record that cannot be read is skipped. rec is lent for the call:
+	// the view copies what the memory keeps.
+	_ = s.st.EachRecordView(keys, func(j int, rec *crdt.Record) {
 		if rec == nil || rec.Empty() {
-			continue
+			return
 		}
 		m, fl := s.view(keys[j].Namespace, keys[j].ID, rec)
 		if !fl.Retracted {
 			fn(at[j], m)
 		}
-	}
+	})
 }
 
 // lexicalSearch is the BM25 ranking of q, with pseudo-relevance feedback

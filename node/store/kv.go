@@ -35,6 +35,15 @@ type Reader interface {
 	IterateFrom(prefix, start []byte, fn func(key, value []byte) error) error
 }
 
+// ValueLender is a Reader that can lend a value instead of copying it:
+// GetFunc calls fn with the value of key, valid only during the call, or
+// returns ErrKeyNotFound without calling fn; an error from fn is
+// returned. The Store reads a search's hits so (EachRecordView): Badger's
+// Get copies every value once more than its Item.Value does.
+type ValueLender interface {
+	GetFunc(key []byte, fn func(value []byte) error) error
+}
+
 // Writer is a Reader that also writes.
 type Writer interface {
 	Reader

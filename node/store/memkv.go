@@ -71,6 +71,8 @@ const memDegree = 16
 var (
 	_ KV          = (*MemKV)(nil)
 	_ Snapshotter = (*MemKV)(nil)
+	_ ValueLender = memReader{}
+	_ ValueLender = (*memWriter)(nil)
 )
 
 // NewMemKV returns an empty MemKV.
@@ -155,6 +157,15 @@ func (r memReader) Get(key []byte) ([]byte, error) {
 	return nil, ErrKeyNotFound
 }
 
+// GetFunc lends the committed value itself (never changed).
+func (r memReader) GetFunc(key []byte, fn func(value []byte) error) error {
+	v, err := r.Get(key)
+	if err != nil {
+		return err
+	}
+	return fn(v)
+}
+
 func (r memReader) Iterate(prefix []byte, fn func(key, value []byte) error) error {
 	return r.IterateFrom(prefix, prefix, fn)
 }
@@ -188,6 +199,15 @@ func (w *memWriter) Get(key []byte) ([]byte, error) {
 		return w.memReader.Get(key)
 	}
 	return memReader{w.work}.Get(key)
+}
+
+// GetFunc lends what Get returns: the transaction's own writes too.
+func (w *memWriter) GetFunc(key []byte, fn func(value []byte) error) error {
+	v, err := w.Get(key)
+	if err != nil {
+		return err
+	}
+	return fn(v)
 }
 
 // Iterate is the snapshot's, as it was when the Update started: the Store

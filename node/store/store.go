@@ -269,6 +269,51 @@ func (s *Store) Records(keys []RecordKey) (recs []*crdt.Record, err error) {
 	return recs, errors.Join(verr, errors.Join(errs...))
 }
 
+// EachRecordView reads the record entries of keys from one snapshot, as
+// Records does, and calls fn(i, rec) with keys[i]'s in order: nil when
+// there is none or it cannot be read (err joins those errors). rec is a
+// view (RecordView) valid only during the call: one record is decoded
+// into again and again (its field map allocated once), and its values
+// may be the KV's own bytes, lent for the call (ValueLender). fn copies
+// what it keeps; a memory's conversion (schema.ToMemory) does. A search
+// so reads its hits with one copy of each record less and no map per hit.
+func (s *Store) EachRecordView(keys []RecordKey, fn func(i int, rec *crdt.Record)) error {
+	var errs []error
+	rec := crdt.NewRecord()
+	verr := s.kv.View(func(r Reader) error {
+		lender, _ := r.(ValueLender)
+		for i, k := range keys {
+			key := recKey(k.Namespace, k.ID)
+			decode := func(v []byte) error {
+				if err := crdt.DecodeRecordViewInto(rec, v, s.lim); err != nil {
+					return fmt.Errorf("store: record %s in %s: %w", k.ID, k.Namespace, err)
+				}
+				return nil
+			}
+			var err error
+			if lender != nil {
+				err = lender.GetFunc(key, decode)
+			} else {
+				var v []byte
+				if v, err = r.Get(key); err == nil {
+					err = decode(v)
+				}
+			}
+			switch {
+			case errors.Is(err, ErrKeyNotFound):
+				fn(i, nil)
+			case err != nil:
+				errs = append(errs, err)
+				fn(i, nil)
+			default:
+				fn(i, rec)
+			}
+		}
+		return nil
+	})
+	return errors.Join(verr, errors.Join(errs...))
+}
+
 func (s *Store) readRecord(r Reader, ns, id string) (*crdt.Record, error) {
 	return s.read(r, ns, id, crdt.DecodeRecord)
 }

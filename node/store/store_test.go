@@ -279,6 +279,27 @@ func TestRecordsReadsEachKey(t *testing.T) {
 			t.Fatalf("%v: RecordView reads %q %v, Record %q %v", k, vt.Value, v.Dots(), w.Value, want.Dots())
 		}
 	}
+	var lent *crdt.Record
+	err = s.EachRecordView(keys, func(i int, r *crdt.Record) {
+		if (r == nil) != (recs[i] == nil) {
+			t.Fatalf("%v: EachRecordView %v, Records %v", keys[i], r, recs[i])
+		}
+		if r == nil {
+			return
+		}
+		if lent != nil && r != lent {
+			t.Fatalf("%v: a record of its own, not the one lent before", keys[i])
+		}
+		lent = r
+		g, _ := r.Field("ti")
+		w, _ := recs[i].Field("ti")
+		if string(g.Value) != string(w.Value) || !r.IsView() || !slices.Equal(r.Dots(), recs[i].Dots()) {
+			t.Fatalf("%v: EachRecordView reads %q %v, Records %q %v", keys[i], g.Value, r.Dots(), w.Value, recs[i].Dots())
+		}
+	})
+	if err == nil || !strings.Contains(err.Error(), "record bad in team://a") {
+		t.Fatalf("EachRecordView error %v, want one naming the corrupt record", err)
+	}
 	if v, err := s.RecordView("team://a", "bad"); v != nil || err == nil || !strings.Contains(err.Error(), "record bad in team://a") {
 		t.Fatalf("RecordView of a corrupt record: %v, %v", v, err)
 	}

@@ -43,6 +43,7 @@ type KV struct {
 var (
 	_ store.KV          = (*KV)(nil)
 	_ store.Snapshotter = (*KV)(nil)
+	_ store.ValueLender = badgerTxn{}
 )
 
 // Open opens (creating if needed) Badger in dir, tuned for a sidecar:
@@ -179,6 +180,18 @@ func (t badgerTxn) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	return item.ValueCopy(nil)
+}
+
+// GetFunc lends the value Item.Value reads, without ValueCopy's copy of it.
+func (t badgerTxn) GetFunc(key []byte, fn func(value []byte) error) error {
+	item, err := t.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return store.ErrKeyNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return item.Value(fn)
 }
 
 func (t badgerTxn) Iterate(prefix []byte, fn func(key, value []byte) error) error {

@@ -226,6 +226,35 @@ func TestBackendsAgree(t *testing.T) {
 			if len(bk) == 0 || !slices.Equal(bk, mk) {
 				t.Fatalf("scan order differs or is empty: %v vs %v", bk, mk)
 			}
+			// A search's read of its hits (the value lent, the record
+			// reused) reads what Record does, on both.
+			var keys []store.RecordKey
+			for _, ns := range nss {
+				for i := range 12 {
+					keys = append(keys, store.RecordKey{Namespace: ns, ID: fmt.Sprintf("m%d", i)})
+				}
+			}
+			shown := func(r *crdt.Record) string {
+				if r == nil {
+					return "none"
+				}
+				f, _ := r.Field("ti")
+				return fmt.Sprint(string(f.Value), r.Dots())
+			}
+			for _, s := range []*store.Store{bs, ms} {
+				read := 0
+				if err := s.EachRecordView(keys, func(i int, r *crdt.Record) {
+					want, _ := s.Record(keys[i].Namespace, keys[i].ID)
+					if r != nil {
+						read++
+					}
+					if got, w := shown(r), shown(want); got != w {
+						t.Fatalf("%v: EachRecordView reads %s, Record %s", keys[i], got, w)
+					}
+				}); err != nil || read == 0 {
+					t.Fatalf("EachRecordView: %v, %d records", err, read)
+				}
+			}
 			for i := range 12 {
 				bv, _ := bs.Meta(fmt.Sprintf("m%d", i))
 				mv, _ := ms.Meta(fmt.Sprintf("m%d", i))
