@@ -136,7 +136,7 @@ type Index struct {
 	wbuf []byte
 	seed maphash.Seed // for slot.text
 
-	scratch sync.Pool // *scratch for Search
+	scratch scratchPool // for Search (query.go)
 }
 
 // New returns an empty index.

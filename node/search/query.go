@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sync"
 )
 
 // scratch is per-query working memory sized to the slot count and reused
@@ -24,11 +25,41 @@ type scratch struct {
 	contrib []float64
 }
 
-func (ix *Index) getScratch() *scratch {
-	sc, _ := ix.scratch.Get().(*scratch)
-	if sc == nil {
-		sc = &scratch{}
+// scratchPool keeps up to scratchKept scratches between queries. Not a
+// sync.Pool: a collection empties that (its victim cache the next one),
+// and under the node's soft memory limit a 100k index is collected every
+// few hundred searches, so a search every so often made its scratch
+// again — 1.5 MB at 125k slots, zeroed while the search waited, and
+// garbage that brought the next collection closer. Searches beyond
+// scratchKept at once make their own, dropped after. Zero value ready.
+type scratchPool struct {
+	mu   sync.Mutex
+	free []*scratch
+}
+
+const scratchKept = 2
+
+func (p *scratchPool) get() *scratch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		sc := p.free[n-1]
+		p.free = p.free[:n-1]
+		return sc
 	}
+	return &scratch{}
+}
+
+func (p *scratchPool) put(sc *scratch) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < scratchKept {
+		p.free = append(p.free, sc)
+	}
+}
+
+func (ix *Index) getScratch() *scratch {
+	sc := ix.scratch.get()
 	if n := len(ix.slots); len(sc.stamp) < n {
 		n += n / 4
 		sc.stamp = make([]uint32, n)
@@ -88,7 +119,7 @@ func (ix *Index) SearchExpanded(query string, expansion []Term, f Filter, limit 
 		return nil, 0
 	}
 	sc := ix.getScratch()
-	defer ix.scratch.Put(sc)
+	defer ix.scratch.put(sc)
 	if len(expansion) == 0 && limit > 0 {
 		// The session context may lift a neighbour the pruned search did
 		// not score: ownScores scores the neighbours it asks about.
