@@ -92,5 +92,7 @@
 // tags, one seal; BenchmarkDecodeRecordSave and ...ViewSave): the full
 // decoder 4.0 µs, 3,800 B, 47 allocations before its field maps were
 // sized; now 3.2 µs, 3,276 B, 45; the view 2.0 µs, 2,332 B, 29 — of which
-// the field map itself is about 1.1 KB.
+// the field map itself is about 1.1 KB. DecodeRecordViewInto decodes into
+// a record made before, its maps cleared and refilled (788 B, 22
+// allocations): a reader of many records (a search's hits) keeps one.
 package crdt
