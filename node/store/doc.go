@@ -117,7 +117,7 @@
 // feature makes, decode in full: a view cannot be joined or encoded
 // (crdt panics), so a read that passes a record on cannot lose its seals
 // by mistake. In mnemo bench search at 100k this took the garbage of a
-// search from ~113 to ~64 KB (the rest is mostly Badger's own three copies
+// search from ~94 to ~64 KB (the rest is mostly Badger's own three copies
 // of each value), which under the node's soft memory limit is what sets
 // how often the heap is collected.
 //
