@@ -445,46 +445,6 @@ func (s *Service) readScope(c Caller, arg string) (search.Filter, error) {
 	return f, nil
 }
 
-// locate finds a memory by id among the namespaces the caller may read.
-func (s *Service) locate(c Caller, id string, includeDeleted bool) (namespace.Address, *crdt.Record, error) {
-	return s.locateWith(c, id, includeDeleted, s.st.Record)
-}
-
-// locateView is locate for a read that only shows the memory: the record
-// is a view (store.RecordView), without its seals.
-func (s *Service) locateView(c Caller, id string, includeDeleted bool) (namespace.Address, *crdt.Record, error) {
-	return s.locateWith(c, id, includeDeleted, s.st.RecordView)
-}
-
-func (s *Service) locateWith(c Caller, id string, includeDeleted bool, read func(ns, id string) (*crdt.Record, error)) (namespace.Address, *crdt.Record, error) {
-	meta, ok := s.ix.Meta(id)
-	if !ok {
-		return namespace.Address{}, nil, fmt.Errorf("%w: memory %q", ErrNotFound, id)
-	}
-	ns, err := namespace.Parse(meta.Namespace)
-	if err != nil {
-		return ns, nil, err
-	}
-	if err := s.auth.CheckRead(c.Principal, ns); err != nil {
-		// Do not reveal that the id exists elsewhere.
-		return ns, nil, fmt.Errorf("%w: memory %q", ErrNotFound, id)
-	}
-	if !s.visible(id, s.cfg.Now()) {
-		return ns, nil, fmt.Errorf("%w: memory %q (its capsule expired or was revoked)", ErrNotFound, id)
-	}
-	if meta.Deleted && !includeDeleted {
-		return ns, nil, fmt.Errorf("%w: memory %q is deleted (include_deleted=true shows it)", ErrNotFound, id)
-	}
-	rec, err := read(ns.String(), id)
-	if err != nil {
-		return ns, nil, err
-	}
-	if rec.Empty() {
-		return ns, nil, fmt.Errorf("%w: memory %q", ErrNotFound, id)
-	}
-	return ns, rec, nil
-}
-
 // Get returns one memory.
 func (s *Service) Get(ctx context.Context, c Caller, id string, includeDeleted bool) (Memory, error) {
 	ns, rec, err := s.locateView(c, id, includeDeleted)
