@@ -21,13 +21,23 @@ func Str(r *crdt.Record, name string) string {
 
 // Num reads field name as a number (0 when absent or malformed).
 func Num(r *crdt.Record, name string) float64 {
-	v, _ := strconv.ParseFloat(Str(r, name), 64)
+	f, ok := r.Field(name)
+	if !ok || len(f.Value) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(f.Value), 64) // no copy: not kept
 	return v
 }
 
 // Time reads field name as a time (zero when absent, zero or malformed).
+// An absent field is not parsed: the error of parsing "" was an
+// allocation per absent time of every memory a search or list shows.
 func Time(r *crdt.Record, name string) time.Time {
-	n, err := strconv.ParseInt(Str(r, name), 10, 64)
+	f, ok := r.Field(name)
+	if !ok || len(f.Value) == 0 {
+		return time.Time{}
+	}
+	n, err := strconv.ParseInt(string(f.Value), 10, 64) // no copy: not kept
 	if err != nil || n == 0 {
 		return time.Time{}
 	}

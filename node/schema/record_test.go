@@ -100,3 +100,43 @@ func TestIsCapsuleInbox(t *testing.T) {
 		}
 	}
 }
+
+// Time and Num read absent, empty, malformed and well-formed values as
+// before they skipped parsing what is absent.
+func TestTimeAndNumOfEveryKindOfValue(t *testing.T) {
+	m := crdt.NewMap()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, f := range []struct{ name, v string }{
+		{"t_ok", string(EncodeTime(at))}, {"t_zero", "0"}, {"t_bad", "soon"}, {"t_empty", ""},
+		{"n_ok", "0.25"}, {"n_bad", "x"}, {"n_empty", ""},
+	} {
+		d, err := m.Set(1, crdt.Timestamp(len(f.name)+len(f.v)+1)<<20, "m1", f.name, []byte(f.v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Join(d)
+	}
+	r := m.Entry("m1")
+	for name, want := range map[string]time.Time{"t_ok": at, "t_zero": {}, "t_bad": {}, "t_empty": {}, "t_absent": {}} {
+		if got := Time(r, name); !got.Equal(want) {
+			t.Errorf("Time(%s) = %v, want %v", name, got, want)
+		}
+	}
+	for name, want := range map[string]float64{"n_ok": 0.25, "n_bad": 0, "n_empty": 0, "n_absent": 0} {
+		if got := Num(r, name); got != want {
+			t.Errorf("Num(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// BenchmarkTimeAbsent: reading a time a memory does not have (deleted_at
+// of a live one), as every memory shown does.
+func BenchmarkTimeAbsent(b *testing.B) {
+	r := crdt.NewRecord()
+	b.ReportAllocs()
+	for b.Loop() {
+		if !Time(r, FieldDeletedAt).IsZero() {
+			b.Fatal("a time read from nothing")
+		}
+	}
+}
