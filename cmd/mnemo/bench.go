@@ -9,7 +9,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +45,8 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	warm := fs.Duration("warmup", time.Second, "saves before each run that are not measured")
 	dir := fs.String("data", "", "data `DIR` to use (default a new temporary directory, removed after)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to `FILE` (go tool pprof)")
+	blockProfile := fs.String("blockprofile", "", "write a profile of where goroutines waited (channels, locks, every wait of 10µs or more) to `FILE` (go tool pprof)")
+	mutexProfile := fs.String("mutexprofile", "", "write a profile of contended mutexes to `FILE` (go tool pprof)")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
 		return code
@@ -71,6 +75,12 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return failed(stderr, fs, err)
 	}
 	defer stopProfile()
+	stopWaits := startWaitProfiles(*blockProfile, *mutexProfile)
+	defer func() {
+		if err := stopWaits(); err != nil {
+			fmt.Fprintln(stderr, "mnemo bench:", err)
+		}
+	}()
 	fmt.Fprintf(stdout, "durable saves over HTTP (%s), GOMAXPROCS=%d, %v per run\n", n.Addr(), runtime.GOMAXPROCS(0), *dur)
 	row := "%7s %8s %8s %9s %9s %9s %9s %9s\n"
 	fmt.Fprintf(stdout, row, "clients", "saves", "saves/s", "p50", "p95", "p99", "max", "cpu/save")
@@ -89,6 +99,38 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			fmt.Sprintf("%.0fµs", float64(r.cpu)/float64(time.Microsecond)/float64(max(r.n, 1))))
 	}
 	return exitOK
+}
+
+// startWaitProfiles turns on the block profile (waits of 10µs or more)
+// and the mutex profile (every contention) when their file is named, and
+// returns what writes them and turns them off again.
+func startWaitProfiles(blockFile, mutexFile string) (stop func() error) {
+	if blockFile != "" {
+		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	}
+	if mutexFile != "" {
+		runtime.SetMutexProfileFraction(1)
+	}
+	write := func(name, file string) error {
+		if file == "" {
+			return nil
+		}
+		f, err := os.Create(file)
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	return func() error {
+		err := errors.Join(write("block", blockFile), write("mutex", mutexFile))
+		runtime.SetBlockProfileRate(0)
+		runtime.SetMutexProfileFraction(0)
+		return err
+	}
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }

@@ -25,6 +25,20 @@ func TestBenchSaves(t *testing.T) {
 			t.Errorf("row %q: want 8 columns and some saves", l)
 		}
 	}
+	// The wait profiles are written when named (the 32 clients queue for
+	// their groups, so the block profile holds samples).
+	dir := t.TempDir()
+	block, mutex := dir+"/block.prof", dir+"/mutex.prof"
+	out.Reset()
+	if code := run(context.Background(), []string{"bench", "saves", "--clients", "32", "--duration", "200ms", "--warmup", "0",
+		"--blockprofile", block, "--mutexprofile", mutex, "--data", t.TempDir()}, nil, &out, &errb); code != exitOK {
+		t.Fatalf("with profiles: exit %d: %s", code, errb.String())
+	}
+	for _, f := range []string{block, mutex} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s: %v, want a written file", f, err)
+		}
+	}
 	if code := run(context.Background(), []string{"bench", "loads"}, nil, &out, &errb); code != exitUsage {
 		t.Errorf("unknown workload: exit %d, want %d", code, exitUsage)
 	}
