@@ -27,8 +27,9 @@ type request struct {
 	replica crdt.ReplicaID
 	fn      func(tx *Tx) error   // an Update's closure
 	deltas  map[string]*crdt.Map // an Apply's deltas, or what fn built
-	joined  map[string]*joined   // an Apply's joins made when built (pendDeltas)
+	joined  map[string]*joined   // joins made before the commit (pendDeltas, prejoin)
 	built   bool                 // deltas are fn's: sealed before commit
+	tx      *Tx                  // what fn built them in
 	seq     uint64               // build order
 	// cutBefore: a group ends before this request unless it comes first
 	// (it, or the group it was in, was too big for one transaction).
@@ -107,6 +108,7 @@ func (s *Store) submit(r *request) ([]Change, error) {
 			d.Seal(ns, s.signer)
 		}
 	}
+	s.prejoin(r)
 	close(r.ready)
 	for {
 		select {
@@ -136,14 +138,15 @@ func (s *Store) prepare(r *request) (queued bool, err error) {
 	seq := s.seq + 1
 	if r.fn != nil {
 		tx := &Tx{s: s, replica: r.replica, lim: s.lim, ctxs: map[string]*crdt.Context{},
-			recs: map[string]map[string]*crdt.Record{}, deltas: map[string]*crdt.Map{}}
+			recs: map[string]map[string]*crdt.Record{}, deltas: map[string]*crdt.Map{},
+			before: map[string]*crdt.Context{}, base: map[string]map[string]baseRec{}}
 		if err := r.fn(tx); err != nil {
 			return false, err
 		}
 		if len(tx.deltas) == 0 && s.pend.empty() {
 			return false, nil
 		}
-		r.deltas, r.built = tx.deltas, true
+		r.deltas, r.built, r.tx = tx.deltas, true, tx
 		s.pendTx(tx, seq)
 	} else if r.joined, err = s.pendDeltas(r.deltas, seq); err != nil {
 		return false, err
@@ -153,6 +156,65 @@ func (s *Store) prepare(r *request) (queued bool, err error) {
 	s.queue = append(s.queue, r)
 	s.qmu.Unlock()
 	return true, nil
+}
+
+// prejoin makes, in the writer's goroutine and outside any lock, what the
+// commit would otherwise make under the lead, one write after another:
+// the join of each sealed record with the entry stored before it, and its
+// encoding. An Update's namespace qualifies when the Tx read every entry
+// it wrote from the committed state (none was pending) and found each one
+// it edited not retracted: the group's transaction holds exactly that
+// state when this write's turn comes (the writes between are committed, or
+// earlier in the group, and none touched these entries), so the commit
+// reads nothing there and takes these joins (applyTo). A namespace where
+// an entry was pending is left to the commit, which joins over the sealed
+// record the write before left. An Apply's joins (pendDeltas) are only
+// encoded here.
+func (s *Store) prejoin(r *request) {
+	if !r.built {
+		for _, j := range r.joined {
+			for id, jr := range j.recs {
+				jr.enc = crdt.EncodeRecord(jr.merged)
+				j.recs[id] = jr
+			}
+		}
+		return
+	}
+	tx := r.tx
+	r.tx = nil
+	for ns, d := range r.deltas {
+		base := tx.base[ns]
+		ok := true
+		for _, id := range d.RetractedIDs() {
+			if b, found := base[id]; !found || b.pending {
+				ok = false
+			}
+		}
+		d.Records(func(id string, _ *crdt.Record) bool {
+			b, found := base[id]
+			ok = ok && (d.Retracted(id) || found && !b.pending && b.live)
+			return ok
+		})
+		if !ok {
+			continue
+		}
+		j := &joined{next: tx.ctxs[ns], checked: true, recs: map[string]joinedRec{}}
+		for _, id := range d.RetractedIDs() {
+			j.recs[id] = joinedRec{local: base[id].rec}
+		}
+		d.Records(func(id string, drec *crdt.Record) bool {
+			if !d.Retracted(id) {
+				local := base[id].rec
+				merged := crdt.JoinRecord(local, tx.before[ns], drec, d.Context())
+				j.recs[id] = joinedRec{local: local, merged: merged, enc: crdt.EncodeRecord(merged)}
+			}
+			return true
+		})
+		if r.joined == nil {
+			r.joined = map[string]*joined{}
+		}
+		r.joined[ns] = j
+	}
 }
 
 // next takes the request at the front of the queue for group g, or nil:

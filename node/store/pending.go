@@ -121,10 +121,17 @@ func (s *Store) pendContext(ns string) *crdt.Context {
 }
 
 func (s *Store) pendRecord(ns, id string) (*crdt.Record, error) {
+	rec, _, err := s.pendRecordFrom(ns, id)
+	return rec, err
+}
+
+// pendRecordFrom is pendRecord, and whether the entry was pending.
+func (s *Store) pendRecordFrom(ns, id string) (rec *crdt.Record, pending bool, err error) {
 	if e, ok := s.pend.recs[ns][id]; ok {
-		return e.rec, nil
+		return e.rec, true, nil
 	}
-	return s.readRecord(s.snap, ns, id)
+	rec, err = s.readRecord(s.snap, ns, id)
+	return rec, false, err
 }
 
 func (s *Store) pendRetracted(ns, id string) (bool, error) {
@@ -198,7 +205,7 @@ func (s *Store) pendDeltas(deltas map[string]*crdt.Map, seq uint64) (map[string]
 			merged := crdt.JoinRecord(local, cur, drec, d.Context())
 			sets = append(sets, set{ns, id, pendRec{rec: merged, seq: seq}})
 			if j != nil {
-				j.recs[id] = joinedRec{local, merged}
+				j.recs[id] = joinedRec{local: local, merged: merged}
 			}
 			return true
 		})
@@ -232,9 +239,16 @@ func (s *Store) pendDeltas(deltas map[string]*crdt.Map, seq uint64) (map[string]
 type joined struct {
 	next *crdt.Context
 	recs map[string]joinedRec
+	// checked: no entry of the delta was retracted in the state it was
+	// joined over, and recs holds every entry (prejoin): the commit reads
+	// nothing.
+	checked bool
 }
 
-type joinedRec struct{ local, merged *crdt.Record }
+type joinedRec struct {
+	local, merged *crdt.Record
+	enc           []byte // merged encoded (prejoin), or nil
+}
 
 // rec is id's join, if j holds it (j may be nil).
 func (j *joined) rec(id string) (joinedRec, bool) {

@@ -488,6 +488,7 @@ func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas ma
 		nss = append(nss, ns)
 	}
 	slices.Sort(nss)
+	var err error
 	for _, ns := range nss {
 		d := deltas[ns]
 		cur := ctxOf(ns)
@@ -500,8 +501,10 @@ func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas ma
 			next.Join(d.Context())
 		}
 		for _, id := range d.RetractedIDs() {
-			old, err := s.readRecord(w, ns, id)
-			if err != nil {
+			var old *crdt.Record
+			if jr, ok := j.rec(id); ok && j.checked {
+				old = jr.local
+			} else if old, err = s.readRecord(w, ns, id); err != nil {
 				return nil, nil, err
 			}
 			if err := reindex(w, ns, id, old, nil, cur, next); err != nil {
@@ -515,27 +518,32 @@ func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas ma
 			}
 			changes = append(changes, Change{Namespace: ns, ID: id})
 		}
-		var err error
 		d.Records(func(id string, drec *crdt.Record) bool {
 			if d.Retracted(id) {
 				return true
 			}
-			if _, gerr := w.Get(retKey(ns, id)); gerr == nil {
-				return true // retracted here: final
-			} else if !errors.Is(gerr, ErrKeyNotFound) {
-				err = gerr
-				return false
+			if j == nil || !j.checked {
+				if _, gerr := w.Get(retKey(ns, id)); gerr == nil {
+					return true // retracted here: final
+				} else if !errors.Is(gerr, ErrKeyNotFound) {
+					err = gerr
+					return false
+				}
 			}
 			var local, merged *crdt.Record
+			var enc []byte
 			if jr, ok := j.rec(id); ok {
-				local, merged = jr.local, jr.merged
+				local, merged, enc = jr.local, jr.merged, jr.enc
 			} else {
 				if local, err = s.readRecord(w, ns, id); err != nil {
 					return false
 				}
 				merged = crdt.JoinRecord(local, cur, drec, d.Context())
 			}
-			if err = w.Set(recKey(ns, id), crdt.EncodeRecord(merged)); err != nil {
+			if enc == nil {
+				enc = crdt.EncodeRecord(merged)
+			}
+			if err = w.Set(recKey(ns, id), enc); err != nil {
 				return false
 			}
 			if err = reindex(w, ns, id, local, merged, cur, next); err != nil {

@@ -16,6 +16,21 @@ type Tx struct {
 	recs    map[string]map[string]*crdt.Record
 	deltas  map[string]*crdt.Map
 	err     error
+	// What the commit needs to know to take this Tx's joins instead of
+	// making them again (prejoin, group.go): ns's context before the Tx,
+	// and each entry as first read, with where it was read from.
+	before map[string]*crdt.Context
+	base   map[string]map[string]baseRec
+}
+
+// baseRec is an entry as a Tx first read it.
+type baseRec struct {
+	rec *crdt.Record
+	// pending: read from a write not yet committed (an Update's record is
+	// unsealed there: the commit joins again over the sealed one).
+	pending bool
+	// live: Edit found it not retracted.
+	live bool
 }
 
 // Update runs fn, one writer at a time, against the store as left by every
@@ -32,8 +47,10 @@ func (s *Store) Update(replica crdt.ReplicaID, fn func(tx *Tx) error) ([]Change,
 func (tx *Tx) ctx(ns string) *crdt.Context {
 	c, ok := tx.ctxs[ns]
 	if !ok {
-		c = tx.s.pendContext(ns).Clone()
+		before := tx.s.pendContext(ns)
+		c = before.Clone()
 		tx.ctxs[ns] = c
+		tx.before[ns] = before
 	}
 	return c
 }
@@ -45,14 +62,16 @@ func (tx *Tx) Record(ns, id string) (*crdt.Record, error) {
 			return r, nil
 		}
 	}
-	r, err := tx.s.pendRecord(ns, id)
+	r, pending, err := tx.s.pendRecordFrom(ns, id)
 	if err != nil {
 		return nil, err
 	}
 	if tx.recs[ns] == nil {
 		tx.recs[ns] = map[string]*crdt.Record{}
+		tx.base[ns] = map[string]baseRec{}
 	}
 	tx.recs[ns][id] = r
+	tx.base[ns][id] = baseRec{rec: r, pending: pending}
 	return r, nil
 }
 
@@ -76,6 +95,10 @@ func (tx *Tx) Edit(ns, id string) (*crdt.Edit, error) {
 	rec, err := tx.Record(ns, id)
 	if err != nil {
 		return nil, err
+	}
+	if b, ok := tx.base[ns][id]; ok && !b.live {
+		b.live = true
+		tx.base[ns][id] = b
 	}
 	return crdt.NewEdit(tx.ctx(ns), rec, tx.replica, id, tx.lim)
 }
