@@ -177,3 +177,23 @@ func benchSearchFeedback(b *testing.B, n int) {
 	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds()), "p95-µs")
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
 }
+
+// BenchmarkPutPrepared times what a writer does under the index's lock
+// when it prepared the document before (Prepare, not timed): compare with
+// BenchmarkPut, which tokenizes under it.
+func BenchmarkPutPrepared(b *testing.B) {
+	c := newCorpus(2)
+	docs := make([]Doc, min(b.N, 200_000))
+	for i := range docs {
+		docs[i] = c.next()
+	}
+	ix := New()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		p := ix.Prepare(docs[i%len(docs)])
+		b.StartTimer()
+		ix.PutPrepared(p)
+	}
+}

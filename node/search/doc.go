@@ -13,6 +13,14 @@
 //	ix.Put(search.Doc{ID: id, Namespace: "agent://bob", Type: "decision", Title: t, Content: c})
 //	hits, total := ix.Search("postgres migration", search.Filter{Namespaces: []string{"agent://bob"}, Subtree: true}, 10)
 //
+// A writer that orders its puts under a lock of its own (the memory
+// service does, so that the put after a memory's last write is the last)
+// tokenizes before it takes it: Prepare hashes and tokenizes a document
+// without the index's lock, PutPrepared inserts it under the lock, and
+// Put is the two at once. Under the lock a put then costs 11 against 18
+// µs (go test -bench 'BenchmarkPut', 3 runs each, 2 fields, ~50 words),
+// and both together cost what Put did (19-21 against 19-20 µs).
+//
 // # Tokenizer
 //
 // Tokenize lowercases and splits on anything that is not a Unicode letter

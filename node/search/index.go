@@ -177,9 +177,69 @@ func (ix *Index) Stats() Stats {
 // a soft delete, a move, a metadata edit — updates the catalog entry in
 // place: no tokenizing, no new slot, no dead postings.
 func (ix *Index) Put(d Doc) {
+	ix.PutPrepared(&Prepared{doc: d, text: ix.textHash(&d)})
+}
+
+// Prepared is a document whose text Prepare tokenized, outside the
+// index's lock, for PutPrepared.
+type Prepared struct {
+	doc       Doc
+	text      uint64   // textHash
+	tokenized bool     // toks and halves hold the text's tokens
+	toks      []byte   // each token after its length (one byte: tokens are at most maxTokenBytes)
+	halves    []uint32 // each token's weight in half units
+}
+
+// Prepare does what Put does before it needs the index: hashes d's text
+// and, unless the index already holds the same text for d.ID (a metadata
+// change, which Put updates in place), tokenizes and stems it. Writers call
+// it before they take the locks that order their puts, so that the lock
+// is held only to insert (PutPrepared). Safe for concurrent use.
+func (ix *Index) Prepare(d Doc) *Prepared {
+	p := &Prepared{doc: d, text: ix.textHash(&d)}
+	ix.mu.RLock()
+	old, ok := ix.byID[d.ID]
+	same := ok && ix.slots[old].text == p.text && ix.slots[old].created == d.CreatedAt
+	ix.mu.RUnlock()
+	if same {
+		return p
+	}
+	p.tokenized = true
+	n := len(d.Title) + len(d.Content)
+	for _, tag := range d.Tags {
+		n += len(tag)
+	}
+	// Capacity hints: tokens and their length bytes take about the text's
+	// size (a token has two bytes at least, and a separator); a word
+	// averages over six bytes with its separator.
+	p.toks, p.halves = make([]byte, 0, n), make([]uint32, 0, n/6+4)
+	buf := make([]byte, 0, maxTokenBytes)
+	add := func(text string, half uint32) {
+		buf = tokenize(text, buf, func(tok []byte) {
+			p.toks = append(append(p.toks, byte(len(tok))), tok...)
+			p.halves = append(p.halves, half)
+		})
+	}
+	p.eachText(add)
+	return p
+}
+
+// eachText calls add with each part of the document's text and its weight.
+func (p *Prepared) eachText(add func(text string, half uint32)) {
+	add(p.doc.Title, titleHalf)
+	add(p.doc.Content, contentHalf)
+	for _, tag := range p.doc.Tags {
+		add(tag, tagsHalf)
+	}
+}
+
+// PutPrepared is Put of a prepared document. The index may have changed
+// since Prepare: the result is Put's all the same (a document prepared as
+// unchanged whose text changed since is tokenized here).
+func (ix *Index) PutPrepared(p *Prepared) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	text := ix.textHash(&d)
+	d, text := p.doc, p.text
 	if old, ok := ix.byID[d.ID]; ok {
 		if sl := &ix.slots[old]; sl.text == text && sl.created == d.CreatedAt {
 			ix.setMeta(old, &d)
@@ -190,22 +250,26 @@ func (ix *Index) Put(d Doc) {
 	s := uint32(len(ix.slots))
 	clear(ix.wtf)
 	var dl uint32
-	addText := func(text string, half uint32) {
-		ix.wbuf = tokenize(text, ix.wbuf, func(tok []byte) {
-			t, ok := ix.dict[string(tok)]
-			if !ok {
-				t = uint32(len(ix.terms))
-				ix.dict[string(tok)] = t
-				ix.terms = append(ix.terms, newPostings())
-			}
-			ix.wtf[t] += half
-			dl += half
-		})
+	add := func(tok []byte, half uint32) {
+		t, ok := ix.dict[string(tok)]
+		if !ok {
+			t = uint32(len(ix.terms))
+			ix.dict[string(tok)] = t
+			ix.terms = append(ix.terms, newPostings())
+		}
+		ix.wtf[t] += half
+		dl += half
 	}
-	addText(d.Title, titleHalf)
-	addText(d.Content, contentHalf)
-	for _, tag := range d.Tags {
-		addText(tag, tagsHalf)
+	if p.tokenized {
+		for i, k := 0, 0; i < len(p.toks); k++ {
+			n := int(p.toks[i])
+			add(p.toks[i+1:i+1+n], p.halves[k])
+			i += 1 + n
+		}
+	} else {
+		p.eachText(func(text string, half uint32) {
+			ix.wbuf = tokenize(text, ix.wbuf, func(tok []byte) { add(tok, half) })
+		})
 	}
 	for t, tf2 := range ix.wtf {
 		ix.terms[t].add(s, tf2, dl)

@@ -253,7 +253,20 @@ func TestAgainstReference(t *testing.T) {
 						// in-place catalog update.
 						d.Title, d.Content, d.Tags, d.CreatedAt = old.Title, old.Content, old.Tags, old.CreatedAt
 					}
-					ix.Put(d)
+					switch rng.IntN(4) {
+					case 0, 1:
+						ix.Put(d)
+					case 2:
+						ix.PutPrepared(ix.Prepare(d))
+					default: // prepared, then another put of the id came first
+						p := ix.Prepare(d)
+						other := d
+						if rng.IntN(2) == 0 {
+							other.Title, other.Content = text(3), text(12)
+						}
+						ix.Put(other)
+						ix.PutPrepared(p)
+					}
 					ref.docs[id] = d
 				}
 				if st := ix.Stats(); st.DeadSlots < lastDead {

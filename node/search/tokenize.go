@@ -7,7 +7,7 @@ import (
 
 // maxTokenBytes is the longest token kept; longer runs are usually hashes,
 // base64 or minified code, which nobody searches for by full value.
-const maxTokenBytes = 64
+const maxTokenBytes = 64 // < 256: Prepared stores a length in a byte
 
 // stopwords are dropped at index and query time. The list is deliberately
 // short: words that appear in most English memories and carry no topic,
