@@ -207,3 +207,74 @@ func TestSearchIndexKeepsTheLastWrite(t *testing.T) {
 		t.Fatalf("search misses the last write: %+v %v", res, err)
 	}
 }
+
+// stallViewer titles every memory with its current label. Once, viewing a
+// memory whose content holds match, it reads the label and then waits
+// before it returns the view made with it.
+type stallViewer struct {
+	match         string
+	label         atomic.Value // string
+	held, release chan struct{}
+	stalled       atomic.Bool
+	core          *Core
+}
+
+func (v *stallViewer) Attach(c *Core) { v.core = c; c.Register(v) }
+
+func (v *stallViewer) View(_, _ string, m Memory, _ *viewFlags) Memory {
+	label := v.label.Load().(string)
+	if strings.Contains(m.Content, v.match) && v.stalled.CompareAndSwap(false, true) {
+		close(v.held)
+		<-v.release
+	}
+	m.Title = label
+	return m
+}
+
+// TestSearchIndexKeepsTheLastView: a save's view is made before the index
+// lock; when a feature changes what views depend on and re-views the
+// memory (Core.Reindex) while that view is being made, the index must
+// hold the new view, not the one made before the change.
+func TestSearchIndexKeepsTheLastView(t *testing.T) {
+	v := &stallViewer{match: "aardvark", held: make(chan struct{}), release: make(chan struct{})}
+	v.label.Store("walrus")
+	agent := namespace.MustParse("agent://alice")
+	s, err := Open(Config{Agent: agent, Features: []Feature{v}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c := Caller{Principal: agent}
+	ctx := context.Background()
+	saved := make(chan SaveResult, 1)
+	go func() {
+		r, err := s.Save(ctx, c, SaveRequest{Content: "a note on the aardvark"})
+		if err != nil {
+			t.Error(err)
+		}
+		saved <- r
+	}()
+	<-v.held // committed; its view for the index is made with "walrus" and waits
+	v.label.Store("narwhal")
+	if n := s.ix.Len(); n != 0 {
+		t.Fatalf("%d memories indexed before the save's view was made", n)
+	}
+	id := ""
+	if err := s.st.Scan("", func(ns, rid string, _ *crdt.Record) error {
+		if ns == agent.String() {
+			id = rid
+		}
+		return nil
+	}); err != nil || id == "" {
+		t.Fatalf("the save is not stored: %v", err)
+	}
+	v.core.Reindex(agent.String(), id)
+	close(v.release)
+	<-saved
+	if res, err := s.Search(ctx, c, SearchQuery{Query: "walrus"}); err != nil || res.Total != 0 {
+		t.Fatalf("search finds the view made before the change: %+v %v", res, err)
+	}
+	if res, err := s.Search(ctx, c, SearchQuery{Query: "narwhal"}); err != nil || res.Total != 1 {
+		t.Fatalf("search misses the view after the change: %+v %v", res, err)
+	}
+}

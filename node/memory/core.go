@@ -145,6 +145,7 @@ func (c *Core) KeyOf(p namespace.Address) (ed25519.PublicKey, bool) { return c.s
 // does nothing while Open's scan runs (every memory is indexed once, after
 // it) or when the memory is absent or retracted.
 func (c *Core) Reindex(ns, id string) {
+	c.s.viewEpoch.Add(1) // first: a view made before this change is not put (putMemory)
 	if c.s.loading() {
 		return
 	}

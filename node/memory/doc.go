@@ -83,7 +83,11 @@
 // and updated after every write. Writers reindex after their commit,
 // concurrently, so two writes of one memory may reach the index in the
 // other order; a put whose write is no longer the last committed reads the
-// record again (putMemory), so the index ends on the last write. Every read goes through one effective view
+// record again (putMemory), so the index ends on the last write. The puts
+// are ordered under one lock, and each writer makes its memory's view and
+// tokenizes it (search.Index.Prepare) before taking it; under it the work
+// is made again only if the record was written again or a feature re-viewed
+// memories (Core.Reindex) meanwhile. Every read goes through one effective view
 // (view: the surgery feature's Viewer applies approved edits; the capsule
 // feature's ReadGate hides dead capsule items), and through readScope, which
 // limits a query to the namespaces the caller may read: with no namespace,

@@ -3,6 +3,7 @@ package memory
 import (
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/node/schema"
+	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/store"
 )
 
@@ -57,9 +58,22 @@ func (s *Service) index(ns, id string, rec *crdt.Record, seq uint64) {
 // that follows a memory's last write is of what that write left. The store
 // says which records a later write touched (WrittenAfter) without a read:
 // a read waits for the commit in flight, under ixMu.
+//
+// The view and the tokenizing of its text (search.Index.Prepare) are made
+// before ixMu, which every writer takes in turn, and kept when, under it,
+// the record is still the one committed and no feature changed what views
+// depend on meanwhile (viewEpoch, bumped by Core.Reindex before it re-puts
+// a memory): otherwise they are made again under ixMu, as before.
 func (s *Service) putMemory(ns, id string, rec *crdt.Record, seq uint64) {
+	epoch := s.viewEpoch.Load()
+	m, fl := s.view(ns, id, rec)
+	var p *search.Prepared
+	if !fl.Retracted {
+		p = s.ix.Prepare(toDoc(m))
+	}
 	s.ixMu.Lock()
 	defer s.ixMu.Unlock()
+	fresh := s.viewEpoch.Load() == epoch
 	if later, known := s.st.WrittenAfter(ns, id, seq); later || !known {
 		cur, err := s.st.RecordView(ns, id) // only viewed and indexed
 		switch {
@@ -69,15 +83,22 @@ func (s *Service) putMemory(ns, id string, rec *crdt.Record, seq uint64) {
 			s.ix.Delete(id) // retracted since
 			return
 		default:
-			rec = cur
+			rec, fresh = cur, false
 		}
 	}
-	m, fl := s.view(ns, id, rec)
+	if !fresh {
+		m, fl = s.view(ns, id, rec)
+		p = nil
+	}
 	if fl.Retracted {
 		s.ix.Delete(id)
 		return
 	}
-	s.ix.Put(toDoc(m))
+	if p == nil {
+		s.ix.Put(toDoc(m))
+		return
+	}
+	s.ix.PutPrepared(p)
 }
 
 // unindex takes a retracted memory out of the search index.

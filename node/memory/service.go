@@ -106,6 +106,11 @@ type Service struct {
 	clkMu sync.Mutex
 	clock *crdt.Clock
 
+	// viewEpoch counts the re-views of memories whose view a feature
+	// changed (Core.Reindex): a view made before ixMu is kept only if it
+	// did not move meanwhile (putMemory).
+	viewEpoch atomic.Uint64
+
 	sessMu   sync.RWMutex
 	sessions map[string]Session // key ns + "\x00" + session id
 
