@@ -21,3 +21,17 @@ func (s *Store) QueueLen() int {
 	defer s.qmu.Unlock()
 	return len(s.queue)
 }
+
+// frontSealed reports whether the first n queued writes are sealed.
+func (s *Store) frontSealed(n int) bool {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	for _, r := range s.queue[:min(n, len(s.queue))] {
+		select {
+		case <-r.ready:
+		default:
+			return false
+		}
+	}
+	return true
+}

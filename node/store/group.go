@@ -160,8 +160,8 @@ func (s *Store) prepare(r *request) (queued bool, err error) {
 
 // prejoin makes, in the writer's goroutine and outside any lock, what the
 // commit would otherwise make under the lead, one write after another:
-// the join of each sealed record with the entry stored before it, and its
-// encoding. An Update's namespace qualifies when the Tx read every entry
+// the join of each sealed record with the entry stored before it, its
+// encoding and its writes to the dot index. An Update's namespace qualifies when the Tx read every entry
 // it wrote from the committed state (none was pending) and found each one
 // it edited not retracted: the group's transaction holds exactly that
 // state when this write's turn comes (the writes between are committed, or
@@ -198,15 +198,20 @@ func (s *Store) prejoin(r *request) {
 		if !ok {
 			continue
 		}
-		j := &joined{next: tx.ctxs[ns], checked: true, recs: map[string]joinedRec{}}
+		before, next := tx.before[ns], tx.ctxs[ns]
+		j := &joined{next: next, checked: true, recs: map[string]joinedRec{}}
 		for _, id := range d.RetractedIDs() {
-			j.recs[id] = joinedRec{local: base[id].rec}
+			local, dots := base[id].rec, &kvOps{}
+			_ = reindex(dots, ns, id, local, nil, before, next) // kvOps never fails
+			j.recs[id] = joinedRec{local: local, dots: dots}
 		}
 		d.Records(func(id string, drec *crdt.Record) bool {
 			if !d.Retracted(id) {
 				local := base[id].rec
-				merged := crdt.JoinRecord(local, tx.before[ns], drec, d.Context())
-				j.recs[id] = joinedRec{local: local, merged: merged, enc: crdt.EncodeRecord(merged)}
+				merged := crdt.JoinRecord(local, before, drec, d.Context())
+				dots := &kvOps{}
+				_ = reindex(dots, ns, id, local, merged, before, next) // kvOps never fails
+				j.recs[id] = joinedRec{local: local, merged: merged, enc: crdt.EncodeRecord(merged), dots: dots}
 			}
 			return true
 		})

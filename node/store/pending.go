@@ -248,6 +248,58 @@ type joined struct {
 type joinedRec struct {
 	local, merged *crdt.Record
 	enc           []byte // merged encoded (prejoin), or nil
+	dots          *kvOps // the dot index's writes (prejoin), or nil
+}
+
+// index makes id's writes to the dot index on w: those prejoin recorded,
+// or those write makes (j may be nil).
+func (j *joined) index(id string, w Writer, write func(w Writer) error) error {
+	if jr, ok := j.rec(id); ok && jr.dots != nil {
+		return jr.dots.replay(w)
+	}
+	return write(w)
+}
+
+// kvOps records the writes made through it (it reads nothing), to make
+// them again on another Writer.
+type kvOps struct{ ops []kvOp }
+
+type kvOp struct {
+	key, value []byte
+	del        bool
+}
+
+var errNoReads = errors.New("store: recorded writes cannot be read")
+
+func (o *kvOps) Get([]byte) ([]byte, error)                    { return nil, errNoReads }
+func (o *kvOps) Iterate([]byte, func(k, v []byte) error) error { return errNoReads }
+func (o *kvOps) IterateFrom([]byte, []byte, func(k, v []byte) error) error {
+	return errNoReads
+}
+
+func (o *kvOps) Set(key, value []byte) error {
+	o.ops = append(o.ops, kvOp{key: key, value: value})
+	return nil
+}
+
+func (o *kvOps) Delete(key []byte) error {
+	o.ops = append(o.ops, kvOp{key: key, del: true})
+	return nil
+}
+
+func (o *kvOps) replay(w Writer) error {
+	for _, op := range o.ops {
+		var err error
+		if op.del {
+			err = w.Delete(op.key)
+		} else {
+			err = w.Set(op.key, op.value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rec is id's join, if j holds it (j may be nil).

@@ -15,7 +15,8 @@ import (
 // time store: the same history, once queued behind a held group (new
 // entries, edits of committed and of pending entries, a retraction, a
 // write across two namespaces) and once write by write, leaves the same
-// KV, byte for byte, and every stored dot is sealed.
+// KV, byte for byte, every stored dot sealed and the dot index Open builds
+// from the entries.
 func TestPrejoinStoresWhatTheCommitWould(t *testing.T) {
 	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
 	signer := crdt.Signer{Key: priv.Public().(ed25519.PublicKey), Sign: func(m []byte) []byte { return ed25519.Sign(priv, m) }}
@@ -94,14 +95,38 @@ func TestPrejoinStoresWhatTheCommitWould(t *testing.T) {
 					t.Fatalf("held %v: %s: %v", held, n, err)
 				}
 			}
-			out = map[string]string{}
-			if err := mem.View(func(r Reader) error {
-				return r.Iterate(nil, func(k, v []byte) error {
-					out[string(k)] = string(v)
-					return nil
-				})
+			out = dump(t, mem)
+			// The dot index is what Open builds from the entries of a
+			// store without one.
+			s.Close()
+			re := mem.Restart()
+			if err := re.Update(func(w Writer) error {
+				for k := range out {
+					if k[:2] == "d/" || k[:2] == "o/" || k == string(formatKey) {
+						if err := w.Delete([]byte(k)); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
 			}); err != nil {
 				t.Fatal(err)
+			}
+			s2, err := Open(re, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Close()
+			rebuilt := dump(t, re)
+			for k, v := range out {
+				if r, ok := rebuilt[k]; !ok || r != v {
+					t.Errorf("held %v: key %q: written %q, rebuilt %q (present %v)", held, k, v, r, ok)
+				}
+			}
+			for k := range rebuilt {
+				if _, ok := out[k]; !ok {
+					t.Errorf("held %v: key %q: rebuilt, not written", held, k)
+				}
 			}
 		})
 		return out
@@ -131,4 +156,19 @@ func TestPrejoinStoresWhatTheCommitWould(t *testing.T) {
 	if _, ok := one["x/"+ns+"\x00r"]; !ok {
 		t.Error("r not retracted")
 	}
+}
+
+// dump is every key and value of kv.
+func dump(t *testing.T, kv KV) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if err := kv.View(func(r Reader) error {
+		return r.Iterate(nil, func(k, v []byte) error {
+			out[string(k)] = string(v)
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

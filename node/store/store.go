@@ -507,7 +507,7 @@ func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas ma
 			} else if old, err = s.readRecord(w, ns, id); err != nil {
 				return nil, nil, err
 			}
-			if err := reindex(w, ns, id, old, nil, cur, next); err != nil {
+			if err := j.index(id, w, func(w Writer) error { return reindex(w, ns, id, old, nil, cur, next) }); err != nil {
 				return nil, nil, err
 			}
 			if err := w.Delete(recKey(ns, id)); err != nil {
@@ -546,7 +546,7 @@ func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas ma
 			if err = w.Set(recKey(ns, id), enc); err != nil {
 				return false
 			}
-			if err = reindex(w, ns, id, local, merged, cur, next); err != nil {
+			if err = j.index(id, w, func(w Writer) error { return reindex(w, ns, id, local, merged, cur, next) }); err != nil {
 				return false
 			}
 			changes = append(changes, Change{Namespace: ns, ID: id, Record: merged})
