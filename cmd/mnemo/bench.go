@@ -45,6 +45,7 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	warm := fs.Duration("warmup", time.Second, "saves before each run that are not measured")
 	dir := fs.String("data", "", "data `DIR` to use (default a new temporary directory, removed after)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to `FILE` (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write the allocations made (heap profile, sample_index=alloc_space) to `FILE` when the runs end (go tool pprof)")
 	blockProfile := fs.String("blockprofile", "", "write a profile of where goroutines waited (channels, locks, every wait of 10µs or more) to `FILE` (go tool pprof)")
 	mutexProfile := fs.String("mutexprofile", "", "write a profile of contended mutexes to `FILE` (go tool pprof)")
 	pos, code := parseArgs(fs, args, stdout)
@@ -70,7 +71,7 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return failed(stderr, fs, err)
 	}
 	defer n.close()
-	stopProfile, err := startProfiles(*cpuProfile, "") // sim.go
+	stopProfile, err := startProfiles(*cpuProfile, *memProfile) // sim.go
 	if err != nil {
 		return failed(stderr, fs, err)
 	}

@@ -25,16 +25,16 @@ func TestBenchSaves(t *testing.T) {
 			t.Errorf("row %q: want 8 columns and some saves", l)
 		}
 	}
-	// The wait profiles are written when named (the 32 clients queue for
+	// The wait and allocation profiles are written when named (the 32 clients queue for
 	// their groups, so the block profile holds samples).
 	dir := t.TempDir()
-	block, mutex := dir+"/block.prof", dir+"/mutex.prof"
+	block, mutex, mem := dir+"/block.prof", dir+"/mutex.prof", dir+"/mem.prof"
 	out.Reset()
 	if code := run(context.Background(), []string{"bench", "saves", "--clients", "32", "--duration", "200ms", "--warmup", "0",
-		"--blockprofile", block, "--mutexprofile", mutex, "--data", t.TempDir()}, nil, &out, &errb); code != exitOK {
+		"--blockprofile", block, "--mutexprofile", mutex, "--memprofile", mem, "--data", t.TempDir()}, nil, &out, &errb); code != exitOK {
 		t.Fatalf("with profiles: exit %d: %s", code, errb.String())
 	}
-	for _, f := range []string{block, mutex} {
+	for _, f := range []string{block, mutex, mem} {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
 			t.Errorf("profile %s: %v, want a written file", f, err)
 		}
