@@ -477,6 +477,7 @@ func (s *Service) Save(ctx context.Context, c Caller, req SaveRequest) (res Save
 	if err != nil {
 		return SaveResult{}, err
 	}
+	p.contentHash = schema.ContentHash(req.Content)
 	var saved savedRecord
 	err = s.write(func(tx *store.Tx) error {
 		var e error
@@ -557,11 +558,15 @@ func (s *Service) saveRecordTx(tx *store.Tx, c Caller, ns namespace.Address, req
 	if p.author != "" {
 		author = p.author
 	}
+	hash := p.contentHash
+	if hash == "" {
+		hash = schema.ContentHash(req.Content)
+	}
 	sets := []struct{ name, value string }{
 		{schema.FieldType, req.Type}, {schema.FieldTitle, req.Title}, {schema.FieldContent, req.Content}, {schema.FieldSummary, req.Summary},
 		{schema.FieldTopicKey, req.TopicKey}, {schema.FieldScope, req.Scope}, {schema.FieldSubjectType, req.SubjectType},
 		{schema.FieldSubjectID, req.SubjectID}, {schema.FieldProject, req.Project}, {schema.FieldSessionID, req.SessionID},
-		{schema.FieldChannel, req.Channel}, {schema.FieldAuthor, author}, {schema.FieldLineage, p.lineage}, {schema.FieldHash, schema.ContentHash(req.Content)},
+		{schema.FieldChannel, req.Channel}, {schema.FieldAuthor, author}, {schema.FieldLineage, p.lineage}, {schema.FieldHash, hash},
 	}
 	for _, f := range sets {
 		if f.value == "" {

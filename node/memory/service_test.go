@@ -8,6 +8,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/store/badgerkv"
 	"github.com/mnemohq/mnemo/node/store/badgerkv/badgerkvtest"
 )
@@ -39,6 +40,13 @@ func TestSaveSearchGetUpdateDelete(t *testing.T) {
 	}
 	if r.ID == "" || r.Upserted || r.Namespace != "agent://alice" || r.Importance != 0.5 {
 		t.Fatalf("bad save result %+v", r)
+	}
+	// the content hash, made before the write, is the content's
+	if want := schema.ContentHash(r.Content); r.ContentHash != want {
+		t.Fatalf("content hash %q, want %q", r.ContentHash, want)
+	}
+	if m, err := s.Get(ctx, c, r.ID, false); err != nil || m.ContentHash != r.ContentHash {
+		t.Fatalf("stored content hash: %+v %v", m, err)
 	}
 	res, err := s.Search(ctx, c, SearchQuery{Query: "badger"})
 	if err != nil || res.Total != 1 || res.Results[0].Memory.ID != r.ID || res.Results[0].Score <= 0 {

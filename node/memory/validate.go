@@ -31,6 +31,10 @@ type saveParams struct {
 	deletedAt  *time.Time
 	provenance []string
 	noUpsert   bool
+	// contentHash is schema.ContentHash(req.Content) when made before the
+	// write (Save: not in the build stage, where writes queue one at a
+	// time), or "".
+	contentHash string
 }
 
 func invalid(format string, a ...any) error {
