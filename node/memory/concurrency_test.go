@@ -278,3 +278,44 @@ func TestSearchIndexKeepsTheLastView(t *testing.T) {
 		t.Fatalf("search misses the view after the change: %+v %v", res, err)
 	}
 }
+
+// countingViewer counts the views made and titles each memory with the
+// number of the view that made it.
+type countingViewer struct{ n atomic.Int64 }
+
+func (v *countingViewer) Attach(c *Core) { c.Register(v) }
+
+func (v *countingViewer) View(_, _ string, m Memory, _ *viewFlags) Memory {
+	m.Title = fmt.Sprint("view ", v.n.Add(1))
+	return m
+}
+
+// TestSaveAnswersWithTheIndexedView: a save views its memory once, for the
+// index, and answers with that view.
+func TestSaveAnswersWithTheIndexedView(t *testing.T) {
+	v := &countingViewer{}
+	agent := namespace.MustParse("agent://alice")
+	s, err := Open(Config{Agent: agent, Features: []Feature{v}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c := Caller{Principal: agent}
+	ctx := context.Background()
+	before := v.n.Load()
+	r, err := s.Save(ctx, c, SaveRequest{Content: "a note on the narwhal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := v.n.Load() - before; n != 1 {
+		t.Fatalf("a save made %d views, want 1", n)
+	}
+	res, err := s.Search(ctx, c, SearchQuery{Query: "narwhal"})
+	if err != nil || res.Total != 1 || res.Results[0].Memory.ID != r.ID {
+		t.Fatalf("search: %+v %v", res, err)
+	}
+	want := fmt.Sprint("view ", before+1)
+	if r.Title != want {
+		t.Fatalf("the save answered with %q, want the indexed view %q", r.Title, want)
+	}
+}

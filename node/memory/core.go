@@ -158,7 +158,7 @@ func (c *Core) Reindex(ns, id string) {
 	if rec.Empty() {
 		return
 	}
-	c.s.index(ns, id, rec, seq)
+	c.s.index(ns, id, rec, seq, nil)
 }
 
 // Loading reports whether Open's scan is still running.

@@ -12,7 +12,20 @@ import (
 
 // reindex brings the index and the features up to date with what a write
 // or a peer's delta changed.
-func (s *Service) reindex(changes []store.Change) {
+func (s *Service) reindex(changes []store.Change) { s.reindexKeeping(changes, nil) }
+
+// keptView is the view the index made of one memory a write changed (ns,
+// id), kept for the writer's answer (Save) instead of making it again:
+// ok when the index put exactly that write's record, viewed as features
+// view it now.
+type keptView struct {
+	ns, id string
+	m      Memory
+	ok     bool
+}
+
+// reindexKeeping is reindex, keeping keep's view (keep may be nil).
+func (s *Service) reindexKeeping(changes []store.Change, keep *keptView) {
 	for _, c := range changes {
 		if c.Record == nil {
 			s.unindex(c.ID)
@@ -21,7 +34,7 @@ func (s *Service) reindex(changes []store.Change) {
 			}
 			continue
 		}
-		s.index(c.Namespace, c.ID, c.Record, c.Seq)
+		s.index(c.Namespace, c.ID, c.Record, c.Seq, keep)
 	}
 	for _, o := range s.feat.changed {
 		o.Changed(changes)
@@ -29,8 +42,9 @@ func (s *Service) reindex(changes []store.Change) {
 }
 
 // index offers a record to the Kinds, and indexes it if it is a memory.
-// seq is the store's commit Seq of the write that left rec (putMemory).
-func (s *Service) index(ns, id string, rec *crdt.Record, seq uint64) {
+// seq is the store's commit Seq of the write that left rec (putMemory);
+// keep (may be nil) receives the view putMemory made, if it names id.
+func (s *Service) index(ns, id string, rec *crdt.Record, seq uint64, keep *keptView) {
 	if rec.Empty() {
 		return
 	}
@@ -47,7 +61,7 @@ func (s *Service) index(ns, id string, rec *crdt.Record, seq uint64) {
 	if s.holdBack(ns, id) {
 		return
 	}
-	s.putMemory(ns, id, rec, seq)
+	s.putMemory(ns, id, rec, seq, keep)
 }
 
 // putMemory puts the effective view of the memory in the search index.
@@ -64,7 +78,7 @@ func (s *Service) index(ns, id string, rec *crdt.Record, seq uint64) {
 // the record is still the one committed and no feature changed what views
 // depend on meanwhile (viewEpoch, bumped by Core.Reindex before it re-puts
 // a memory): otherwise they are made again under ixMu, as before.
-func (s *Service) putMemory(ns, id string, rec *crdt.Record, seq uint64) {
+func (s *Service) putMemory(ns, id string, rec *crdt.Record, seq uint64, keep *keptView) {
 	epoch := s.viewEpoch.Load()
 	m, fl := s.view(ns, id, rec)
 	var p *search.Prepared
@@ -99,6 +113,9 @@ func (s *Service) putMemory(ns, id string, rec *crdt.Record, seq uint64) {
 		return
 	}
 	s.ix.PutPrepared(p)
+	if keep != nil && keep.ns == ns && keep.id == id {
+		keep.m, keep.ok = m, true
+	}
 }
 
 // unindex takes a retracted memory out of the search index.

@@ -48,6 +48,8 @@ func toDoc(m Memory) search.Doc {
 // savedRecord is what saveRecordTx wrote: an upsert's result, or the new
 // memory's record, viewed once the write is done (savedResult) rather than
 // in the build stage, where writes queue one at a time (store/doc.go).
+// Save answers with the view the index made of it when there is one
+// (keptView), so that a save views its memory once.
 type savedRecord struct {
 	res SaveResult // complete when rec is nil
 	id  string

@@ -211,7 +211,7 @@ func (s *Service) rebuild() error {
 	s.opening.mu.Unlock()
 	err := s.st.Scan("", func(ns, id string, rec *crdt.Record) error {
 		maxTS = max(maxTS, rec.MaxTimestamp())
-		s.index(ns, id, rec, s.st.CommittedSeq())
+		s.index(ns, id, rec, s.st.CommittedSeq(), nil)
 		return nil
 	})
 	s.clock.Restore(maxTS)
@@ -242,7 +242,7 @@ func (s *Service) indexHeldBack() error {
 		}
 		if i < len(recs) && recs[i].ns == ns && recs[i].id == id {
 			i++
-			s.index(ns, id, rec, s.st.CommittedSeq())
+			s.index(ns, id, rec, s.st.CommittedSeq(), nil)
 		}
 		return nil
 	})
@@ -347,7 +347,11 @@ func (s *Service) ApplyRemote(ns string, delta *crdt.Map) error {
 
 // write runs fn in one store transaction, then updates the index and tells
 // the listeners.
-func (s *Service) write(fn func(tx *store.Tx) error) error {
+func (s *Service) write(fn func(tx *store.Tx) error) error { return s.writeKeeping(fn, nil) }
+
+// writeKeeping is write, keeping in keep (may be nil) the view the index
+// made of the memory keep names.
+func (s *Service) writeKeeping(fn func(tx *store.Tx) error, keep *keptView) error {
 	var deltas map[string]*crdt.Map
 	changes, err := s.st.Update(s.cfg.Replica, func(tx *store.Tx) error {
 		if err := fn(tx); err != nil {
@@ -359,7 +363,7 @@ func (s *Service) write(fn func(tx *store.Tx) error) error {
 	if err != nil {
 		return mapStoreErr(err)
 	}
-	s.reindex(changes)
+	s.reindexKeeping(changes, keep)
 	s.listenMu.RLock()
 	ls := s.listeners
 	s.listenMu.RUnlock()
@@ -479,15 +483,21 @@ func (s *Service) Save(ctx context.Context, c Caller, req SaveRequest) (res Save
 	}
 	p.contentHash = schema.ContentHash(req.Content)
 	var saved savedRecord
-	err = s.write(func(tx *store.Tx) error {
+	keep := &keptView{ns: ns.String()} // the index's view answers, not a second one
+	err = s.writeKeeping(func(tx *store.Tx) error {
 		var e error
 		saved, e = s.saveRecordTx(tx, c, ns, req, p)
+		keep.id = saved.id
 		return e
-	})
+	}, keep)
 	if err != nil {
 		return SaveResult{}, err
 	}
-	res = s.savedResult(ns, saved)
+	if saved.rec != nil && keep.ok {
+		res = SaveResult{Memory: keep.m}
+	} else {
+		res = s.savedResult(ns, saved)
+	}
 	s.autoPromote(c, res.Memory)
 	return res, nil
 }
