@@ -30,7 +30,7 @@
 //
 // # Record kinds and features
 //
-// The core (service.go, indexing.go, kinds.go, core.go) owns the store, the index, the
+// The core (service.go, write.go, indexing.go, kinds.go, core.go) owns the store, the index, the
 // effective view, the Authorizer, local writes and ApplyRemote, and knows no
 // feature: features plug in through the Kind interface and optional ones
 // the core finds by type assertion — Forgetter, RemoteChecker,

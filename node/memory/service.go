@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -343,47 +342,6 @@ func (s *Service) ApplyRemote(ns string, delta *crdt.Map) error {
 	s.afterSent(changes)
 	s.tellWatchers(changes)
 	return nil
-}
-
-// write runs fn in one store transaction, then updates the index and tells
-// the listeners.
-func (s *Service) write(fn func(tx *store.Tx) error) error { return s.writeKeeping(fn, nil) }
-
-// writeKeeping is write, keeping in keep (may be nil) the view the index
-// made of the memory keep names.
-func (s *Service) writeKeeping(fn func(tx *store.Tx) error, keep *keptView) error {
-	var deltas map[string]*crdt.Map
-	changes, err := s.st.Update(s.cfg.Replica, func(tx *store.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		deltas = tx.Deltas()
-		return nil
-	})
-	if err != nil {
-		return mapStoreErr(err)
-	}
-	s.reindexKeeping(changes, keep)
-	s.listenMu.RLock()
-	ls := s.listeners
-	s.listenMu.RUnlock()
-	// in namespace order, not map order: a stepped replication loop (the
-	// simulator's) must see the same writes give the same deltas in the
-	// same order
-	for _, ns := range slices.Sorted(maps.Keys(deltas)) {
-		for _, l := range ls {
-			l(ns, deltas[ns])
-		}
-	}
-	s.afterSent(changes) // after the change itself is sent
-	s.tellWatchers(changes)
-	return nil
-}
-
-func (s *Service) afterSent(changes []store.Change) {
-	for _, o := range s.feat.sent {
-		o.AfterSent(changes)
-	}
 }
 
 func mapStoreErr(err error) error {
