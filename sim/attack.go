@@ -50,6 +50,13 @@ func (s *Sim) opForge() {
 		return
 	}
 	p := cand[s.wr.IntN(len(cand))]
+	// With trees on the namespace, one attack in three (every one under
+	// hooks.relayOnly) is a hostile relay (trees.go); runs without trees
+	// draw exactly as before.
+	if s.treesOn(p[1]) && (s.cfg.hooks.relayOnly || s.wr.IntN(3) == 0) {
+		s.armRelay(s.nodes[p[0]], p[1])
+		return
+	}
 	if !s.attack(s.nodes[p[0]], p[1]) {
 		s.stats.skipped++
 	}

@@ -91,6 +91,8 @@ type hooks struct {
 	plantBug       bool // every node's loop skips the write check (cluster.Config.SkipWriteCheck)
 	capsuleFlipped bool // the checker is told a live capsule was revoked, or a revoked one is live
 	auditShrank    bool // the checker is told a node once showed more audit entries than it does
+	relayOnly      bool // every attack on a namespace with a tree is a hostile relay (trees.go)
+	bypassRelay    bool // a hostile relay's widened contexts are also written into their receivers' stores
 }
 
 func (c *Config) withDefaults() {

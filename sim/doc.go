@@ -65,7 +65,20 @@
 // claiming a writer's agent followed by a record authored by it, a sync
 // reply claiming the target's whole context with no record plus a retract
 // (erasure), and a sync request naming the namespace a thousand times
-// (flood). Replays come from the network's duplication.
+// (flood). Replays come from the network's duplication. With trees on a
+// namespace (its readers reach the engines' TreeThreshold), one attack in
+// three makes the member a hostile relay of it for the rest of its
+// incarnation (trees.go): every payload of another author it forwards goes
+// out altered (a byte of the delta flipped; the delta's context widened to
+// all the relay has seen, an erasure only the author's signature stops;
+// another member named as author; another author's signed delta under this
+// author's name) or with an old genuine payload replayed beside it, or
+// else it drops every payload it should forward while it still announces
+// them. Report.Relays counts what they did; honest nodes distrust altering
+// relays (Trees.Distrusted) and route around dropping ones (Relays.Rerouted:
+// dropped payloads another member sent the receiver since).
+// TestTreesHostileRelays runs them and shows the run fails when the widened
+// contexts are applied (hooks.bypassRelay) or a relay is never distrusted.
 //
 // # What the simulated nodes share
 //

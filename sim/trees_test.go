@@ -29,3 +29,38 @@ func TestTreesCarryLiveDeltas(t *testing.T) {
 	t.Logf("10 nodes: with trees %d bytes (%d tree frames, %d broadcasts, %d relayed, %d fallbacks); direct %d bytes (%d delta frames, %d fallbacks)",
 		on.Bytes, on.TreeMessages, on.Trees.Broadcasts, on.Trees.Relayed, on.Fallbacks, off.Bytes, off.DeltaMessages, off.Fallbacks)
 }
+
+// The malicious member relays with trees on (trees.go, "hostile relay"):
+// it alters or drops what it forwards, and the honest nodes refuse the
+// altered payloads, distrust it, route around it, and every invariant
+// holds. With the altered claims also written into their receivers (as a
+// receiver that skipped the author's signature would apply them), the
+// checkers fire: the run's verdict depends on the relay check.
+func TestTreesHostileRelays(t *testing.T) {
+	base := Config{Nodes: 10, Ops: 300, Seed: 5, Loss: 0.05, Teams: 1, Projects: 1}
+	base.Engine.TreeThreshold = 4
+	base.hooks.relayOnly = true
+	r := run(t, base)
+	if !r.Converged {
+		t.Fatalf("with hostile relays: %s\nreplay: %s", r.FirstViolation(), r.Replay)
+	}
+	a := r.Relays
+	t.Logf("hostile relays %d: %d altered, %d dropped (%d sent by another member since), %d replayed; %d relays distrusted, %d grafts, %d wants, %d relayed deltas applied",
+		a.Armed, a.Altered, a.Dropped, a.Rerouted, a.Replayed, r.Trees.Distrusted, r.Trees.Node.Grafts, r.Trees.Node.Wants, r.Trees.Relayed)
+	if a.Altered == 0 || a.Dropped == 0 || a.Replayed == 0 {
+		t.Fatalf("the attacks did not all happen: %+v", a)
+	}
+	if r.Trees.Distrusted == 0 {
+		t.Fatalf("%d altered payloads and no relay distrusted", a.Altered)
+	}
+	if a.Rerouted == 0 || r.Trees.Node.Grafts == 0 {
+		t.Fatalf("%d payloads dropped, %d sent again by another member, %d grafts", a.Dropped, a.Rerouted, r.Trees.Node.Grafts)
+	}
+
+	base.hooks.bypassRelay = true
+	bad := run(t, base)
+	if bad.Converged {
+		t.Fatalf("altered claims applied (%d payloads), yet the run passed", bad.Relays.Altered)
+	}
+	t.Logf("altered claims applied: %.160s", bad.FirstViolation())
+}
