@@ -17,4 +17,5 @@ var (
 	RunGrantedTeamReplicatesOnlyToMembers = testGrantedTeamReplicatesOnlyToMembers
 	RunHandoverMovesAnAgent               = testHandoverMovesAnAgent
 	RunTreesCarrySaves                    = testTreesCarrySaves
+	RunTreesRouteAroundHostileRelay       = testTreesRouteAroundHostileRelay
 )

@@ -2,12 +2,18 @@ package cluster
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/sync/epidemic"
 	"github.com/mnemohq/mnemo/sync/replica"
+	"github.com/mnemohq/mnemo/sync/wire"
 )
 
 func TestTreesCarrySaves(t *testing.T) { testTreesCarrySaves(t, newMemNet().network) }
@@ -78,4 +84,169 @@ func testTreesCarrySaves(t *testing.T, net network) {
 		t.Fatalf("no save went over a tree: %+v", trees)
 	}
 	t.Logf("%d saves on %d nodes: %d broadcast over the tree, %d relayed deltas applied, %d payload sends", len(ids), n, trees.Broadcasts, trees.Relayed, trees.Node.PayloadsSent)
+}
+
+func TestTreesRouteAroundAlteringRelay(t *testing.T) {
+	testTreesRouteAroundHostileRelay(t, newMemNet().network, false)
+}
+func TestTreesRouteAroundDroppingRelay(t *testing.T) {
+	testTreesRouteAroundHostileRelay(t, newMemNet().network, true)
+}
+
+// hostileTransport is a node's transport with a hostile relay's tampering
+// in its send path: the tree payloads of other authors it forwards go out
+// altered (a byte of the delta flipped, or another member named as their
+// author) or, with drop, not at all (Send reports them sent). It exists
+// in this test only: no configuration or flag of a node reaches it.
+type hostileTransport struct {
+	Transport
+	codec   *wire.Codec
+	self    string
+	others  []string // members it names as authors
+	drop    bool
+	altered atomic.Int64
+	dropped atomic.Int64
+}
+
+func (h *hostileTransport) Send(ctx context.Context, addr string, key ed25519.PublicKey, frame []byte) error {
+	m, err := h.codec.Decode(frame)
+	if err != nil || m.Kind != wire.KindTree || epidemic.Kind(m.Tree.Kind) != epidemic.KindGossip ||
+		len(m.Deltas) != 1 || m.Deltas[0].Author == h.self {
+		return h.Transport.Send(ctx, addr, key, frame)
+	}
+	if h.drop {
+		h.dropped.Add(1)
+		return nil
+	}
+	nd := m.Deltas[0]
+	if n := h.altered.Add(1); n%2 == 0 {
+		nd.Delta = slices.Clone(nd.Delta)
+		nd.Delta[len(nd.Delta)/2] ^= 0x20
+	} else {
+		i := slices.Index(h.others, nd.Author)
+		nd.Author = h.others[(i+1+int(n/2)%(len(h.others)-1))%len(h.others)]
+	}
+	m.Deltas[0] = nd
+	if frame, err = h.codec.Encode(m); err != nil {
+		return err
+	}
+	return h.Transport.Send(ctx, addr, key, frame)
+}
+
+// Prove passes the real transport's proof on (Prover).
+func (h *hostileTransport) Prove(ctx context.Context, addr string, key ed25519.PublicKey) error {
+	if p, ok := h.Transport.(Prover); ok {
+		return p.Prove(ctx, addr, key)
+	}
+	return nil
+}
+
+// Six nodes read team://core over trees of two links each (so deltas
+// pass through relays), and the last node, which never writes, alters or
+// drops every payload of another author it forwards. Anti-entropy is
+// turned off (an hour apart), so what reaches the honest nodes comes over
+// the tree (or direct while it forms): every save still reaches every
+// honest node, and an altering relay is distrusted by the nodes it sent
+// altered bytes, which keep it out of their trees.
+func testTreesRouteAroundHostileRelay(t *testing.T, net network, drop bool) {
+	const n, writers, saves = 6, 3, 4
+	var ids []string // the nodes' ids, in start order
+	var hostile *hostileTransport
+	nodes := startNodesWith(t, n, sharedOK{}, net, func(i int, id acl.Identity, cfg *Config) {
+		ids = append(ids, string(id.NodeID()))
+		cfg.Engine.TreeThreshold = 4
+		cfg.Engine.Tree.ActiveSize = 3
+		cfg.Engine.AntiEntropyInterval = time.Hour
+		if i != n-1 {
+			return
+		}
+		start := cfg.StartTransport
+		cfg.StartTransport = func(in Inbound) (Transport, error) {
+			tr, err := start(in)
+			if err != nil {
+				return nil, err
+			}
+			hostile = &hostileTransport{Transport: tr, codec: wire.NewCodec(0), self: string(id.NodeID()), others: slices.Clone(ids[:n-1]), drop: drop}
+			return hostile, nil
+		}
+	})
+	honest, relay := nodes[:n-1], replica.PeerID(ids[n-1])
+	ctx := context.Background()
+	eventually(t, convergeWithin, "every node knows who hosts whom", func() bool {
+		for _, nd := range nodes {
+			for j, other := range nodes {
+				if nd != other && agentsOn(nd.cl, other.cl.cfg.Identity.NodeID()) != fmt.Sprintf("agent://n%d", j) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	var saved []string
+	save := func(w int, content string) {
+		r, err := nodes[w].svc.Save(ctx, nodes[w].me, memory.SaveRequest{Namespace: "team://core", Content: content})
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved = append(saved, r.ID)
+	}
+	for w := range writers {
+		save(w, fmt.Sprintf("first note of writer %d", w))
+	}
+	// Two links each at least, so the relay is no node's only link: a
+	// node whose every link drops its payloads hears of nothing, and
+	// only anti-entropy repairs it (sync/replica/doc.go, "Trees").
+	eventually(t, convergeWithin, "every node linked twice in team://core's tree", func() bool {
+		for _, nd := range nodes {
+			var links int
+			if err := nd.cl.do(func() { links = len(nd.cl.eng.TreeActive("team://core")) }); err != nil || links < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range saves {
+		for w := range writers {
+			save(w, fmt.Sprintf("note %d of writer %d", i, w))
+		}
+	}
+	for _, nd := range honest {
+		for _, id := range saved {
+			eventually(t, convergeWithin, "every save on every honest node", func() bool {
+				_, err := nd.svc.Get(ctx, nd.me, id, false)
+				return err == nil
+			})
+		}
+	}
+	var trees replica.TreeStats
+	for _, nd := range honest {
+		trees.Add(nd.cl.Status(false).Trees)
+	}
+	t.Logf("%d saves: the relay altered %d payloads and dropped %d; %d broadcasts, %d relayed deltas applied, %d relays distrusted, %d grafts",
+		len(saved), hostile.altered.Load(), hostile.dropped.Load(), trees.Broadcasts, trees.Relayed, trees.Distrusted, trees.Node.Grafts)
+	if drop {
+		if hostile.dropped.Load() == 0 {
+			t.Fatal("the relay forwarded nothing to drop")
+		}
+		return
+	}
+	if hostile.altered.Load() == 0 {
+		t.Fatal("the relay forwarded nothing to alter")
+	}
+	if trees.Distrusted == 0 {
+		t.Fatalf("%d altered payloads and no node distrusted the relay", hostile.altered.Load())
+	}
+	for _, nd := range honest {
+		var distrusted uint64
+		var links []replica.PeerID
+		if err := nd.cl.do(func() {
+			distrusted = nd.cl.eng.TreeStats().Distrusted
+			links = nd.cl.eng.TreeActive("team://core")
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if distrusted > 0 && slices.Contains(links, relay) {
+			t.Errorf("%s distrusted the relay and still links it in its tree: %v", nd.cl.cfg.Identity.NodeID(), links)
+		}
+	}
 }

@@ -210,6 +210,21 @@
 //     p50 from a save to all 19 peers with trees. Forwarding before
 //     applying, except deltas that carry acl records (which may revoke
 //     the next hop's read), would take that off each hop.
+//   - A relay that drops what it should forward cannot be told from a
+//     slow one, so it is not distrusted: it is routed around. Its
+//     receivers hear of the payloads from their other links (announced,
+//     then asked for and grafted), so a node with one honest link gets
+//     every delta over the tree. A node whose every link is a dropping
+//     relay hears of nothing, and only anti-entropy repairs it (as for a
+//     payload every copy of which was lost). Tested with the tampering
+//     in the sender's transport (node/cluster, hostileTransport: a node
+//     of six altering or dropping what it relays, over memnet and over
+//     QUIC and memberlist, with anti-entropy an hour apart) and in the
+//     simulator (sim, hostile relays). Seen there: with active views of
+//     two links, six nodes can settle into two triangles, every view
+//     full, that no shuffle joins again (HyParView refills only views
+//     that are short); at the default five, each part of such a split
+//     needs six nodes or more.
 //   - Reported failed: peers that leave the membership or restart (their
 //     links went with their process); the transport's broken connections
 //     are the driver's to report in a later step. The active view's
