@@ -148,11 +148,24 @@ func (o chanOutlet) close() { close(o) }
 
 func (c *Cluster) send(id replica.PeerID, addr string, key ed25519.PublicKey, ch chan []byte) {
 	defer c.wg.Done()
+	var reported time.Time
 	for frame := range ch {
-		if err := c.tr.Send(c.ctx, addr, key, frame); err != nil {
-			c.dropped.Add(1)
-			if c.ctx.Err() == nil {
-				c.log.Debug("send failed", "peer", id, "err", err)
+		err := c.tr.Send(c.ctx, addr, key, frame)
+		if err == nil {
+			continue
+		}
+		c.dropped.Add(1)
+		if c.ctx.Err() != nil {
+			continue
+		}
+		c.log.Debug("send failed", "peer", id, "err", err)
+		// The trees route around the peer (at most once a tick: a tree
+		// may link it again at its next refresh).
+		if now := c.cfg.Clock.Now(); now.Sub(reported) >= c.cfg.Tick {
+			reported = now
+			select {
+			case c.requests <- func() { c.eng.PeerUnreachable(id) }:
+			case <-c.ctx.Done():
 			}
 		}
 	}

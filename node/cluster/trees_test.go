@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -249,4 +250,62 @@ func testTreesRouteAroundHostileRelay(t *testing.T, net network, drop bool) {
 			t.Errorf("%s distrusted the relay and still links it in its tree: %v", nd.cl.cfg.Identity.NodeID(), links)
 		}
 	}
+}
+
+// failingTransport fails every send to one key, delivering nothing.
+type failingTransport struct {
+	Transport
+	to   *atomic.Pointer[ed25519.PublicKey]
+	sent atomic.Int64 // sends that failed
+}
+
+func (f *failingTransport) Send(ctx context.Context, addr string, key ed25519.PublicKey, frame []byte) error {
+	if k := f.to.Load(); k != nil && key.Equal(*k) {
+		f.sent.Add(1)
+		return errors.New("test: unreachable")
+	}
+	return f.Transport.Send(ctx, addr, key, frame)
+}
+
+// A node whose transport cannot reach a peer tells its trees
+// (replica.Engine.PeerUnreachable), which drop the link at once; what it
+// writes still reaches that peer, through the others.
+func TestTreesLeaveUnreachablePeer(t *testing.T) {
+	const n = 5
+	var unreachable atomic.Pointer[ed25519.PublicKey]
+	var failing *failingTransport
+	nodes := startNodesWith(t, n, sharedOK{}, newMemNet().network, func(i int, id acl.Identity, cfg *Config) {
+		cfg.Engine.TreeThreshold = 4
+		cfg.Engine.Tree.ActiveSize = 3
+		switch i {
+		case 0:
+			start := cfg.StartTransport
+			cfg.StartTransport = func(in Inbound) (Transport, error) {
+				tr, err := start(in)
+				failing = &failingTransport{Transport: tr, to: &unreachable}
+				return failing, err
+			}
+		case 1:
+			unreachable.Store(&id.Public)
+		}
+	})
+	ctx := context.Background()
+	var ids []string
+	for i := range 6 {
+		r, err := nodes[0].svc.Save(ctx, nodes[0].me, memory.SaveRequest{Namespace: "team://core", Content: fmt.Sprintf("note %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	for _, id := range ids {
+		eventually(t, convergeWithin, "every save on the peer n0 cannot reach", func() bool {
+			_, err := nodes[1].svc.Get(ctx, nodes[1].me, id, false)
+			return err == nil
+		})
+	}
+	eventually(t, convergeWithin, "n0's trees told of the failed sends", func() bool {
+		return nodes[0].cl.Status(false).Trees.Unreachable > 0
+	})
+	t.Logf("%d sends failed; trees told %d times", failing.sent.Load(), nodes[0].cl.Status(false).Trees.Unreachable)
 }

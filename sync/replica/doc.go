@@ -226,8 +226,11 @@
 //     that are short); at the default five, each part of such a split
 //     needs six nodes or more.
 //   - Reported failed: peers that leave the membership or restart (their
-//     links went with their process); the transport's broken connections
-//     are the driver's to report in a later step. The active view's
+//     links went with their process), and peers the driver's transport
+//     could not reach (Engine.PeerUnreachable: node/cluster reports a
+//     failed send at most once a tick per peer; the next refresh offers
+//     the peer again, so a link to a peer still failing may come back
+//     and be dropped again). The active view's
 //     Connect and Disconnect are not passed on: the driver's transport
 //     opens a connection on the first frame to a member.
 //

@@ -48,6 +48,9 @@ type TreeStats struct {
 	// be held (it depends on writes that have not arrived: a tree lost
 	// them).
 	Repairs uint64 `json:"repairs"`
+	// Unreachable: links dropped because the driver's transport could
+	// not reach the peer (PeerUnreachable).
+	Unreachable uint64 `json:"unreachable"`
 	// Node sums the trees' own counters (epidemic.Stats).
 	Node epidemic.Stats `json:"node"`
 }
@@ -63,6 +66,7 @@ func (s *TreeStats) Add(o TreeStats) {
 	s.Distrusted += o.Distrusted
 	s.Withheld += o.Withheld
 	s.Repairs += o.Repairs
+	s.Unreachable += o.Unreachable
 	s.Node.Add(o.Node)
 }
 
@@ -196,6 +200,24 @@ func (e *Engine) peerGone(id PeerID) {
 		delete(t.distrusted, id)
 		t.leave(id)
 		e.drainTree(t, nil)
+	}
+}
+
+// PeerUnreachable tells the engine that the driver's transport could not
+// deliver a frame to id (a send that failed, a connection that broke):
+// every tree reports id failed, so its links move to other readers at
+// once rather than wait for the membership to find id dead; id stays a
+// peer, and the next refresh of the trees (a membership change, an
+// anti-entropy round, a local delta at the threshold) offers it again.
+// The driver calls it once per run of failures, not per frame.
+func (e *Engine) PeerUnreachable(id PeerID) {
+	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
+		t := e.trees[ns]
+		if t.members[id] {
+			e.treeStats.Unreachable++
+			t.leave(id)
+			e.drainTree(t, nil)
+		}
 	}
 }
 

@@ -454,3 +454,35 @@ func TestTreeHeldDeltaAsksAuthor(t *testing.T) {
 		t.Fatal("n7 asked its author for nothing")
 	}
 }
+
+// A peer the driver's transport cannot reach leaves every tree at once
+// (PeerUnreachable), not when the membership finds it dead: the deltas
+// it no longer gets over that link come over its other links.
+func TestTreeLeavesUnreachablePeer(t *testing.T) {
+	const n = 12
+	c := treeCluster(t, n, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 11)
+	a := c.nodes[0]
+	links := a.eng.TreeActive("team://a")
+	if len(links) == 0 {
+		t.Fatal("n0 has no link in team://a's tree")
+	}
+	gone := links[0]
+	a.eng.PeerUnreachable(gone)
+	if slices.Contains(a.eng.TreeActive("team://a"), gone) {
+		t.Fatalf("%s still links %s after it was reported unreachable", a.id, gone)
+	}
+	if a.eng.TreeStats().Unreachable != 1 {
+		t.Fatalf("unreachable counted %d times, want 1", a.eng.TreeStats().Unreachable)
+	}
+	a.eng.PeerUnreachable(gone) // already out: nothing to leave
+	if a.eng.TreeStats().Unreachable != 1 {
+		t.Fatalf("a peer out of the tree reported twice counted %d times, want 1", a.eng.TreeStats().Unreachable)
+	}
+	for i := range 6 {
+		c.write(i%3, "team://a", fmt.Sprintf("u%d", i), "title", fmt.Sprintf("v%d", i))
+		c.settle(500 * time.Millisecond)
+	}
+	if !c.converged("team://a") {
+		t.Fatal("not converged after a link was dropped as unreachable")
+	}
+}
