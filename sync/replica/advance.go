@@ -119,6 +119,9 @@ func (e *Engine) Advance(refused []Refusal) {
 		} else {
 			e.ready.Rejected = append(e.ready.Rejected, Rejection{From: a.From, Namespace: a.Namespace, Err: err})
 		}
+		if a.author != "" {
+			e.askAuthor(a.author, a.Namespace) // no ack timeout retries a relayed delta
+		}
 		if i := ackOf[rf.Index]; i >= 0 {
 			withhold[i] = true
 		}

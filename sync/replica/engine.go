@@ -204,6 +204,9 @@ type Apply struct {
 	// not), rather than part of a digest sync answer. For the driver's
 	// figures (replication lag by path); the engine decides nothing by it.
 	Live bool
+	// author: a relayed delta's author, asked for a digest sync if the
+	// driver refuses the delta (tree.go, askAuthor).
+	author PeerID
 }
 
 // Rejection is a namespace delta refused on arrival, or refused by the

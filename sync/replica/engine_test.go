@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -45,6 +46,8 @@ type node struct {
 	clock  *crdt.Clock
 	inbox  []envelopeFrom
 	stall  bool
+	// refuse, when set, is the driver refusing the deltas it picks.
+	refuse func(a Apply) bool
 }
 
 type envelopeFrom struct {
@@ -134,11 +137,16 @@ func (c *cluster) pump(rounds int) {
 // Advance, send. It reports whether a message went out.
 func (c *cluster) drain(nd *node) (moved bool) {
 	rd := nd.eng.Ready()
-	for _, a := range rd.Apply {
+	var refused []Refusal
+	for i, a := range rd.Apply {
+		if nd.refuse != nil && nd.refuse(a) {
+			refused = append(refused, Refusal{Index: i, Err: errors.New("test: refused by the driver")})
+			continue
+		}
 		nd.clock.Observe(a.Delta.MaxTimestamp(), c.now)
 		nd.st.Apply(a)
 	}
-	nd.eng.Advance(nil)
+	nd.eng.Advance(refused)
 	for _, rj := range rd.Rejected {
 		c.t.Logf("%s rejected from %s: %v", nd.id, rj.From, rj.Err)
 	}

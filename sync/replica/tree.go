@@ -46,7 +46,7 @@ type TreeStats struct {
 	Withheld uint64 `json:"withheld"`
 	// Repairs: digest syncs asked of an author whose relayed delta had to
 	// be held (it depends on writes that have not arrived: a tree lost
-	// them).
+	// them) or was refused (by the driver, or for want of a grant here).
 	Repairs uint64 `json:"repairs"`
 	// Unreachable: links dropped because the driver's transport could
 	// not reach the peer (PeerUnreachable).
@@ -290,6 +290,11 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 		rl, err = e.checkRelayed(p, em.ID, m.Deltas[0])
 		if err != nil {
 			e.reject(p, ns, err)
+			if errors.Is(err, ErrNotAllowed) {
+				// This node's view (the author's grant not here yet):
+				// the author's sync brings what it lacks.
+				e.askAuthor(PeerID(m.Deltas[0].Author), ns)
+			}
 			if errors.Is(err, errAltered) {
 				// Route around the relay: out of this tree for good.
 				t.distrusted[p.ID] = true
@@ -367,17 +372,28 @@ func (e *Engine) deliverRelayed(t *tree, dv epidemic.Delivery, rl *relayed) {
 		// Held on the author's account; a sync on overflow goes to the
 		// author, which may write ns (a relay may only read it).
 		e.holdFrom(o.ID, o.Replica, t.ns, rl.d, rl.nd.From)
-		// This node missed something the author wrote or had seen: no ack
-		// timeout tells the author of a delta a tree lost, so ask it for
-		// what is missing now rather than wait for anti-entropy to pick
-		// it (one request owed per namespace, retried as digest sync's).
-		if _, owed := o.asked[t.ns]; !owed {
-			o.needSync[t.ns] = true
-			e.treeStats.Repairs++
-		}
+		// This node missed something the author wrote or had seen.
+		e.askAuthor(o.ID, t.ns)
 		return
 	}
-	e.toApply(Apply{From: from.ID, Namespace: t.ns, Delta: rl.d, Live: true})
+	e.toApply(Apply{From: from.ID, Namespace: t.ns, Delta: rl.d, Live: true, author: o.ID})
+}
+
+// askAuthor asks the author of a relayed delta this node could not apply
+// (held for what it depends on, refused by the driver or by this node's
+// view) for a digest sync of ns. A direct send's ack timeout does that
+// for its sender; no ack tells the author of a tree's delta, so without
+// this the delta waited for anti-entropy to pick its author or another
+// writer (one request owed per namespace, retried as digest sync's).
+func (e *Engine) askAuthor(author PeerID, ns string) {
+	o := e.peers[author]
+	if o == nil {
+		return
+	}
+	if _, owed := o.asked[ns]; !owed && !o.needSync[ns] {
+		o.needSync[ns] = true
+		e.treeStats.Repairs++
+	}
 }
 
 // sendTree sends one of t's messages, as a KindTree message. A payload

@@ -486,3 +486,34 @@ func TestTreeLeavesUnreachablePeer(t *testing.T) {
 		t.Fatal("not converged after a link was dropped as unreachable")
 	}
 }
+
+// A relayed delta the driver refuses (a clock too far behind its author's,
+// a grant not here yet) is not acked to anyone, so no ack timeout retries
+// it: the node asks its author for a digest sync at once, as a direct
+// send's timeout would, and does not wait for anti-entropy.
+func TestTreeRefusedDeltaAsksAuthor(t *testing.T) {
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 6)
+	c.write(2, "team://a", "w2", "title", "warm-up") // n2's first write syncs every reader (see above)
+	c.settle(3 * time.Second)
+	x := c.byID(c.nodes[7].id)
+	refused := 0
+	x.refuse = func(a Apply) bool {
+		if a.Live && refused == 0 {
+			refused++
+			return true
+		}
+		return false
+	}
+	repairs := x.eng.TreeStats().Repairs
+	c.write(2, "team://a", "m1", "title", "refused once by n7")
+	c.settle(3 * time.Second)
+	if refused == 0 {
+		t.Fatal("n7 refused nothing: the test tested nothing")
+	}
+	if !c.converged("team://a") {
+		t.Fatal("n7 never got the delta it refused once")
+	}
+	if x.eng.TreeStats().Repairs == repairs {
+		t.Fatal("n7 asked the author for nothing")
+	}
+}
