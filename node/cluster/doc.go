@@ -39,7 +39,10 @@
 // sync with every peer instead of blocking the writer (agents never wait on
 // the network). Each peer's sender has a channel of Config.SendQueue frames;
 // a full channel drops the frame, which the engine's ack timeout turns into
-// a digest sync. Inbound frames block the sending peer's Send (with QUIC,
+// a digest sync. A send the transport fails is reported to the engine
+// (replica.Engine.PeerUnreachable, at most once a tick per peer), whose
+// broadcast trees then drop their link to that peer rather than push into
+// it until the membership finds it dead. Inbound frames block the sending peer's Send (with QUIC,
 // its stream) until the loop takes them, so a slow node slows its senders
 // rather than growing a buffer.
 //
