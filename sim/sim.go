@@ -115,18 +115,14 @@ type Sim struct {
 	audits    map[[2]int]int // (node, ns) → the most audit entries the node showed
 	acked     []ackedOp
 	forged    []forgedOp
-	forgers   map[[2]int]bool          // (node, ns) that sent a forged write
-	hostile   map[[2]int]*hostileRelay // (node, ns) relaying with tampering (trees.go)
-	relays    RelayAttacks
-	// relayDrops: per receiver, the payloads a hostile relay dropped on
-	// their way to it that no other member has sent it since.
-	relayDrops map[int]map[[32]byte]bool
-	tracked    []*spread
-	sentViols  []string
-	stats      counters
-	faults     []*fault
-	ops        []plannedOp
-	lastFault  time.Duration
+	forgers   map[[2]int]bool // (node, ns) that sent a forged write
+	tracked   []*spread
+	sentViols []string
+	stats     counters
+	faults    []*fault
+	ops       []plannedOp
+	lastFault time.Duration
+	relay     relayState // hostile relays (trees.go)
 }
 
 type counters struct {
@@ -265,7 +261,7 @@ func (s *Sim) send(from *simNode, addr string, frame []byte) {
 		s.violate("send: %s sent an undecodable frame: %v", from.id, err)
 		return
 	}
-	if kind == wire.KindTree && len(s.hostile) > 0 {
+	if kind == wire.KindTree && len(s.relay.hostile) > 0 {
 		if frame = s.relayFrame(from, to, nss, frame); frame == nil {
 			return // a hostile relay dropped it (trees.go)
 		}

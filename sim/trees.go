@@ -83,6 +83,15 @@ type RelayAttacks struct {
 	Rerouted int `json:"rerouted"`
 }
 
+// relayState is the run's hostile relays.
+type relayState struct {
+	hostile map[[2]int]*hostileRelay // (node, ns) relaying with tampering
+	counts  RelayAttacks
+	// drops: per receiver, the payloads a hostile relay dropped on their
+	// way to it that no other member has sent it since.
+	drops map[int]map[[32]byte]bool
+}
+
 // hostileRelay is one member's tampering with one namespace's tree.
 type hostileRelay struct {
 	drop bool
@@ -113,13 +122,13 @@ func (s *Sim) treesOn(j int) bool {
 
 // armRelay makes n a hostile relay of namespace j.
 func (s *Sim) armRelay(n *simNode, j int) {
-	if s.hostile == nil {
-		s.hostile = map[[2]int]*hostileRelay{}
+	if s.relay.hostile == nil {
+		s.relay.hostile = map[[2]int]*hostileRelay{}
 	}
 	h := &hostileRelay{drop: s.wr.IntN(2) == 0, inc: n.inc}
-	s.hostile[[2]int{n.idx, j}] = h
+	s.relay.hostile[[2]int{n.idx, j}] = h
 	s.forgers[[2]int{n.idx, j}] = true // never granted write later: it stays a relay, never an author
-	s.relays.Armed++
+	s.relay.counts.Armed++
 	s.tracef("attack relay %s of %s turns hostile (drop %v)", n.id, s.nss[j], h.drop)
 }
 
@@ -130,11 +139,11 @@ func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte) []by
 		return frame
 	}
 	j, ok := s.nsIdx[nss[0]]
-	h := s.hostile[[2]int{from.idx, j}]
+	h := s.relay.hostile[[2]int{from.idx, j}]
 	if h != nil && h.inc != from.inc {
 		h = nil
 	}
-	if !ok || h == nil && len(s.relayDrops[to]) == 0 {
+	if !ok || h == nil && len(s.relay.drops[to]) == 0 {
 		return frame
 	}
 	m, err := s.codec.Decode(frame)
@@ -144,21 +153,21 @@ func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte) []by
 	nd := m.Deltas[0]
 	id := wire.RelayID(nd.RelayBytes())
 	if h == nil || nd.Author == string(from.id) {
-		if s.relayDrops[to][id] {
-			delete(s.relayDrops[to], id)
-			s.relays.Rerouted++
+		if s.relay.drops[to][id] {
+			delete(s.relay.drops[to], id)
+			s.relay.counts.Rerouted++
 		}
 		return frame
 	}
 	if h.drop {
-		if s.relayDrops == nil {
-			s.relayDrops = map[int]map[[32]byte]bool{}
+		if s.relay.drops == nil {
+			s.relay.drops = map[int]map[[32]byte]bool{}
 		}
-		if s.relayDrops[to] == nil {
-			s.relayDrops[to] = map[[32]byte]bool{}
+		if s.relay.drops[to] == nil {
+			s.relay.drops[to] = map[[32]byte]bool{}
 		}
-		s.relayDrops[to][id] = true
-		s.relays.Dropped++
+		s.relay.drops[to][id] = true
+		s.relay.counts.Dropped++
 		s.tracef("attack relay %s drops %s's delta of %s to n%d", from.id, nd.Author, nd.Namespace, to)
 		return nil
 	}
@@ -171,12 +180,12 @@ func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte) []by
 	}
 	what, bad := s.alterRelayed(from, to, nd, old)
 	if what == "replay" {
-		s.relays.Replayed++
+		s.relay.counts.Replayed++
 		s.tracef("attack relay %s replays an old delta of %s by %s to n%d", from.id, bad.Namespace, bad.Author, to)
 		s.transmitMessage(from, to, &wire.Message{Kind: wire.KindTree, Overlay: m.Overlay, Tree: m.Tree, Deltas: []wire.NamespaceDelta{bad}})
 		return frame
 	}
-	s.relays.Altered++
+	s.relay.counts.Altered++
 	s.tracef("attack relay %s alters %s's delta of %s to n%d: %s", from.id, nd.Author, nd.Namespace, to, what)
 	m.Deltas = []wire.NamespaceDelta{bad}
 	out, err := s.codec.Encode(m)
