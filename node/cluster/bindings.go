@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -21,28 +22,43 @@ import (
 )
 
 // Who hosts which agent. Every node claims its local principals with a
-// binding signed by its key (acl.Binding) and sends a new claim or
-// hand-over, alone, to every peer at once. Otherwise bindings settle by
-// digest and index, as namespaces do by digest sync. Every frame carries
-// the digest of its sender's set. A node sends a new peer its digest and
-// asks for the peer's (a probe), again every tick until the peer's frame
-// arrives (a frame sent before the peer knew this node is refused by its
-// transport), and every peer its digest alone every BindingsInterval (a
-// summary). A node that sees a digest differ from its own sends its index
-// (a short id per binding) and asks for what it lacks; the peer answers
-// with the bindings that index lacks, and with its own index if it lacks
-// some itself, which the first node answers in turn: four frames at most,
-// and only missing bindings travel. An ask whose answer is lost is asked
-// again after bindingsAskGap (three tries), and a node sends its index to
-// at most one peer per bindingsAskGap on its own account, so a newcomer
-// that hears many differing digests at once is sent the set once.
+// binding signed by its key (acl.Binding). Every bindings frame carries
+// its sender's digest: SHA-256 over its set, then the number of bindings
+// in it (bindingsDigest), so a peer sees whether it lacks bindings, not
+// only that the two sets differ.
 //
-// So a settled cluster exchanges a few dozen bytes per pair each interval,
-// a partition's heal costs a digest each way when nothing changed, and a
-// node lacking bindings gets just those. (Before, every join and claim sent
-// every binding to every peer: at 100 nodes starting together, 83 MB of
-// the 177 MB mnemo sim moved, 28 MB now.) A frame whose digest matches the
-// receiver's is not decoded further. A node admits
+// A node sends each peer that joins a probe: the bindings naming its own
+// key (its claims, and hand-overs to it) with its digest, asking for the
+// peer's digest back; again every tick until an answer (any frame of the
+// peer's that asks nothing) arrives. A new claim or hand-over goes, alone,
+// to every peer at once, and every BindingsInterval every peer is sent the
+// digest alone (a summary). A node whose digest differs from a peer's asks
+// that peer only when the peer holds at least as many bindings as it does
+// (a peer with fewer lacks some: it asks), and not again while both
+// digests stay those an exchange of the two already ended on (a binding
+// one of them refuses for good). To ask, it sends its index (a short id
+// per binding); the peer answers with the bindings that index lacks, and
+// with its own index if it lacks some itself, which the first node answers
+// in turn: four frames at most, and only missing bindings travel. A node
+// sends its index on its own account to one peer per bindingsAskGap, the
+// peer with the most bindings first; an ask whose answer is lost is asked
+// again after bindingsAskGap (three tries). A frame whose digest matches
+// the receiver's is not decoded further.
+//
+// So a cluster starting together moves each claim once per pair (the
+// probes), a settled cluster a few dozen bytes per pair each interval, a
+// partition's heal nothing, and a node lacking bindings asks one peer for
+// just those. History, at 100 nodes starting together (`mnemo sim --nodes
+// 100 --ops 1000 --seed 1 --loss 0.1 --partitions 3 --tree-threshold -1`):
+// every join and claim once sent every binding to every peer (83 MB of
+// the 177 MB the run moved); then digests and indexes, every join sending
+// an index and every differing digest answered by one (48.4 MB of 139.7
+// MB: 23 MB of answers at the start carried 216k bindings where 9,900
+// were needed, and a node that heard many indexes naming bindings it
+// lacked kept asking those peers, one per half second, for the whole run,
+// long after it lacked nothing: 7,700 indexes of 1.8 kB); now 4.7 MB of
+// 99.3 MB (probes 3.3 MB, of them 0.6 MB to peers cut off at the start;
+// summaries and their answers 1 MB; 150 indexes). A node admits
 // bindings into its acl.Directory — first claim stands, only the current
 // host's hand-over moves an agent — and stores them, so a node restarted
 // alone still knows who signed the grants it holds. Which agents a peer
@@ -54,12 +70,13 @@ import (
 const BindingsInterval = 30 * time.Second
 
 // The bindings frames a node sends to many peers, each encoded once per
-// change of its set: the digest always, and the index in an ask.
+// change of its set: the digest always, its own claims in a probe, and
+// the index in an ask.
 type bindingsForm int
 
 const (
 	bindingsSummary bindingsForm = iota // the digest alone
-	bindingsProbe                       // the digest; send yours back
+	bindingsProbe                       // the digest and this node's claims; send your digest back
 	bindingsAsk                         // the digest and the index; send what I lack, and your index
 	bindingsForms
 )
@@ -72,6 +89,58 @@ const bindingsAskGap = 500 * time.Millisecond
 // more is refused whole.
 const MaxBindingsPerFrame = 4096
 
+// maxLackingIDs bounds the ids kept of the bindings a peer's index named
+// that this node lacked, waiting for its turn to ask (bindingsExchange.lacking).
+const maxLackingIDs = 64
+
+// bindingsExchange is the loop's state of the bindings exchange with its
+// peers.
+type bindingsExchange struct {
+	lastSummary  time.Time // when the digest was last sent to every peer
+	lastIndexAsk time.Time // when this node last sent its index asking for what it lacks
+	// asked: peers sent this node's index asking for what it lacks, whose
+	// answer has not come yet (asked again after bindingsAskGap).
+	asked map[replica.PeerID]asked
+	heard map[replica.PeerID]bool   // peers that answered (sent a frame asking nothing)
+	sums  map[replica.PeerID][]byte // each peer's digest, as its last frame told it
+	// lacking: per peer, ids its index named that this node lacked, when
+	// the index could not be sent back at once (the peer is asked on a
+	// later tick, while this node still lacks one of them).
+	lacking map[replica.PeerID][][]byte
+	// want: peers found worth asking (worthAsking) when their last frame
+	// came, not asked since; askNext checks each again before it asks.
+	want map[replica.PeerID]bool
+	// settled: per peer, the digests (this node's, then the peer's) an
+	// exchange with it ended on, unequal: a binding one of them refuses.
+	// The peer is not asked again while both stay so.
+	settled map[replica.PeerID]string
+}
+
+func newBindingsExchange(now time.Time) bindingsExchange {
+	return bindingsExchange{lastSummary: now, asked: map[replica.PeerID]asked{}, heard: map[replica.PeerID]bool{},
+		sums: map[replica.PeerID][]byte{}, lacking: map[replica.PeerID][][]byte{}, settled: map[replica.PeerID]string{},
+		want: map[replica.PeerID]bool{}}
+}
+
+// forget drops what the exchange knows of the peers gone picks: they
+// left, or restarted.
+func (x *bindingsExchange) forget(gone func(replica.PeerID) bool) {
+	forgetIn(x.asked, gone)
+	forgetIn(x.heard, gone)
+	forgetIn(x.sums, gone)
+	forgetIn(x.lacking, gone)
+	forgetIn(x.settled, gone)
+	forgetIn(x.want, gone)
+}
+
+func forgetIn[V any](m map[replica.PeerID]V, gone func(replica.PeerID) bool) {
+	for id := range m {
+		if gone(id) {
+			delete(m, id)
+		}
+	}
+}
+
 // bindingsMeta is the store metadata key of the directory: the encoded
 // bindings in the order they were admitted.
 const bindingsMeta = "cluster/bindings"
@@ -79,6 +148,8 @@ const bindingsMeta = "cluster/bindings"
 // loadBindings fills the directory from the store.
 func (l *loop) loadBindings() {
 	l.dir = acl.NewDirectory()
+	l.heldBindings, l.sortedBindings = map[string]bool{}, nil
+	l.bindingIDs, l.bindingEncs, l.bindingReps, l.ownBindings = nil, nil, nil, nil
 	l.reindexBindings()
 	raw, err := l.svc.Store().Meta(bindingsMeta)
 	if err != nil || raw == nil {
@@ -99,33 +170,37 @@ func (l *loop) loadBindings() {
 
 // saveBindings stores the directory. Call with knownMu held.
 func (l *loop) saveBindings() {
-	var encs [][]byte
-	for _, b := range l.dir.Bindings() {
-		encs = append(encs, b.Encode())
-	}
-	raw, _ := msgpack.Marshal(encs)
+	raw, _ := msgpack.Marshal(l.bindingEncs)
 	if err := l.svc.Store().SetMeta(bindingsMeta, raw); err != nil {
 		l.log.Warn("could not store bindings", "err", err)
 	}
 }
 
-// reindexBindings rebuilds byReplica, everByReplica, the held encodings
-// and their digest, and drops the encoded bindings frames: call it, with
-// knownMu held, whenever dir changes.
+// reindexBindings brings up to date byReplica, everByReplica, the held
+// encodings, their ids and their digest, and drops the encoded bindings
+// frames: call it, with knownMu held, whenever dir changes. The directory
+// only appends, so only the bindings it added since are encoded (a node
+// starting among N peers admits their claims one frame at a time: encoding
+// all each time was N² encodings a node).
 func (l *loop) reindexBindings() {
 	l.bindingsFrames = [bindingsForms][]byte{}
-	l.byReplica = map[crdt.ReplicaID][]namespace.Address{}
-	l.everByReplica = map[crdt.ReplicaID][]namespace.Address{}
-	l.heldBindings = map[string]bool{}
-	l.bindingIDs, l.bindingEncs = nil, nil
-	var encs []string
-	for _, b := range l.dir.Bindings() {
+	bs := l.dir.Bindings()
+	for _, b := range bs[len(l.bindingEncs):] {
 		e := string(b.Encode())
 		l.heldBindings[e] = true
-		encs = append(encs, e)
+		i, _ := slices.BinarySearch(l.sortedBindings, e)
+		l.sortedBindings = slices.Insert(l.sortedBindings, i, e)
 		l.bindingIDs = append(l.bindingIDs, []byte(bindingID(e)))
 		l.bindingEncs = append(l.bindingEncs, []byte(e))
-		r := acl.ReplicaIDOf(b.Key)
+		l.bindingReps = append(l.bindingReps, acl.ReplicaIDOf(b.Key))
+		if b.Key.Equal(l.cfg.Identity.Public) && len(l.ownBindings) < MaxBindingsPerFrame {
+			l.ownBindings = append(l.ownBindings, []byte(e))
+		}
+	}
+	l.byReplica = map[crdt.ReplicaID][]namespace.Address{}
+	l.everByReplica = map[crdt.ReplicaID][]namespace.Address{}
+	for i, b := range bs {
+		r := l.bindingReps[i]
 		if !slices.Contains(l.everByReplica[r], b.Principal) {
 			l.everByReplica[r] = append(l.everByReplica[r], b.Principal)
 		}
@@ -133,14 +208,23 @@ func (l *loop) reindexBindings() {
 			l.byReplica[r] = append(l.byReplica[r], b.Principal)
 		}
 	}
-	l.bindingsSum = bindingsDigest(encs)
+	for _, ps := range l.byReplica {
+		slices.SortFunc(ps, func(a, b namespace.Address) int { return strings.Compare(a.String(), b.String()) })
+	}
+	l.bindingsSum = bindingsDigest(l.sortedBindings)
 }
 
 // bindingsDigest is the digest of a set of encoded bindings: SHA-256 over
 // the sorted, length-prefixed encodings, so two nodes holding the same
-// bindings agree whatever order they admitted them in.
+// bindings agree whatever order they admitted them in, then the number of
+// bindings (uvarint), so a peer can tell which of two sets lacks some. A
+// node only adds bindings (a hand-over is one more), so a set with fewer
+// lacks some of the other's; equal numbers and unequal digests: each lacks
+// some, or refused one of the other's.
 func bindingsDigest(encs []string) []byte {
-	slices.Sort(encs)
+	if !slices.IsSorted(encs) {
+		encs = slices.Sorted(slices.Values(encs))
+	}
 	h := sha256.New()
 	var n [4]byte
 	for _, e := range encs {
@@ -148,7 +232,17 @@ func bindingsDigest(encs []string) []byte {
 		h.Write(n[:])
 		h.Write([]byte(e))
 	}
-	return h.Sum(nil)
+	return binary.AppendUvarint(h.Sum(nil), uint64(len(encs)))
+}
+
+// digestCount is the number of bindings a digest says its set holds;
+// false for a digest without one (a node of an earlier build) or garbled.
+func digestCount(sum []byte) (uint64, bool) {
+	if len(sum) <= sha256.Size {
+		return 0, false
+	}
+	n, k := binary.Uvarint(sum[sha256.Size:])
+	return n, k > 0 && sha256.Size+k == len(sum)
 }
 
 // claimAgents signs a binding for every local principal not yet bound,
@@ -196,9 +290,9 @@ func (l *loop) hostedElsewhere(p namespace.Address) (acl.NodeID, bool) {
 }
 
 // bindingsFrame is the bindings frame of form. Each form is encoded once
-// per change of the directory: the same bindings go to every peer on join,
-// every tick until heard, in replies and on every claim, and encoding them
-// (compressed) each time cost as much as admitting them.
+// per change of the directory: the same frame goes to every peer on join,
+// every tick until heard, in answers and every interval, and encoding it
+// (compressed) each time cost as much as admitting its bindings.
 func (l *loop) bindingsFrame(form bindingsForm) []byte {
 	l.knownMu.Lock()
 	defer l.knownMu.Unlock()
@@ -206,7 +300,10 @@ func (l *loop) bindingsFrame(form bindingsForm) []byte {
 		return f
 	}
 	m := &wire.Message{Kind: wire.KindBindings, Reply: form != bindingsSummary, BindingsSum: l.bindingsSum}
-	if form == bindingsAsk {
+	switch form {
+	case bindingsProbe:
+		m.Bindings = l.ownBindings
+	case bindingsAsk:
 		m.BindingIDs = l.bindingIndex()
 	}
 	frame, err := l.codec.Encode(m)
@@ -221,7 +318,7 @@ func (l *loop) bindingsFrame(form bindingsForm) []byte {
 // sendBindingsSummary sends the digest of the bindings to every peer: the
 // periodic check, each BindingsInterval.
 func (l *loop) sendBindingsSummary() {
-	l.lastBindings = l.cfg.Clock.Now()
+	l.bx.lastSummary = l.cfg.Clock.Now()
 	l.sendBindingsTo(l.senderIDs(func(replica.PeerID) bool { return true }), bindingsSummary)
 }
 
@@ -268,10 +365,10 @@ func (l *loop) sendFrameTo(ids []replica.PeerID, m *wire.Message) {
 	}
 }
 
-// askBindings sends the digest of the bindings, asking for the peer's, to
-// every peer not yet heard from.
+// askBindings sends a probe (this node's claims, its digest, asking for
+// the peer's) to every peer not yet heard from.
 func (l *loop) askBindings() {
-	l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool { _, ok := l.peers[id]; return ok && !l.heard[id] }), bindingsProbe)
+	l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool { _, ok := l.peers[id]; return ok && !l.bx.heard[id] }), bindingsProbe)
 }
 
 // asked is a bindings index sent asking a peer for what this node lacks.
@@ -281,39 +378,90 @@ type asked struct {
 }
 
 // bindingsAskTries bounds the asks in a row a peer leaves unanswered;
-// after them, the next summary starts over.
+// after them, the next frame from it that shows it holds more starts over.
 const bindingsAskTries = 3
 
 // askIndex sends this node's index to from, asking for the bindings it
 // lacks, and expects an answer (any frame of from's that asks nothing).
 func (l *loop) askIndex(from replica.PeerID) {
-	a := l.bindingsAsked[from]
-	l.bindingsAsked[from] = asked{at: l.cfg.Clock.Now(), tries: a.tries + 1}
+	a := l.bx.asked[from]
+	l.bx.asked[from] = asked{at: l.cfg.Clock.Now(), tries: a.tries + 1}
 	l.sendBindingsTo([]replica.PeerID{from}, bindingsAsk)
 }
 
 // askBindingsAgain asks again the peers whose answer is overdue, and, once
-// bindingsAskGap has passed since the last ask, one peer whose index named
-// bindings this node lacks when it could not ask at once.
+// bindingsAskGap has passed since the last ask, the peer most worth asking
+// (askNext).
 func (l *loop) askBindingsAgain(now time.Time) {
-	if len(l.lackFrom) > 0 && now.Sub(l.lastIndexAsk) >= bindingsAskGap {
-		id := slices.Min(slices.Collect(maps.Keys(l.lackFrom)))
-		delete(l.lackFrom, id)
-		if _, ok := l.peers[id]; ok {
-			l.lastIndexAsk = now
-			l.askIndex(id)
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(l.bindingsAsked)) {
-		a := l.bindingsAsked[id]
+	for _, id := range slices.Sorted(maps.Keys(l.bx.asked)) {
+		a := l.bx.asked[id]
 		switch {
 		case now.Sub(a.at) < bindingsAskGap:
 		case a.tries >= bindingsAskTries:
-			delete(l.bindingsAsked, id)
+			delete(l.bx.asked, id)
 		default:
 			l.askIndex(id)
 		}
 	}
+	l.askNext(now)
+}
+
+// askNext sends this node's index, once bindingsAskGap has passed since
+// the last one it sent on its own account, to the peer wanted and not
+// being asked that still holds bindings this node lacks (worthAsking) and
+// the most bindings (the least id among equals).
+func (l *loop) askNext(now time.Time) {
+	if len(l.bx.want) == 0 || now.Sub(l.bx.lastIndexAsk) < bindingsAskGap {
+		return
+	}
+	var best replica.PeerID
+	var most uint64
+	for _, id := range slices.Sorted(maps.Keys(l.bx.want)) {
+		if _, ok := l.bx.asked[id]; ok {
+			continue
+		}
+		if l.peers[id].peer.ID == "" || !l.worthAsking(id) {
+			delete(l.bx.want, id)
+			continue
+		}
+		if n, _ := digestCount(l.bx.sums[id]); best == "" || n > most {
+			best, most = id, n
+		}
+	}
+	if best != "" {
+		delete(l.bx.want, best)
+		l.bx.lastIndexAsk = now
+		l.askIndex(best)
+	}
+}
+
+// worthAsking reports whether peer id, by its last frame, may hold
+// bindings this node lacks: its index named one this node still lacks;
+// or its digest differs from this node's and says it holds at least as
+// many bindings (or does not say), unless an exchange with it already
+// ended on these two digests.
+func (l *loop) worthAsking(id replica.PeerID) bool {
+	l.knownMu.RLock()
+	defer l.knownMu.RUnlock()
+	if ids := l.bx.lacking[id]; len(ids) > 0 {
+		held := make(map[string]bool, len(l.bindingIDs))
+		for _, h := range l.bindingIDs {
+			held[string(h)] = true
+		}
+		for _, want := range ids {
+			if !held[string(want)] {
+				return true
+			}
+		}
+		delete(l.bx.lacking, id)
+	}
+	theirs := l.bx.sums[id]
+	if len(theirs) == 0 || bytes.Equal(theirs, l.bindingsSum) || l.bx.settled[id] == string(l.bindingsSum)+string(theirs) {
+		return false
+	}
+	n, ok := digestCount(theirs)
+	mine, _ := digestCount(l.bindingsSum)
+	return !ok || n >= mine
 }
 
 // senderIDs lists, sorted, the peers with an outlet that want picks.
@@ -343,41 +491,58 @@ func (l *loop) sendBindingsTo(ids []replica.PeerID, form bindingsForm) {
 	}
 }
 
-// receiveBindings admits a peer's bindings and answers as the frame asks.
-// A frame whose digest is this node's own holds nothing new (one that asks
-// gets the digest back, which tells the peer it was heard). A digest alone
-// that differs (a summary, a probe) gets this node's index, asking for
-// what it lacks. An index gets the bindings it lacks and, if it asks and
-// names bindings this node lacks, this node's index in return (to one
-// peer per tick). Bindings already held are not decoded again.
+// receiveBindings admits a peer's bindings and answers as the frame asks:
+// a probe gets this node's digest back; an index gets the bindings it
+// lacks and, if it asks and names bindings this node lacks, this node's
+// index in return (to one peer per bindingsAskGap; the others are asked
+// later, while this node still lacks what they named). A frame that asks
+// nothing is an answer: the peer was heard, and an exchange this node
+// asked for ended (settled, when the two digests still differ). Then, if
+// the peer holds bindings this node lacks, it is asked (askNext). A frame
+// whose digest is this node's own holds nothing new, and bindings already
+// held are not decoded again.
 func (l *loop) receiveBindings(from replica.PeerID, m *wire.Message) {
-	l.heard[from] = true
-	_, asking := l.bindingsAsked[from]
+	if len(m.Bindings) > MaxBindingsPerFrame || len(m.BindingIDs) > MaxBindingsPerFrame {
+		l.rejected.Add(1)
+		l.log.Warn("bindings frame too large", "peer", from, "bindings", len(m.Bindings), "ids", len(m.BindingIDs))
+		return
+	}
+	_, asking := l.bx.asked[from]
 	if !m.Reply {
-		delete(l.bindingsAsked, from) // the answer to our index (what it asks nothing)
+		l.bx.heard[from] = true
+	}
+	if len(m.BindingsSum) > 0 {
+		l.bx.sums[from] = slices.Clone(m.BindingsSum)
 	}
 	l.knownMu.RLock()
 	same := bytes.Equal(m.BindingsSum, l.bindingsSum)
 	l.knownMu.RUnlock()
-	switch {
-	case same && m.Reply:
-		l.sendBindingsTo([]replica.PeerID{from}, bindingsSummary)
-		return
-	case same:
-		return
-	case len(m.Bindings) > MaxBindingsPerFrame || len(m.BindingIDs) > MaxBindingsPerFrame:
-		l.rejected.Add(1)
-		l.log.Warn("bindings frame too large", "peer", from, "bindings", len(m.Bindings), "ids", len(m.BindingIDs))
-		return
-	case len(m.Bindings) == 0 && len(m.BindingIDs) == 0:
-		if !(asking && !m.Reply) { // a bare digest answering our index: nothing more to get
-			l.askIndex(from)
-		}
-		return
+	// The answer to this node's index: a frame asking nothing that brings
+	// bindings or an index, or shows the sets equal. A bare digest that
+	// differs is a summary crossing the ask (an answer from a peer holding
+	// at least as many bindings brings some), and the ask stays owed.
+	answer := asking && !m.Reply && (same || len(m.Bindings) > 0 || len(m.BindingIDs) > 0)
+	if !same {
+		l.admitBindings(from, m.Bindings)
 	}
-	l.admitBindings(from, m.Bindings)
-	if len(m.BindingIDs) > 0 {
+	switch {
+	case len(m.BindingIDs) > 0 && !same:
 		l.answerIndex(from, m)
+	case m.Reply:
+		l.sendBindingsTo([]replica.PeerID{from}, bindingsSummary)
+	}
+	if answer {
+		delete(l.bx.asked, from)
+		delete(l.bx.lacking, from) // what its index named came, or was refused
+		l.knownMu.RLock()
+		if !bytes.Equal(m.BindingsSum, l.bindingsSum) {
+			l.bx.settled[from] = string(l.bindingsSum) + string(m.BindingsSum)
+		}
+		l.knownMu.RUnlock()
+	}
+	if l.worthAsking(from) {
+		l.bx.want[from] = true
+		l.askNext(l.cfg.Clock.Now())
 	}
 }
 
@@ -410,9 +575,33 @@ func (l *loop) admitBindings(from replica.PeerID, encs [][]byte) {
 	l.knownMu.Unlock()
 	if changed {
 		l.svc.RefreshPolicy() // records signed for newly bound principals may count now
-		l.setMembers(l.drv.members())
+		l.refreshPrincipals()
 		l.resyncRefused()
 	}
+}
+
+// refreshPrincipals gives the engine the principals each peer hosts now,
+// after the bindings changed. The membership is as it was, so the peers
+// are (setMembers, which the membership's own changes call, would
+// recompute them too: once per binding admitted, at a start among N peers
+// that was N times the whole membership a node).
+func (l *loop) refreshPrincipals() {
+	changed := false
+	for id, pi := range l.peers {
+		if ps := l.principalsOfKey(pi.member.PublicKey); !slices.Equal(ps, pi.peer.Principals) {
+			pi.peer.Principals = ps
+			l.peers[id] = pi
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	peers := make([]replica.Peer, 0, len(l.peers))
+	for _, id := range slices.Sorted(maps.Keys(l.peers)) {
+		peers = append(peers, l.peers[id].peer)
+	}
+	l.eng.SetPeers(peers)
 }
 
 // maxRefused bounds the (peer, namespace) pairs remembered for a sync
@@ -458,8 +647,9 @@ func (l *loop) resyncRefused() {
 // and its index names bindings this node lacks, this node's index (not
 // asking back, so an exchange is at most four frames even when a binding
 // is refused for good; and at most one such index per bindingsAskGap, so
-// a newcomer that hears many differing indexes at once is sent the set
-// once; the next summary asks again if that is lost).
+// a node that hears many indexes at once sends its own once; the peers
+// not answered so are asked later, by askNext, while this node still
+// lacks what their index named).
 func (l *loop) answerIndex(from replica.PeerID, m *wire.Message) {
 	theirs := make(map[string]bool, len(m.BindingIDs))
 	for _, id := range m.BindingIDs {
@@ -476,16 +666,19 @@ func (l *loop) answerIndex(from replica.PeerID, m *wire.Message) {
 			reply.Bindings = append(reply.Bindings, l.bindingEncs[i])
 		}
 	}
-	lacking := false
-	for id := range theirs {
-		lacking = lacking || !held[id]
+	var lacking [][]byte
+	for _, id := range m.BindingIDs {
+		if !held[string(id)] && len(lacking) < maxLackingIDs {
+			lacking = append(lacking, id)
+		}
 	}
 	switch {
-	case lacking && m.Reply && now.Sub(l.lastIndexAsk) >= bindingsAskGap:
-		l.lastIndexAsk = now
+	case len(lacking) > 0 && m.Reply && now.Sub(l.bx.lastIndexAsk) >= bindingsAskGap:
+		l.bx.lastIndexAsk = now
 		reply.BindingIDs = l.bindingIndex() // no Reply: the exchange ends with the peer's answer
-	case lacking && m.Reply:
-		l.lackFrom[from] = true // asked on a later tick (askBindingsAgain)
+	case len(lacking) > 0 && m.Reply:
+		l.bx.lacking[from] = lacking // asked on a later tick (askNext)
+		l.bx.want[from] = true
 	}
 	l.knownMu.RUnlock()
 	if len(reply.Bindings) > 0 || len(reply.BindingIDs) > 0 || m.Reply {
@@ -503,9 +696,10 @@ func (l *loop) keyOf(p namespace.Address) (ed25519.PublicKey, bool) {
 
 // principalsOfKey lists the principals bound to key.
 func (l *loop) principalsOfKey(key ed25519.PublicKey) []namespace.Address {
+	r := acl.ReplicaIDOf(key)
 	l.knownMu.RLock()
 	defer l.knownMu.RUnlock()
-	return l.dir.PrincipalsOf(key)
+	return slices.Clone(l.byReplica[r])
 }
 
 // hostedBy reports whether the replica r's node hosts p or hosted it before

@@ -74,10 +74,11 @@
 // (agent://TARGET/.inbox/WRITER/...) to the node hosting TARGET. Which
 // agents a member hosts is never taken from what it advertises: every node
 // claims its local principals with bindings signed by its key (bindings.go,
-// acl.Binding), sends them to each member that joins (asking for the
-// member's in return, every tick until they arrive), sends every member a
-// digest of them each BindingsInterval (a peer whose digest differs answers
-// with its own and asks for the sender's), and admits what it receives into its acl.Directory
+// acl.Binding), sends its claims to each member that joins (every tick
+// until the member answers), sends every member a digest of all it holds
+// each BindingsInterval (the digest says how many: a node that holds fewer
+// bindings than a peer, or as many but others, asks that peer for what it
+// lacks by an index of short ids), and admits what it receives into its acl.Directory
 // (first claim stands, a conflicting claim is refused and counted in
 // Status.BindingConflicts, only a hand-over moves an agent). The directory
 // is stored, so a node restarted alone still verifies the grants it holds,
@@ -107,7 +108,7 @@
 // proves the key moves nothing, and frames never go to an unproved address
 // while a trusted one is alive (and every send pins the key regardless).
 // Once proved, the peer starts over as one that joins: its sender moves,
-// it is sent the bindings and asked for its own, and the engine drops
+// it is sent this node's claims and asked for its digest, and the engine drops
 // what was queued or in flight to the old incarnation and syncs every
 // shared namespace with it (replica.Peer.Incarnation); the restarted node
 // does the same with each peer it finds, so catch-up runs both ways. The

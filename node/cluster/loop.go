@@ -143,18 +143,10 @@ type loop struct {
 	peers     map[replica.PeerID]peerInfo // the incarnation addressed, per alive member
 	sightings []Sighting                  // the membership last set
 	// proofs that an incarnation's address holds its key (incarnations.go)
-	proved       map[candidate]bool
-	proving      map[candidate]bool
-	wanted       map[candidate]Sighting
-	lastBindings time.Time // when the bindings were last sent to every peer
-	lastIndexAsk time.Time // when this node last sent its bindings index asking for what it lacks
-	// bindingsAsked: peers sent this node's index asking for what it lacks,
-	// whose answer has not come yet (asked again after bindingsAskGap).
-	bindingsAsked map[replica.PeerID]asked
-	// lackFrom: peers whose index named bindings this node lacks, when the
-	// ask had to wait for bindingsAskGap
-	lackFrom map[replica.PeerID]bool
-	heard    map[replica.PeerID]bool // peers whose bindings frame arrived
+	proved  map[candidate]bool
+	proving map[candidate]bool
+	wanted  map[candidate]Sighting
+	bx      bindingsExchange // with each peer (bindings.go)
 	// refusedFrom: per peer, the namespaces whose content from it was
 	// refused for want of an authority this node may learn later (the
 	// binding of its author), synced again when the bindings change
@@ -184,6 +176,11 @@ type loop struct {
 	// bindingIDs and bindingEncs: the short id and the encoding of every
 	// binding dir holds, in its order (the index frames carry the ids).
 	bindingIDs, bindingEncs [][]byte
+	bindingReps             []crdt.ReplicaID // the replica of each binding's key
+	sortedBindings          []string         // the encodings, sorted (what the digest hashes)
+	// ownBindings: the encoding of every binding naming this node's key
+	// (its claims, hand-overs to it), which its probes carry.
+	ownBindings [][]byte
 }
 
 // driver is what the loop needs from what runs it.
@@ -254,19 +251,17 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 	}
 	l := &loop{
 		cfg: cfg, svc: cfg.Service, log: cfg.Logger.With("component", "cluster"), codec: cfg.Codec,
-		self:          replica.PeerID(cfg.Identity.NodeID()),
-		drv:           drv,
-		local:         make(chan localDelta, cfg.LocalQueue),
-		peers:         map[replica.PeerID]peerInfo{},
-		heard:         map[replica.PeerID]bool{},
-		bindingsAsked: map[replica.PeerID]asked{},
-		lackFrom:      map[replica.PeerID]bool{},
-		senders:       map[replica.PeerID]*sender{},
-		known:         map[string]bool{},
-		proved:        map[candidate]bool{},
-		proving:       map[candidate]bool{},
-		wanted:        map[candidate]Sighting{},
-		syncWatches:   map[syncKey]syncWatch{},
+		self:        replica.PeerID(cfg.Identity.NodeID()),
+		drv:         drv,
+		local:       make(chan localDelta, cfg.LocalQueue),
+		peers:       map[replica.PeerID]peerInfo{},
+		bx:          newBindingsExchange(cfg.Clock.Now()),
+		senders:     map[replica.PeerID]*sender{},
+		known:       map[string]bool{},
+		proved:      map[candidate]bool{},
+		proving:     map[candidate]bool{},
+		wanted:      map[candidate]Sighting{},
+		syncWatches: map[syncKey]syncWatch{},
 	}
 	if l.cfg.Incarnation == 0 {
 		l.cfg.Incarnation = uint64(cfg.Clock.Now().UnixNano())
@@ -364,7 +359,7 @@ func (l *loop) tick() {
 	l.retryProofs()
 	now := l.cfg.Clock.Now()
 	l.eng.Tick(now)
-	if now.Sub(l.lastBindings) >= BindingsInterval {
+	if now.Sub(l.bx.lastSummary) >= BindingsInterval {
 		l.sendBindingsSummary()
 	} else {
 		l.askBindings()
@@ -463,13 +458,10 @@ func (l *loop) setMembers(ms []Sighting) {
 	}
 	l.peers = next
 	l.forgetSyncWatches(next)
-	for id := range l.heard {
-		if pi, ok := next[id]; !ok || l.senders[id] != nil && l.senders[id].inc != pi.member.Incarnation {
-			delete(l.heard, id) // a member that comes back, or restarted, is asked again
-			delete(l.bindingsAsked, id)
-			delete(l.lackFrom, id)
-		}
-	}
+	l.bx.forget(func(id replica.PeerID) bool { // a member that comes back, or restarted, is asked again
+		pi, ok := next[id]
+		return !ok || l.senders[id] != nil && l.senders[id].inc != pi.member.Incarnation
+	})
 	l.knownMu.Lock()
 	l.known = known
 	l.knownMu.Unlock()
@@ -490,7 +482,7 @@ func (l *loop) setMembers(ms []Sighting) {
 		m := next[id].member
 		l.senders[id] = &sender{addr: m.Addr, inc: m.Incarnation, out: l.drv.open(id, m.Addr, m.PublicKey)}
 	}
-	l.sendBindingsTo(joined, bindingsAsk) // tell the newcomers who hosts whom, and ask them
+	l.sendBindingsTo(joined, bindingsProbe) // tell the newcomers whom this node hosts, and ask for their digest
 	slices.SortFunc(peers, func(a, b replica.Peer) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	l.eng.SetPeers(peers)
 }

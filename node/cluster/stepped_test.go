@@ -61,7 +61,8 @@ const steppedTick = 100 * time.Millisecond
 
 // newSteppedNet builds n nodes whose identities, ids, clocks and engine
 // seeds all derive from seed, so that two nets of one seed are the same.
-func newSteppedNet(t *testing.T, n int, seed uint64) *steppedNet {
+// Each tune changes node i's Config before its loop is made.
+func newSteppedNet(t *testing.T, n int, seed uint64, tune ...func(i int, c *Config)) *steppedNet {
 	t.Helper()
 	net := &steppedNet{t: t, clock: newStepClock(), trace: sha256.New()}
 	for i := range n {
@@ -79,8 +80,12 @@ func newSteppedNet(t *testing.T, n int, seed uint64) *steppedNet {
 			t.Fatal(err)
 		}
 		nd := &steppedNode{i: i, id: id, svc: svc, me: memory.Caller{Principal: agent}}
-		nd.st, err = NewStepped(Config{Service: svc, Identity: id, Clock: net.clock, Addr: stepAddr(i), Logger: testLogger(t, i),
-			Engine: replica.Config{Seed: seed + uint64(i), AckTimeout: time.Second, AntiEntropyInterval: 2 * time.Second}},
+		cfg := Config{Service: svc, Identity: id, Clock: net.clock, Addr: stepAddr(i), Logger: testLogger(t, i),
+			Engine: replica.Config{Seed: seed + uint64(i), AckTimeout: time.Second, AntiEntropyInterval: 2 * time.Second}}
+		for _, f := range tune {
+			f(i, &cfg)
+		}
+		nd.st, err = NewStepped(cfg,
 			func(addr string, key ed25519.PublicKey, frame []byte) {
 				net.queue = append(net.queue, steppedFrame{from: nd, addr: addr, key: key, frame: frame})
 				fmt.Fprintf(net.trace, "%d>%s %d:", nd.i, addr, len(frame))
