@@ -294,7 +294,9 @@ type peerState struct {
 	needSync     map[string]bool
 	answered     map[string]time.Time // ns → when the peer was last sent all of ns it lacked (answerSync)
 	asked        map[string]asking    // ns → the sync request of ns the peer has not answered yet
-	readable     map[string]bool      // namespaces the peer could read when last asked
+	// readable: whether the peer could read each namespace when last
+	// asked; a namespace never asked about has no entry (newreader.go)
+	readable map[string]bool
 	// joining: namespaces the peer has just become a reader of, until its
 	// first sync answer goes out. Live deltas wait for that answer (which
 	// carries them), so they cannot reach the peer before the records —
@@ -418,13 +420,13 @@ func (e *Engine) SetPeers(peers []Peer) {
 			ps.joinWait = map[string]bool{}
 			ps.joinAt = e.now.Add(e.cfg.RetransmitAfter)
 			for _, ns := range e.st.Namespaces() {
-				if e.pol.PeerMayRead(p, ns) {
+				ps.readable[ns] = e.pol.PeerMayRead(p, ns)
+				if ps.readable[ns] {
 					if e.cfg.Self < p.ID {
 						ps.needSync[ns] = true
 					} else {
 						ps.joinWait[ns] = true
 					}
-					ps.readable[ns] = true
 				}
 			}
 			continue
@@ -435,9 +437,12 @@ func (e *Engine) SetPeers(peers []Peer) {
 			// What the peer may read follows the agents it hosts: a newly
 			// bound agent's namespaces reach it by a digest sync.
 			for _, ns := range e.st.Namespaces() {
-				if e.pol.PeerMayRead(p, ns) && !ps.readable[ns] {
+				switch may := e.pol.PeerMayRead(p, ns); {
+				case may && !ps.readable[ns]:
 					ps.needSync[ns] = true
 					ps.readable[ns] = true
+				case !may:
+					ps.readable[ns] = false
 				}
 			}
 		}
@@ -499,19 +504,22 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]
 		if !e.pol.PeerMayRead(p.Peer, ns) {
-			delete(p.readable, ns)
+			p.readable[ns] = false
 			continue
 		}
 		readers = append(readers, id)
-		if !p.readable[ns] {
+		if was, known := p.readable[ns]; !was {
 			p.readable[ns] = true
-			if !fresh {
+			if known && !fresh {
 				// The peer has just become a reader (a grant): it lacks the
 				// namespace's history, not only this delta.
 				p.needSync[ns] = true
 				p.joining[ns] = e.now
 				continue
 			}
+			// Never asked about: this node did not hold ns when the peer
+			// joined, nor since (newreader.go). The peer is taken for a
+			// reader it already was.
 		}
 		live = append(live, id)
 	}
