@@ -292,8 +292,11 @@ type peerState struct {
 	srtt, rttvar time.Duration
 	rttSamples   int
 	needSync     map[string]bool
-	answered     map[string]time.Time // ns → when the peer was last sent all of ns it lacked (answerSync)
-	asked        map[string]asking    // ns → the sync request of ns the peer has not answered yet
+	// authority: namespaces of needSync asked of the peer though this
+	// node cannot tell it may read them (askAuthority)
+	authority map[string]bool
+	answered  map[string]time.Time // ns → when the peer was last sent all of ns it lacked (answerSync)
+	asked     map[string]asking    // ns → the sync request of ns the peer has not answered yet
 	// readable: whether the peer could read each namespace when last
 	// asked; a namespace never asked about has no entry (newreader.go)
 	readable map[string]bool
@@ -688,9 +691,11 @@ func (e *Engine) requestSync(p *peerState) {
 	}
 	slices.Sort(nss)
 	p.needSync = map[string]bool{}
+	authority := p.authority
+	p.authority = nil
 	msg := &wire.Message{Kind: wire.KindSyncRequest, Reply: true}
 	for _, ns := range nss {
-		if !e.pol.PeerMayRead(p.Peer, ns) || !e.pol.ShouldHold(ns) {
+		if !e.pol.PeerMayRead(p.Peer, ns) && !authority[ns] || !e.pol.ShouldHold(ns) {
 			continue
 		}
 		nc, err := e.namespaceContext(ns)

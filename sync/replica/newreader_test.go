@@ -3,6 +3,7 @@ package replica
 import (
 	"testing"
 
+	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
@@ -66,5 +67,49 @@ func TestKnownNonReaderGrantedIsSynced(t *testing.T) {
 	}
 	if !c.converged("team://a") {
 		t.Fatal("the new reader did not converge")
+	}
+}
+
+// writersPolicy lets every peer read and hold; only the listed replicas
+// may write.
+type writersPolicy struct{ writers map[crdt.ReplicaID]bool }
+
+func (writersPolicy) ShouldHold(string) bool                            { return true }
+func (writersPolicy) PeerMayRead(Peer, string) bool                     { return true }
+func (p writersPolicy) ReplicaMayWrite(r crdt.ReplicaID, _ string) bool { return p.writers[r] }
+
+// mayReadOnly is a policy whose peers may read only as readers says.
+type mayReadOnly struct {
+	writersPolicy
+	readers map[PeerID]bool
+}
+
+func (p mayReadOnly) PeerMayRead(peer Peer, _ string) bool { return p.readers[peer.ID] }
+
+// A live delta refused because this node does not know its author may
+// write makes it ask the author for a sync at once (the grant travels in
+// the namespace, and the answer brings it with the writes), even when it
+// cannot tell the author may read the namespace (a request carries a
+// context, no content); and not again while that request is owed. The
+// batch used to be sent again twice, refused each time, before the
+// author fell back to a sync ten seconds later.
+func TestRefusedForWantOfAuthorityAsksAuthor(t *testing.T) {
+	pol := mayReadOnly{writersPolicy: writersPolicy{writers: map[crdt.ReplicaID]bool{}}, readers: map[PeerID]bool{"n1": true}}
+	c := newCluster(t, 2, Config{}, pol, 25)
+	sent := c.sentKinds()
+	c.write(0, "team://a", "m0", "title", "n1 does not know n0 may write")
+	c.write(0, "team://a", "m1", "title", "nor this")
+	c.pump(10)
+	requests := 0
+	for _, k := range sent[[2]PeerID{"n1", "n0"}] {
+		if k == wire.KindSyncRequest {
+			requests++
+		}
+	}
+	if requests != 1 {
+		t.Fatalf("n1 sent n0 %v; want one sync request", sent[[2]PeerID{"n1", "n0"}])
+	}
+	if got := c.nodes[1].eng.Stats()[0].Rejected; got != 2 {
+		t.Fatalf("n1 rejected %d deltas; want both", got)
 	}
 }

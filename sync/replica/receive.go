@@ -2,6 +2,7 @@ package replica
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 
 	"github.com/mnemohq/mnemo/crdt"
@@ -86,6 +87,9 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 	d, err := e.checkDelta(nd, kind, p.Key, p.Replica, p.ID, live)
 	if err != nil {
 		e.reject(p, nd.Namespace, err)
+		if live && errors.Is(err, ErrNotAllowed) {
+			e.askAuthority(p, nd.Namespace)
+		}
 		return
 	}
 	p.stats.DeltasRecv++
@@ -146,6 +150,25 @@ func (e *Engine) checkDelta(nd wire.NamespaceDelta, kind wire.Kind, key ed25519.
 		return nil, bad
 	}
 	return d, nil
+}
+
+// askAuthority asks p, whose live delta of ns was refused because this
+// node does not know that its author may write ns, for a digest sync of
+// ns, unless one is owed already. The grant that lets the author write
+// travels in ns itself, and p, a writer if it is honest, sends it in its
+// answer with the refused writes: one exchange, where the batch's
+// retransmissions (refused the same way) and its fallback at AckTimeout
+// took ten seconds (the answer also stops those: answeredSince). A member
+// that may not write gets a request its answer holds no content for (it
+// may send nothing) and, while that is owed, no other.
+func (e *Engine) askAuthority(p *peerState, ns string) {
+	if _, owed := p.asked[ns]; !owed {
+		p.needSync[ns] = true
+		if p.authority == nil {
+			p.authority = map[string]bool{}
+		}
+		p.authority[ns] = true // a request holds a context, no content: no read needed
+	}
 }
 
 // noDots is the empty context. Never modified.
