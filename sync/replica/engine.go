@@ -503,17 +503,30 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 	if from == 0 {
 		from = ^uint64(0) // creates nothing (a retract, a bare remove)
 	}
+	ids := e.sortedPeers()
+	may := make([]bool, len(ids))
+	n := 0
+	for i, id := range ids {
+		if may[i] = e.pol.PeerMayRead(e.peers[id].Peer, ns); may[i] {
+			n++
+		}
+	}
+	overTree := e.treesOn() && 1+n >= e.cfg.TreeThreshold
 	var readers, live []PeerID
-	for _, id := range e.sortedPeers() {
+	for i, id := range ids {
 		p := e.peers[id]
-		if !e.pol.PeerMayRead(p.Peer, ns) {
+		if !may[i] {
 			p.readable[ns] = false
 			continue
 		}
 		readers = append(readers, id)
 		if was, known := p.readable[ns]; !was {
 			p.readable[ns] = true
-			if known && !fresh {
+			// Over a tree, a peer never asked about is synced too: the
+			// tree does not ack, and these syncs are what repaired its
+			// losses soonest (without them the simulator's last node
+			// converged 65–95 s after the last fault, not 5–15 s).
+			if (known || overTree) && !fresh {
 				// The peer has just become a reader (a grant): it lacks the
 				// namespace's history, not only this delta.
 				p.needSync[ns] = true
@@ -526,7 +539,7 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 		}
 		live = append(live, id)
 	}
-	if e.treesOn() && 1+len(readers) >= e.cfg.TreeThreshold {
+	if overTree {
 		if e.broadcastLive(e.treeFor(ns, readers), ns, d, from) {
 			e.flushAll()
 			return

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"testing"
+	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/wire"
@@ -111,5 +112,24 @@ func TestRefusedForWantOfAuthorityAsksAuthor(t *testing.T) {
 	}
 	if got := c.nodes[1].eng.Stats()[0].Rejected; got != 2 {
 		t.Fatalf("n1 rejected %d deltas; want both", got)
+	}
+}
+
+// Over a broadcast tree, a node's first write in a namespace it learnt
+// late still syncs with the readers it never asked about: the tree acks
+// nothing, and those syncs repair what it lost soonest (without them the
+// simulator's slowest node converged minutes after the last fault).
+func TestFirstWriteOverTreeSyncsReaders(t *testing.T) {
+	c := treeCluster(t, 8, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 27)
+	sent := c.sentKinds()
+	c.write(1, "team://a", "m1", "title", "n1's first write")
+	c.pump(10)
+	for _, nd := range c.nodes {
+		if nd.id == "n1" {
+			continue
+		}
+		if got := sent[[2]PeerID{"n1", nd.id}]; len(got) == 0 || got[0] != wire.KindSyncRequest {
+			t.Fatalf("n1's first write over the tree sent %s %v; want a sync request first", nd.id, got)
+		}
 	}
 }
