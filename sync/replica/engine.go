@@ -312,6 +312,8 @@ type peerState struct {
 	// told: the peer's context of each namespace held, as it last told
 	// it (agreement.go); nil until it tells one.
 	told  map[string]toldContext
+	// heard: when the peer's last message arrived (retransmit.go)
+	heard time.Time
 	stats PeerStats
 }
 

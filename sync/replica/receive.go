@@ -22,6 +22,7 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 		return fmt.Errorf("%w: %s", ErrUnknownPeer, from)
 	}
 	e.release() // what was applied since the last input may free held deltas
+	p.heard = e.now
 	switch m.Kind {
 	case wire.KindTree:
 		e.stepTree(p, m)

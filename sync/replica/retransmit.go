@@ -22,6 +22,15 @@ import (
 // doubled for each resend. The engine knows the time only from Tick, so a
 // round trip is measured in whole ticks: on a LAN it reads zero and the
 // wait is RetransmitAfter; a slow link lengthens it.
+//
+// The second resend goes only if something came from the peer since the
+// first: a peer silent that long is more likely cut off (a partition)
+// than unlucky twice, and a resend to it is lost too; the fallback at
+// AckTimeout syncs once it is back. In mnemo sim --nodes 100 --ops 1000
+// --loss 0.1 --partitions 3 --tree-threshold -1, seeds 1/2/3: fallbacks
+// 3,423/1,951/2,614 → 2,060/1,536/1,764, batches sent again 22,674/
+// 18,263/20,729 → 21,150/17,211/19,248, bytes on the wire / minimum
+// 2.24/2.02/2.01 → 2.09/1.98/1.95.
 
 // checkInflight resends the overdue batches to p and falls back to digest
 // sync for those unacknowledged after AckTimeout.
@@ -33,6 +42,10 @@ func (e *Engine) checkInflight(p *peerState, now time.Time) {
 			delete(p.inflight, seq)
 			e.fallBack(p, f)
 		case f.sends > e.cfg.Retransmits || now.Sub(f.sentAt) < p.retransmitWait(e.cfg)<<(f.sends-1):
+		case f.sends > 1 && !p.heard.After(f.sentAt):
+			// Nothing came from the peer since the last resend: cut off
+			// (a partition) more likely than unlucky twice. The fallback
+			// at AckTimeout syncs what it lacks once it is back.
 		case e.answeredSince(p, f):
 			delete(p.inflight, seq) // a sync answer carried what it did
 		case !e.mayStillRead(p, f):

@@ -129,3 +129,36 @@ func TestJoinSyncAskedOnce(t *testing.T) {
 		t.Fatalf("a join only n1 saw: requests %v, converged %v", requests, c.converged("team://a"))
 	}
 }
+
+// A batch is sent a second time only if something came from the peer
+// since the first resend: a peer silent since (cut off by a partition)
+// waits for the fallback instead of a resend that is lost too. With
+// frames from the peer arriving (acks of other batches), the second
+// resend goes.
+func TestSecondResendOnlyToPeerHeardSince(t *testing.T) {
+	resends := func(heard bool) uint64 {
+		c := newCluster(t, 2, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 6)
+		c.tick(time.Second)
+		c.pump(10)
+		n0, n1 := c.nodes[0].id, c.nodes[1].id
+		c.drop = func(from, to PeerID, m *wire.Message) bool {
+			return from == n0 && to == n1 && m.Kind == wire.KindDeltas // every send of n0's batches is lost
+		}
+		c.write(0, "team://a", "m1", "title", "lost")
+		c.pump(10)
+		for i := range 8 {
+			c.tick(500 * time.Millisecond)
+			if heard && i%2 == 1 {
+				c.write(1, "team://a", "n1-"+string(rune('a'+i)), "title", "n1 speaks") // reaches n0
+			}
+			c.pump(10)
+		}
+		return c.nodes[0].eng.Stats()[0].Retransmits
+	}
+	if got := resends(false); got != 1 {
+		t.Fatalf("a silent peer was sent the batch again %d times; want once", got)
+	}
+	if got := resends(true); got != 2 {
+		t.Fatalf("a peer heard from was sent the batch again %d times; want twice", got)
+	}
+}
