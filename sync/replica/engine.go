@@ -311,7 +311,7 @@ type peerState struct {
 	joinAt   time.Time
 	// told: the peer's context of each namespace held, as it last told
 	// it (agreement.go); nil until it tells one.
-	told  map[string]toldContext
+	told map[string]toldContext
 	// heard: when the peer's last message arrived (retransmit.go)
 	heard time.Time
 	stats PeerStats
