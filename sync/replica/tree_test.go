@@ -46,9 +46,9 @@ func isPayload(m *wire.Message) bool {
 func TestTreeCarriesLiveDeltasAboveThreshold(t *testing.T) {
 	const n = 16
 	c := treeCluster(t, n, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 3)
-	// A node's first write of a namespace it got from others syncs with
-	// every reader (LocalDelta takes them for readers it has not seen
-	// join): each writer writes once before the count.
+	// Over a tree, a node's first write of a namespace it got from others
+	// still syncs with every reader it has never asked about (LocalDelta):
+	// each writer writes once before the count.
 	for w := range 4 {
 		c.write(w, "team://a", fmt.Sprintf("w%d", w), "title", "warm-up")
 		c.settle(time.Second)
