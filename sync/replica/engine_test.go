@@ -397,3 +397,31 @@ func TestLocalDeltaSignedOncePerFlush(t *testing.T) {
 		}
 	}
 }
+
+// A peer that joins after the engine has sent anything is sent to like
+// the others: the engine keeps its peers in order between changes
+// (sortedPeers), and a join must change that order too.
+func TestPeerJoiningLaterGetsLiveDeltas(t *testing.T) {
+	c := newCluster(t, 3, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 1)
+	all := make([]Peer, 0, len(c.nodes))
+	for i, nd := range c.nodes {
+		all = append(all, testPeer(nd.id, i))
+	}
+	for _, nd := range c.nodes[:2] {
+		nd.eng.SetPeers(all[:2])
+	}
+	c.nodes[2].eng.SetPeers(nil)
+	c.pump(10)
+	c.write(0, "team://a", "m0", "title", "before the join")
+	c.pump(10)
+	for _, nd := range c.nodes {
+		nd.eng.SetPeers(all)
+	}
+	c.pump(10)
+	c.write(0, "team://a", "m1", "title", "after the join")
+	c.write(1, "team://a", "m2", "title", "after the join")
+	c.pump(20)
+	if !c.converged("team://a") {
+		t.Fatalf("the node that joined holds %d of 3 memories", c.nodes[2].st.Map("team://a").Len())
+	}
+}
