@@ -80,6 +80,15 @@ func (r *received) trim(now time.Time) {
 	}
 }
 
+// restamp gives the ids received at the zero time (before the node had a
+// time: Node.start) the time now; they are the first of the queue.
+func (r *received) restamp(now time.Time) {
+	for i := r.head; i < len(r.queue) && r.queue[i].at.IsZero(); i++ {
+		r.queue[i].at = now
+		r.m[r.queue[i].id].at = now
+	}
+}
+
 func (r *received) dropPayload(e *entry) {
 	r.bytes -= len(e.payload)
 	e.payload = nil

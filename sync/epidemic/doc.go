@@ -21,6 +21,11 @@
 // the active view — a neighbor request, a shuffle reply — goes over a
 // connection opened for it), then closes the connections to
 // Ready.Disconnect. It calls Tick regularly, at most IHaveInterval apart.
+// Until a Tick brings a time that is not zero the node has none (the
+// replica engine's is zero until its own first Tick); what it received
+// or asked before is stamped with that first time, not the zero time,
+// which every TTL had passed (payloads and ids were forgotten at once
+// while their announcements were out: the peers' wants went unanswered).
 // It reports PeerFailed when a connection breaks or cannot be opened, or
 // when membership declares a peer dead; the transport's failure detector
 // is HyParView's.

@@ -252,6 +252,9 @@ func (n *Node) send(to PeerID, m Message) {
 // caches trimmed. Call it regularly (at most IHaveInterval apart for
 // announcements to leave on time) and before any other input.
 func (n *Node) Tick(now time.Time) {
+	if n.now.IsZero() && !now.IsZero() {
+		n.start(now)
+	}
 	n.now = now
 	if len(n.nonActive) > 0 {
 		clear(n.nonActive)
@@ -274,6 +277,33 @@ func (n *Node) Tick(now time.Time) {
 		n.sendShuffle()
 	}
 	n.fill()
+}
+
+// start gives what happened before the node had a time (inputs before
+// the first Tick with a time that is not zero: a driver whose own clock
+// had not started, as the replica engine's before its first Tick) that
+// time: now. Stamped at the zero time, a payload received then was
+// forgotten at the first real Tick (now minus zero exceeds every TTL),
+// payload and id, while its announcements were still queued: the peers
+// asked this node for it, got no answer, and gave it up after GraftTries;
+// requests made then were given up at once, and waits for payloads
+// announced then ended at once.
+func (n *Node) start(now time.Time) {
+	n.rcv.restamp(now)
+	for _, ms := range n.missing {
+		ms.deadline = now.Add(ms.deadline.Sub(time.Time{}))
+	}
+	for i := range n.pending {
+		n.pending[i].at = now
+	}
+	for _, l := range n.active {
+		if len(l.lazy) > 0 {
+			l.lazySince = now
+		}
+	}
+	if n.contact != "" {
+		n.joined = now
+	}
 }
 
 // Step takes a message from a peer. The driver calls it only for messages

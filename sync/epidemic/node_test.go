@@ -193,3 +193,44 @@ func TestShuffleReplyUnasked(t *testing.T) {
 		t.Fatalf("second reply: Step = %v, passive %v", err, n.Passive())
 	}
 }
+
+// A node stepped before its first Tick with a time (the replica engine
+// ticks a new tree with its own time, zero until the engine's first Tick)
+// keeps what it received then: the first real Tick stamps it with its
+// time. Stamped at the zero time, the payload and its id were forgotten
+// at that Tick (now minus zero exceeds every TTL) while the announcements
+// of it were out, and the wants they brought went unanswered.
+func TestReceivedBeforeFirstTickKept(t *testing.T) {
+	n, err := New(Config{Self: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Tick(time.Time{})
+	if err := n.Step("b", Message{Kind: KindNeighbor, Priority: true}); err != nil {
+		t.Fatal(err)
+	}
+	id := MsgID{1}
+	if err := n.Step("b", Message{Kind: KindGossip, ID: id, Origin: "b", Payload: []byte("p"), Round: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for n.HasReady() {
+		n.Ready()
+	}
+	n.Tick(simEpoch)
+	n.Tick(simEpoch.Add(time.Second))
+	if !n.Received(id) {
+		t.Fatal("a payload received before the first Tick was forgotten at it")
+	}
+	if err := n.Step("b", Message{Kind: KindWant, IDs: []MsgID{id}}); err != nil {
+		t.Fatal(err)
+	}
+	var answered bool
+	for n.HasReady() {
+		for _, env := range n.Ready().Messages {
+			answered = answered || env.Msg.Kind == KindGossip && env.Msg.ID == id && env.To == "b"
+		}
+	}
+	if !answered {
+		t.Fatal("a want for a payload received before the first Tick went unanswered")
+	}
+}

@@ -517,3 +517,39 @@ func TestTreeRefusedDeltaAsksAuthor(t *testing.T) {
 		t.Fatal("n7 asked the author for nothing")
 	}
 }
+
+// Six nodes of three links each, several writers, no loss, anti-entropy
+// an hour apart: every node gets every delta over the tree alone, and no
+// tree gives up a payload. The writes start before the engines' first
+// Tick: a tree made then was ticked with the engine's zero time, so what
+// it received was stamped at the zero time and forgotten at the first
+// Tick while its announcements were out; its peers' wants went
+// unanswered and they gave up (before epidemic.Node restamped them: 10 of
+// 10 seeds failed, 1 to 9 payloads given up each).
+func TestTreeEveryDeltaBeforeFirstTick(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		cfg := Config{AntiEntropyInterval: time.Hour, TreeThreshold: 4}
+		cfg.Tree.ActiveSize = 3
+		c := newCluster(t, 6, cfg, openPolicy{}, seed)
+		c.pump(20)
+		for w := range 3 {
+			c.write(w, "team://a", fmt.Sprintf("f%d", w), "title", "first")
+			c.pump(1)
+		}
+		c.settle(2 * time.Second)
+		for i := range 6 {
+			for w := range 5 {
+				c.write(w, "team://a", fmt.Sprintf("m%d-%d", i, w), "title", "v")
+				c.pump(c.rng.IntN(3))
+			}
+		}
+		c.settle(30 * time.Second)
+		var st TreeStats
+		for _, nd := range c.nodes {
+			st.Add(nd.eng.TreeStats())
+		}
+		if st.Node.GaveUp > 0 || !c.converged("team://a") {
+			t.Errorf("seed %d: %d payloads given up, converged %v", seed, st.Node.GaveUp, c.converged("team://a"))
+		}
+	}
+}
