@@ -263,7 +263,14 @@
 //     Seen there: with anti-entropy an hour apart, the cluster test
 //     missed a save about one run in seven even with no tampering at all
 //     (payloads given up after their wants went unanswered while the
-//     overlay was still settling: not yet understood). With active views of
+//     overlay was still settling). One cause is found and fixed: a tree
+//     made before the engine's first Tick had the zero time, and what it
+//     received then was forgotten at the first real Tick while its
+//     announcements were out (sync/epidemic/doc.go, "The loop";
+//     TestTreeEveryDeltaBeforeFirstTick failed 199 of 200 seeds before).
+//     That it was the cluster test's cause is not confirmed: after the
+//     relay tests' changes the miss was seen once in 130 runs before the
+//     fix and 0 in 50 after, too few to tell. With active views of
 //     two links, six nodes can settle into two triangles, every view
 //     full, that no shuffle joins again (HyParView refills only views
 //     that are short); at the default five, each part of such a split
