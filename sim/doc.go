@@ -77,8 +77,10 @@
 // them. Report.Relays counts what they did; honest nodes distrust altering
 // relays (Trees.Distrusted) and route around dropping ones (Relays.Rerouted:
 // dropped payloads another member sent the receiver since).
-// TestTreesHostileRelays runs them and shows the run fails when the widened
-// contexts are applied (hooks.bypassRelay) or a relay is never distrusted.
+// TestTreesHostileRelays runs them: the run fails when the widened contexts
+// are applied (hooks.bypassRelay), and the test fails if no relay is
+// distrusted. A relay's frames, altered or replayed, are counted, checked
+// and traced as any frame its loop sends (Sim.post).
 //
 // # What the simulated nodes share
 //

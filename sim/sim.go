@@ -241,19 +241,15 @@ func (s *Sim) tracef(format string, args ...any) {
 	}
 }
 
-// send is a node's loop handing a frame to the transport: it is counted,
-// checked (content of a namespace only to a node whose principal the
-// sender's policy lets read it, and that was granted read at some point),
-// and then dropped (loss, partition), duplicated or delivered after the
-// link's latency.
+// send is a node's loop handing a frame to the transport: a hostile
+// relay may alter or drop it first (trees.go), then post counts, checks and
+// sends what is left.
 func (s *Sim) send(from *simNode, addr string, frame []byte) {
 	to, ok := s.byAddr[addr]
 	if !ok {
 		s.violate("send: frame to unknown address %q from %s", addr, from.id)
 		return
 	}
-	s.stats.messages++
-	s.stats.bytes += uint64(len(frame))
 	// Peek, not Decode: the checks need the kind and the namespaces only,
 	// and the receiver decodes the frame again.
 	kind, nss, err := s.codec.Peek(frame)
@@ -266,6 +262,17 @@ func (s *Sim) send(from *simNode, addr string, frame []byte) {
 			return // a hostile relay dropped it (trees.go)
 		}
 	}
+	s.post(from, to, kind, nss, frame)
+}
+
+// post puts a frame the node sends on the network: it is counted, checked
+// (content of a namespace only to a node whose principal the sender's
+// policy lets read it, and that was granted read at some point), traced,
+// and then dropped (loss, partition), duplicated or delivered after the
+// link's latency.
+func (s *Sim) post(from *simNode, to int, kind wire.Kind, nss []string, frame []byte) {
+	s.stats.messages++
+	s.stats.bytes += uint64(len(frame))
 	switch kind {
 	case wire.KindDeltas:
 		s.stats.deltaMsgs++
@@ -289,7 +296,7 @@ func (s *Sim) send(from *simNode, addr string, frame []byte) {
 	var hdr [8]byte
 	binary.BigEndian.PutUint64(hdr[:], uint64(s.now))
 	s.trace.Write(hdr[:])
-	s.trace.Write([]byte(string(from.id) + ">" + addr + ":"))
+	s.trace.Write([]byte(string(from.id) + ">" + string(s.nodes[to].id) + ":"))
 	s.trace.Write(frame)
 	s.transmit(from.idx, to, frame)
 }

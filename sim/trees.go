@@ -182,7 +182,7 @@ func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte) []by
 	if what == "replay" {
 		s.relay.counts.Replayed++
 		s.tracef("attack relay %s replays an old delta of %s by %s to n%d", from.id, bad.Namespace, bad.Author, to)
-		s.transmitMessage(from, to, &wire.Message{Kind: wire.KindTree, Overlay: m.Overlay, Tree: m.Tree, Deltas: []wire.NamespaceDelta{bad}})
+		s.postMessage(from, to, &wire.Message{Kind: wire.KindTree, Overlay: m.Overlay, Tree: m.Tree, Deltas: []wire.NamespaceDelta{bad}})
 		return frame
 	}
 	s.relay.counts.Altered++
@@ -250,18 +250,18 @@ func (s *Sim) alterRelayed(from *simNode, to int, nd wire.NamespaceDelta, seen [
 	return "a byte flipped", bad
 }
 
-// transmitMessage encodes m and sends it from n to node to, counted and
-// traced as a frame its loop sent.
-func (s *Sim) transmitMessage(from *simNode, to int, m *wire.Message) {
+// postMessage encodes m and posts it from one node to another as a frame
+// its loop sent.
+func (s *Sim) postMessage(from *simNode, to int, m *wire.Message) {
 	frame, err := s.codec.Encode(m)
 	if err != nil {
 		s.violate("encode relay attack: %v", err)
 		return
 	}
-	s.stats.messages++
-	s.stats.bytes += uint64(len(frame))
-	s.stats.treeMsgs++
-	s.stats.treeBytes += uint64(len(frame))
-	s.trace.Write(frame)
-	s.transmit(from.idx, to, frame)
+	kind, nss, err := s.codec.Peek(frame)
+	if err != nil {
+		s.violate("peek relay attack: %v", err)
+		return
+	}
+	s.post(from, to, kind, nss, frame)
 }
