@@ -391,9 +391,12 @@ func (e *Engine) askAuthor(author PeerID, ns string) {
 		return
 	}
 	if _, owed := o.asked[ns]; !owed && !o.needSync[ns] {
-		o.needSync[ns] = true
 		e.treeStats.Repairs++
 	}
+	// As a direct delta refused for want of the author's grant does
+	// (askAuthority): this node may not know yet that the author may read
+	// ns, and the request goes anyway.
+	e.askAuthority(o, ns)
 }
 
 // sendTree sends one of t's messages, as a KindTree message. A payload

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/epidemic"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
@@ -551,5 +552,50 @@ func TestTreeEveryDeltaBeforeFirstTick(t *testing.T) {
 		if st.Node.GaveUp > 0 || !c.converged("team://a") {
 			t.Errorf("seed %d: %d payloads given up, converged %v", seed, st.Node.GaveUp, c.converged("team://a"))
 		}
+	}
+}
+
+// blindPolicy is a node that knows neither that the author may write nor
+// that it may read: its grant has not reached the node yet.
+type blindPolicy struct {
+	author    PeerID
+	authorRep crdt.ReplicaID
+}
+
+func (blindPolicy) ShouldHold(string) bool                 { return true }
+func (p blindPolicy) PeerMayRead(peer Peer, _ string) bool { return peer.ID != p.author }
+func (p blindPolicy) ReplicaMayWrite(r crdt.ReplicaID, _ string) bool {
+	return r != p.authorRep
+}
+
+// A relayed delta refused because this node does not know yet that its
+// author may write asks the author for a sync, though the node cannot tell
+// the author may read either (the request carries a context, no content),
+// as a direct delta refused so does.
+func TestTreeBlindRefusalAsksAuthor(t *testing.T) {
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 6)
+	author := c.nodes[2]
+	c.write(2, "team://a", "w2", "title", "warm-up") // n2's first write syncs every reader
+	c.settle(3 * time.Second)
+	x := c.nodes[7]
+	x.eng.pol = blindPolicy{author: author.id, authorRep: author.rep}
+	asked := 0
+	c.drop = func(from, to PeerID, m *wire.Message) bool {
+		if from == x.id && to == author.id && m.Kind == wire.KindSyncRequest {
+			for _, nc := range m.Contexts {
+				if nc.Namespace == "team://a" {
+					asked++
+				}
+			}
+		}
+		return false
+	}
+	c.write(2, "team://a", "m1", "title", "refused by n7")
+	c.settle(3 * time.Second)
+	if x.eng.TreeStats().Repairs == 0 {
+		t.Fatal("n7 refused nothing of n2's over the tree: the test tested nothing")
+	}
+	if asked == 0 {
+		t.Fatal("n7 never asked n2 for a sync of team://a")
 	}
 }
