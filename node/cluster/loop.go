@@ -272,6 +272,9 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 	ecfg.Self, ecfg.Replica = l.self, cfg.Identity.ReplicaID()
 	ecfg.Signer = cfg.Identity.Signer()
 	l.eng = replica.New(ecfg, storeState{l.svc}, &policy{l: l})
+	// The engine's first input is its time (replica.Engine.Tick): what it
+	// sends before the first tick is timed from now, not the zero time.
+	l.eng.Tick(cfg.Clock.Now())
 	return l, nil
 }
 

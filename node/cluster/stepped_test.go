@@ -554,3 +554,26 @@ func TestNewReaderSyncsWhenItsBindingArrives(t *testing.T) {
 		t.Fatal("the save did not follow the binding that made node 1 a reader")
 	}
 }
+
+// A node that sends before its first tick (a save in the first half
+// second after it starts) times its batches from its start, not from the
+// engine's zero time, which every ack timeout had passed at the first
+// tick: a batch whose ack was still on its way was sent again, or fell
+// back to a digest sync, at that tick.
+func TestNoResendAtTheFirstTickOfWhatWasSentBefore(t *testing.T) {
+	net := newSteppedNet(t, 3, 1)
+	for _, nd := range net.nodes {
+		nd.st.SetMembers(net.members())
+	}
+	net.run()
+	net.lose = func(from, to int, _ []byte) bool { return to == 0 } // the acks are late
+	net.save(net.nodes[0], "team://core", "a note saved before any tick")
+	net.run()
+	net.lose = nil
+	net.tick() // one tick: 100 ms, well within the ack timeout
+	for _, p := range net.nodes[0].st.Status(false).Peers {
+		if p.Retransmits+p.Fallbacks != 0 {
+			t.Fatalf("node 0 sent %s its batch again %d times and fell back %d times at its first tick", p.Peer, p.Retransmits, p.Fallbacks)
+		}
+	}
+}

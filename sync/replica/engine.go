@@ -738,7 +738,9 @@ func (e *Engine) requestSync(p *peerState) {
 }
 
 // Tick advances the engine's time: ack timeouts fall back to digest sync,
-// and anti-entropy picks a random peer.
+// and anti-entropy picks a random peer. A driver ticks a new engine before
+// any other input: until then its time is zero, and what it sends is
+// timed from then (every ack timeout passed at the first Tick).
 func (e *Engine) Tick(now time.Time) {
 	e.now = now
 	e.release()
