@@ -148,8 +148,9 @@ func (h *hostileTransport) Prove(ctx context.Context, addr string, key ed25519.P
 // nodes it sent altered bytes, which keep it out of their trees.
 // Anti-entropy stays on: with it an hour apart, one run in seven or so
 // missed a save even with no relay tampering (trees gave up payloads
-// whose wants went unanswered while the overlay settled), and repairing
-// what a tree gives up is anti-entropy's (sync/replica/doc.go, "Trees").
+// whose wants went unanswered while the overlay settled; one cause is
+// fixed since, sync/replica/doc.go, "Trees"), and repairing what a tree
+// gives up is anti-entropy's.
 func testTreesRouteAroundHostileRelay(t *testing.T, net network, drop bool) {
 	const n, writers, saves = 6, 3, 4
 	var ids []string // the nodes' ids, in start order

@@ -298,7 +298,7 @@ type peerState struct {
 	answered  map[string]time.Time // ns → when the peer was last sent all of ns it lacked (answerSync)
 	asked     map[string]asking    // ns → the sync request of ns the peer has not answered yet
 	// readable: whether the peer could read each namespace when last
-	// asked; a namespace never asked about has no entry (newreader.go)
+	// asked; a namespace never asked about has no entry (doc.go, "Just become a reader")
 	readable map[string]bool
 	// joining: namespaces the peer has just become a reader of, until its
 	// first sync answer goes out. Live deltas wait for that answer (which
@@ -539,7 +539,7 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 				continue
 			}
 			// Never asked about: this node did not hold ns when the peer
-			// joined, nor since (newreader.go). The peer is taken for a
+			// joined, nor since (doc.go, "Just become a reader"). The peer is taken for a
 			// reader it already was.
 		}
 		live = append(live, id)

@@ -209,7 +209,7 @@ func (e *Engine) peerGone(id PeerID) {
 // once rather than wait for the membership to find id dead; id stays a
 // peer, and the next refresh of the trees (a membership change, an
 // anti-entropy round, a local delta at the threshold) offers it again.
-// The driver calls it once per run of failures, not per frame.
+// The driver calls it at most once a tick per peer, not per frame.
 func (e *Engine) PeerUnreachable(id PeerID) {
 	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
 		t := e.trees[ns]
