@@ -546,7 +546,11 @@ func DecodeMap(b []byte, lim Limits) (*Map, error) {
 // DecodeRecord decodes an encoding written by EncodeRecord.
 func DecodeRecord(b []byte, lim Limits) (*Record, error) {
 	var r reader
-	return r.decodeRecord(b, lim)
+	rec := &Record{}
+	if err := r.decodeRecordInto(rec, b, lim); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }
 
 // DecodeRecordView decodes an encoding written by EncodeRecord for
@@ -560,17 +564,8 @@ func DecodeRecord(b []byte, lim Limits) (*Record, error) {
 // copy of every value and the seals' own (about a third of the decoding's
 // allocations).
 func DecodeRecordView(b []byte, lim Limits) (*Record, error) {
-	r := reader{view: true}
-	rec, err := r.decodeRecord(b, lim)
-	if rec != nil {
-		rec.view = true
-	}
-	return rec, err
-}
-
-func (r *reader) decodeRecord(b []byte, lim Limits) (*Record, error) {
 	rec := &Record{}
-	if err := r.decodeRecordInto(rec, b, lim); err != nil {
+	if err := DecodeRecordViewInto(rec, b, lim); err != nil {
 		return nil, err
 	}
 	return rec, nil

@@ -133,8 +133,8 @@
 
 // Reads that only show a record decode it as a view (crdt.DecodeRecordView:
 // the same checks, seals checked and not kept, values not copied):
-// RecordView (a get, the index's re-read of a memory written again) and
-// Records. A search's hits go further (EachRecordView): one record is
+// RecordView (a get, the index's re-read of a memory written again). A
+// search's hits go further (EachRecordView): one record is
 // decoded into again and again, from the value the KV lends for the call
 // (ValueLender: Badger's Item.Value, without ValueCopy's copy), valid
 // only during the callback, where the memory is made (its conversion

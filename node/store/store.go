@@ -247,30 +247,9 @@ type RecordKey struct {
 	Namespace, ID string
 }
 
-// Records reads the record entries of keys from one snapshot, in one read
-// transaction rather than one each (a search loads its ten hits so):
-// recs[i] is keys[i]'s record, nil when there is none or it cannot be
-// read; err joins the errors of those that cannot be read. The records are
-// views, as RecordView's: for showing, never for writing back.
-func (s *Store) Records(keys []RecordKey) (recs []*crdt.Record, err error) {
-	recs = make([]*crdt.Record, len(keys))
-	var errs []error
-	verr := s.kv.View(func(r Reader) error {
-		for i, k := range keys {
-			rec, err := s.readRecordView(r, k.Namespace, k.ID)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			recs[i] = rec
-		}
-		return nil
-	})
-	return recs, errors.Join(verr, errors.Join(errs...))
-}
-
-// EachRecordView reads the record entries of keys from one snapshot, as
-// Records does, and calls fn(i, rec) with keys[i]'s in order: nil when
+// EachRecordView reads the record entries of keys from one snapshot, in
+// one read transaction rather than one each (a search loads its ten hits
+// so), and calls fn(i, rec) with keys[i]'s in order: nil when
 // there is none or it cannot be read (err joins those errors). rec is a
 // view (RecordView) valid only during the call: one record is decoded
 // into again and again (its field map allocated once), and its values
@@ -282,14 +261,16 @@ func (s *Store) EachRecordView(keys []RecordKey, fn func(i int, rec *crdt.Record
 	rec := crdt.NewRecord()
 	verr := s.kv.View(func(r Reader) error {
 		lender, _ := r.(ValueLender)
-		for i, k := range keys {
-			key := recKey(k.Namespace, k.ID)
-			decode := func(v []byte) error {
-				if err := crdt.DecodeRecordViewInto(rec, v, s.lim); err != nil {
-					return fmt.Errorf("store: record %s in %s: %w", k.ID, k.Namespace, err)
-				}
-				return nil
+		var k RecordKey
+		decode := func(v []byte) error { // one closure for every key, not one a key
+			if err := crdt.DecodeRecordViewInto(rec, v, s.lim); err != nil {
+				return fmt.Errorf("store: record %s in %s: %w", k.ID, k.Namespace, err)
 			}
+			return nil
+		}
+		for i := range keys {
+			k = keys[i]
+			key := recKey(k.Namespace, k.ID)
 			var err error
 			if lender != nil {
 				err = lender.GetFunc(key, decode)
