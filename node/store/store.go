@@ -457,10 +457,13 @@ func (s *Store) Apply(deltas map[string]*crdt.Map) ([]Change, error) {
 // once the deltas are in, which the caller writes (once per group, not
 // once per write: writeContexts); it changes neither ctxOf's contexts nor
 // the store's. On an error w may hold part of the deltas: the caller discards
-// the transaction. pre holds the joins pendDeltas made when the write was
-// built, over the state w holds now (the writes before it are committed
-// or earlier in w, in the same order): an entry found there is not read
-// and joined again.
+// the transaction. pre holds the joins made before the commit, over the
+// state w holds now (the writes before it are committed or earlier in w,
+// in the same order): pendDeltas's when the write was built, and
+// prejoin's (group.go) after it was sealed, encoded and with their dot
+// index writes; an entry found there is not read and joined again, and a
+// namespace prejoin checked (joined.checked: every entry read from the
+// committed state, none retracted) reads no retraction key either.
 func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas map[string]*crdt.Map, pre map[string]*joined) ([]Change, map[string]*crdt.Context, error) {
 	var changes []Change
 	newCtx := make(map[string]*crdt.Context, len(deltas))
