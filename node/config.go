@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/cluster"
 )
 
 // DefaultHTTPAddr is where a node listens unless told otherwise.
@@ -76,6 +78,10 @@ type Config struct {
 	// sizes measured so far (100 simulated nodes, 20 real ones) the trees
 	// cost more bytes and more latency than they save the writer.
 	TreeThreshold int
+	// WrapTransport, when set, wraps the QUIC transport the node (self)
+	// replicates over. Tests use it to put a hostile relay's send path in a
+	// real node (node/cluster/clustertest); `mnemo node` never sets it.
+	WrapTransport func(self acl.NodeID, tr cluster.Transport) cluster.Transport
 }
 
 // validate fills defaults and checks the rest; it returns the owner address.

@@ -48,13 +48,24 @@ func (n *Node) startReplication() error {
 		trees = -1 // direct sends (Config.TreeThreshold)
 	}
 	netLog := n.log.With("component", "cluster")
+	transport := realnet.Transport(n.cfg.QUICAddr, id, netLog)
+	if wrap := n.cfg.WrapTransport; wrap != nil {
+		quic := transport
+		transport = func(in cluster.Inbound) (cluster.Transport, error) {
+			tr, err := quic(in)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(id.NodeID(), tr), nil
+		}
+	}
 	cl, err := cluster.Start(cluster.Config{
 		Service:         n.svc,
 		Identity:        id,
 		Agents:          n.Principals,
 		Logger:          n.log,
 		Engine:          replica.Config{QueueMaxDeltas: n.cfg.QueueMaxDeltas, AntiEntropyInterval: n.cfg.AntiEntropy, TreeThreshold: trees},
-		StartTransport:  realnet.Transport(n.cfg.QUICAddr, id, netLog),
+		StartTransport:  transport,
 		StartMembership: realnet.Membership(realnet.Gossip{BindAddr: n.cfg.GossipAddr, Join: n.cfg.Join, ClusterKey: key}, netLog),
 		Observer:        n.meter,
 	})

@@ -10,10 +10,9 @@ import (
 	"testing"
 
 	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/node/cluster/clustertest"
 	"github.com/mnemohq/mnemo/node/memory"
-	"github.com/mnemohq/mnemo/sync/epidemic"
 	"github.com/mnemohq/mnemo/sync/replica"
-	"github.com/mnemohq/mnemo/sync/wire"
 )
 
 func TestTreesCarrySaves(t *testing.T) { testTreesCarrySaves(t, newMemNet().network) }
@@ -93,54 +92,6 @@ func TestTreesRouteAroundDroppingRelay(t *testing.T) {
 	testTreesRouteAroundHostileRelay(t, newMemNet().network, true)
 }
 
-// hostileTransport is a node's transport with a hostile relay's tampering
-// in its send path: the tree payloads of other authors it forwards go out
-// altered (a byte of the delta flipped, or another member named as their
-// author) or, with drop, not at all (Send reports them sent). It exists
-// in this test only: no configuration or flag of a node reaches it.
-type hostileTransport struct {
-	Transport
-	codec   *wire.Codec
-	self    string
-	others  []string // members it names as authors
-	drop    bool
-	altered atomic.Int64
-	dropped atomic.Int64
-}
-
-func (h *hostileTransport) Send(ctx context.Context, addr string, key ed25519.PublicKey, frame []byte) error {
-	m, err := h.codec.Decode(frame)
-	if err != nil || m.Kind != wire.KindTree || epidemic.Kind(m.Tree.Kind) != epidemic.KindGossip ||
-		len(m.Deltas) != 1 || m.Deltas[0].Author == h.self {
-		return h.Transport.Send(ctx, addr, key, frame)
-	}
-	if h.drop {
-		h.dropped.Add(1)
-		return nil
-	}
-	nd := m.Deltas[0]
-	if n := h.altered.Add(1); n%2 == 0 {
-		nd.Delta = slices.Clone(nd.Delta)
-		nd.Delta[len(nd.Delta)/2] ^= 0x20
-	} else {
-		i := slices.Index(h.others, nd.Author)
-		nd.Author = h.others[(i+1+int(n/2)%(len(h.others)-1))%len(h.others)]
-	}
-	m.Deltas[0] = nd
-	if frame, err = h.codec.Encode(m); err != nil {
-		return err
-	}
-	return h.Transport.Send(ctx, addr, key, frame)
-}
-
-// Prove passes the real transport's proof on (Prover).
-func (h *hostileTransport) Prove(ctx context.Context, addr string, key ed25519.PublicKey) error {
-	if p, ok := h.Transport.(Prover); ok {
-		return p.Prove(ctx, addr, key)
-	}
-	return nil
-}
-
 // Six nodes read team://core over trees of three links each (so deltas
 // pass through relays), and the last node, which never writes, alters or
 // drops every payload of another author it forwards: every save still
@@ -154,7 +105,7 @@ func (h *hostileTransport) Prove(ctx context.Context, addr string, key ed25519.P
 func testTreesRouteAroundHostileRelay(t *testing.T, net network, drop bool) {
 	const n, writers, saves = 6, 3, 4
 	var ids []string // the nodes' ids, in start order
-	var hostile *hostileTransport
+	var hostile *clustertest.HostileRelay
 	nodes := startNodesWith(t, n, sharedOK{}, net, func(i int, id acl.Identity, cfg *Config) {
 		ids = append(ids, string(id.NodeID()))
 		cfg.Engine.TreeThreshold = 4
@@ -168,7 +119,11 @@ func testTreesRouteAroundHostileRelay(t *testing.T, net network, drop bool) {
 			if err != nil {
 				return nil, err
 			}
-			hostile = &hostileTransport{Transport: tr, codec: wire.NewCodec(0), self: string(id.NodeID()), others: slices.Clone(ids[:n-1]), drop: drop}
+			how := clustertest.Alter
+			if drop {
+				how = clustertest.Drop
+			}
+			hostile = clustertest.NewHostileRelay(tr, string(id.NodeID()), ids[:n-1], how)
 			return hostile, nil
 		}
 	})
@@ -214,7 +169,7 @@ func testTreesRouteAroundHostileRelay(t *testing.T, net network, drop bool) {
 	// eagerly through every link, so the relay forwards it (the first
 	// writers' trees formed before the overlay settled, and could keep
 	// the relay a leaf for good).
-	for i := 0; i < saves || i < 4*saves && hostile.altered.Load()+hostile.dropped.Load() == 0; i++ {
+	for i := 0; i < saves || i < 4*saves && hostile.Altered()+hostile.Dropped() == 0; i++ {
 		for w := range honest {
 			save(w, fmt.Sprintf("note %d of writer %d", i, w))
 		}
@@ -232,18 +187,18 @@ func testTreesRouteAroundHostileRelay(t *testing.T, net network, drop bool) {
 		trees.Add(nd.cl.Status(false).Trees)
 	}
 	t.Logf("%d saves: the relay altered %d payloads and dropped %d; %d broadcasts, %d relayed deltas applied, %d relays distrusted, %d grafts",
-		len(saved), hostile.altered.Load(), hostile.dropped.Load(), trees.Broadcasts, trees.Relayed, trees.Distrusted, trees.Node.Grafts)
+		len(saved), hostile.Altered(), hostile.Dropped(), trees.Broadcasts, trees.Relayed, trees.Distrusted, trees.Node.Grafts)
 	if drop {
-		if hostile.dropped.Load() == 0 {
+		if hostile.Dropped() == 0 {
 			t.Fatal("the relay forwarded nothing to drop")
 		}
 		return
 	}
-	if hostile.altered.Load() == 0 {
+	if hostile.Altered() == 0 {
 		t.Fatal("the relay forwarded nothing to alter")
 	}
 	if trees.Distrusted == 0 {
-		t.Fatalf("%d altered payloads and no node distrusted the relay", hostile.altered.Load())
+		t.Fatalf("%d altered payloads and no node distrusted the relay", hostile.Altered())
 	}
 	for _, nd := range honest {
 		var distrusted uint64
