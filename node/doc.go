@@ -76,5 +76,6 @@
 //     nodes in one process (tests) keep their figures apart.
 //   - Housekeeping (housekeeping.go) runs every SweepInterval: expired
 //     capsules this node created are collected, and Badger's mapped file
-//     pages are handed back to the kernel.
+//     pages are handed back to the kernel; between two, whenever searches
+//     have added FilePagesBudget of them (pages.go).
 package node

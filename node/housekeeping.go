@@ -14,7 +14,8 @@ import (
 // in the kernel's page cache). Expired capsules are
 // unreadable from the moment they expire whatever the sweep does; the sweep
 // only reclaims space. File pages are reclaimable anyway; unmapping them
-// keeps an idle sidecar's resident size near its own memory.
+// keeps an idle sidecar's resident size near its own memory (and searches
+// hand them back sooner past FilePagesBudget: pages.go).
 const SweepInterval = time.Minute
 
 // housekeep runs periodic maintenance until ctx is done.
@@ -26,7 +27,7 @@ func (n *Node) housekeep(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			n.svc.Store().ReleaseFilePages()
+			n.pages.releaseNow()
 			n.tightenQuietly()
 			n.sweepCapsules()
 		}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/mnemohq/mnemo/node/cluster"
 	"github.com/mnemohq/mnemo/node/console"
@@ -43,6 +44,7 @@ type Node struct {
 	access *access          // identity, settings, principals, tokens: access.go
 	cl     *cluster.Cluster // replication, when a cluster key is set: replication.go
 	meter  *metrics.Metrics // GET /metrics: the service, the API and the cluster record into it
+	pages  *filePages       // hands Badger's mapped pages back past a budget: pages.go
 
 	serving   atomic.Bool
 	closeOnce sync.Once
@@ -80,12 +82,20 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
 	}
 	meter := metrics.New()
+	var pages *filePages // set once memory is open, before anything searches
+	timed := func(op string, took time.Duration, err error) {
+		meter.MemoryOperation(op, took, err)
+		if op == memory.OpSearch {
+			pages.note()
+		}
+	}
 	svc, err := memory.Open(ac.memoryConfig(memory.Config{KV: kv, Agent: owner, Now: cfg.Now, Logger: cfg.Logger, Features: feats,
-		Timed: meter.MemoryOperation}))
+		Timed: timed}))
 	if err != nil { // memory closed kv
 		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
 	}
-	n := &Node{cfg: cfg, svc: svc, log: cfg.Logger, access: ac, meter: meter}
+	pages = newFilePages(FilePagesBudget, svc.Store().ReleaseFilePages)
+	n := &Node{cfg: cfg, svc: svc, log: cfg.Logger, access: ac, meter: meter, pages: pages}
 	if err := n.start(); err != nil {
 		if n.ln != nil {
 			n.ln.Close()
@@ -293,6 +303,7 @@ func (n *Node) Close() error {
 				errs = append(errs, fmt.Errorf("node: leave the cluster: %w", err))
 			}
 		}
+		n.pages.close() // no hand-back runs on a closed store
 		if err := n.svc.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("node: close memory: %w", err))
 		}
