@@ -1,9 +1,10 @@
 package search
 
-// maybeCompact compacts once dead slots exceed a quarter of all slots, so
-// the cost is amortised over at least as many retirements as it touches.
+// maybeCompact compacts once dead slots exceed a quarter of all slots, or
+// the tag and channel lists no slot refers to exceed half of them, so the
+// cost is amortised over at least as many retirements as it touches.
 func (ix *Index) maybeCompact() {
-	if ix.ndead > 0 && ix.ndead*4 > len(ix.slots) {
+	if ix.ndead > 0 && ix.ndead*4 > len(ix.slots) || ix.listWaste > 1024 && ix.listWaste*2 > len(ix.lists) {
 		ix.compact()
 	}
 }
@@ -22,6 +23,9 @@ func (ix *Index) compact() {
 	slots := make([]slot, 0, ix.live)
 	dls := make([]uint32, 0, ix.live)
 	f := newFields()
+	var ids idArena
+	lists := make([]uint32, 0, len(ix.lists)-ix.listWaste)
+	byID := make(map[string]uint32, len(ix.byID))
 	for s := range ix.slots {
 		if ix.isDead(uint32(s)) {
 			remap[s] = gone
@@ -38,11 +42,18 @@ func (ix *Index) compact() {
 		sl.session = f.session.reintern(&ix.f.session, old.session)
 		sl.channel = f.channel.reintern(&ix.f.channel, old.channel)
 		sl.topic = f.topic.reintern(&ix.f.topic, old.topic)
-		for i, t := range sl.tags {
-			sl.tags[i] = f.tag.reintern(&ix.f.tag, t)
+		sl.tags.at = uint32(len(lists))
+		for _, t := range old.tags.of(ix.lists) {
+			lists = append(lists, f.tag.reintern(&ix.f.tag, t))
 		}
-		for i, ch := range sl.blocked {
-			sl.blocked[i] = f.channel.reintern(&ix.f.channel, ch)
+		sl.blocked.at = uint32(len(lists))
+		for _, ch := range old.blocked.of(ix.lists) {
+			lists = append(lists, f.channel.reintern(&ix.f.channel, ch))
+		}
+		id := ix.ids.str(old.id)
+		sl.id = ids.add(id)
+		if b, ok := ix.byID[id]; ok && b == uint32(s) {
+			byID[ids.str(sl.id)] = uint32(len(slots))
 		}
 		remap[s] = uint32(len(slots))
 		slots = append(slots, sl)
@@ -81,11 +92,9 @@ func (ix *Index) compact() {
 			topics[k] = append(topics[k], s)
 		}
 	}
-	for id, s := range ix.byID {
-		ix.byID[id] = remap[s]
-	}
 
 	ix.slots = slots
+	ix.ids, ix.lists, ix.listWaste, ix.byID = ids, lists, 0, byID
 	ix.dls = dls
 	ix.dead = make([]uint64, (len(slots)+63)/64)
 	ix.ndead = 0

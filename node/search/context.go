@@ -54,7 +54,7 @@ func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int, own func(
 		if sl.session == 0 {
 			continue
 		}
-		pos, _ := ix.orderPos(sl.created, sl.id)
+		pos, _ := ix.orderPos(sl.created, ix.ids.str(sl.id))
 		for _, dir := range [2]int{-1, 1} {
 			v, found := contextShare*h.Score, 0
 			for i, j := pos+dir, 0; i >= 0 && i < len(ix.order) && j < contextScan && found < contextReach; i += dir {
@@ -104,7 +104,7 @@ func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int, own func(
 	})
 	out := top[:0]
 	for _, s := range cand[:min(len(cand), limit)] {
-		out = append(out, Hit{ID: ix.slots[s].id, Score: sc.acc[s]})
+		out = append(out, Hit{ID: ix.ids.out(ix.slots[s].id), Score: sc.acc[s]})
 	}
 	return out
 }

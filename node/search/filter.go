@@ -41,12 +41,14 @@ type matcher struct {
 	since, until     int64
 	exclude          uint8
 	accept           func(string) bool
+	lists            []uint32 // Index.lists and ids at compile time (the read lock is held)
+	ids              *idArena
 }
 
 // compile translates f. It reports false when f can match no document,
 // e.g. because it names a value no document carries.
 func (ix *Index) compile(f *Filter) (matcher, bool) {
-	m := matcher{since: f.Since, until: f.Until, accept: f.Accept}
+	m := matcher{since: f.Since, until: f.Until, accept: f.Accept, lists: ix.lists, ids: &ix.ids}
 	if !f.IncludeDeleted {
 		m.exclude |= flagDeleted
 	}
@@ -139,12 +141,12 @@ func (m *matcher) match(sl *slot) bool {
 		(m.subjType != anyID && sl.subjType != m.subjType) ||
 		(m.subjID != anyID && sl.subjID != m.subjID) ||
 		(m.session != anyID && sl.session != m.session) ||
-		(m.channel != anyID && (sl.channel != m.channel || slices.Contains(sl.blocked, m.channel))) {
+		(m.channel != anyID && (sl.channel != m.channel || slices.Contains(sl.blocked.of(m.lists), m.channel))) {
 		return false
 	}
 	for _, t := range m.tags {
 		found := false
-		for _, have := range sl.tags {
+		for _, have := range sl.tags.of(m.lists) {
 			if have == t {
 				found = true
 				break
@@ -154,5 +156,5 @@ func (m *matcher) match(sl *slot) bool {
 			return false
 		}
 	}
-	return m.accept == nil || m.accept(sl.id)
+	return m.accept == nil || m.accept(m.ids.str(sl.id))
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"hash/maphash"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -78,9 +77,9 @@ type slot struct {
 	subjID, session  uint32
 	channel          uint32
 	flags            uint8
-	tags             []uint32
-	blocked          []uint32 // channel ids (channel interner) the doc is hidden from
-	id               string
+	tags             listRef // tag ids (tag interner) in Index.lists
+	blocked          listRef // channel ids (channel interner) the doc is hidden from, in Index.lists
+	id               idRef   // in Index.ids
 	updated          int64
 	topic            uint32
 	text             uint64 // hash of the indexed text (title, content, tags)
@@ -114,7 +113,12 @@ type Index struct {
 	// deaths counts slots ever marked dead: a live document frequency
 	// counted at the current count is still right (postings.liveDF).
 	deaths uint64
-	byID   map[string]uint32
+	byID   map[string]uint32 // keys are ids' strings
+	// ids and lists hold what slots refer to (arena.go); listWaste counts
+	// entries of lists no slot refers to any more.
+	ids       idArena
+	lists     []uint32
+	listWaste int
 
 	// order holds the live slots sorted by (created, id).
 	order []uint32
@@ -243,6 +247,7 @@ func (ix *Index) PutPrepared(p *Prepared) {
 	if old, ok := ix.byID[d.ID]; ok {
 		if sl := &ix.slots[old]; sl.text == text && sl.created == d.CreatedAt {
 			ix.setMeta(old, &d)
+			ix.maybeCompact() // the lists setMeta left behind
 			return
 		}
 		ix.kill(old)
@@ -277,8 +282,8 @@ func (ix *Index) PutPrepared(p *Prepared) {
 
 	// The id is copied: callers often pass a substring of a larger string
 	// (a store key holding the namespace too) that it would keep alive.
-	d.ID = strings.Clone(d.ID)
-	sl := slot{id: d.ID, created: d.CreatedAt, text: text}
+	sl := slot{id: ix.ids.add(d.ID), created: d.CreatedAt, text: text}
+	d.ID = ix.ids.str(sl.id)
 	ix.catalog(&sl, &d)
 	ix.slots = append(ix.slots, sl)
 	ix.dls = append(ix.dls, dl)
@@ -305,22 +310,8 @@ func (ix *Index) catalog(sl *slot, d *Doc) {
 	sl.subjType, sl.subjID = ix.f.subjType.intern(d.SubjectType), ix.f.subjID.intern(d.SubjectID)
 	sl.session, sl.channel = ix.f.session.intern(d.SessionID), ix.f.channel.intern(d.Channel)
 	sl.topic = ix.f.topic.intern(d.TopicKey)
-	sl.tags, sl.blocked = nil, nil
-	if len(d.Tags) > 0 {
-		sl.tags = make([]uint32, 0, len(d.Tags))
-		for _, tag := range d.Tags {
-			id := ix.f.tag.intern(tag)
-			if !slices.Contains(sl.tags, id) {
-				sl.tags = append(sl.tags, id)
-			}
-		}
-	}
-	for _, ch := range d.Blocked {
-		id := ix.f.channel.intern(ch)
-		if !slices.Contains(sl.blocked, id) {
-			sl.blocked = append(sl.blocked, id)
-		}
-	}
+	sl.tags = ix.setList(sl.tags, &ix.f.tag, d.Tags)
+	sl.blocked = ix.setList(sl.blocked, &ix.f.channel, d.Blocked)
 	sl.flags = 0
 	if d.Deleted {
 		sl.flags |= flagDeleted
@@ -328,6 +319,28 @@ func (ix *Index) catalog(sl *slot, d *Doc) {
 	if d.Hidden {
 		sl.flags |= flagHidden
 	}
+}
+
+// setList interns vals into in and stores their distinct ids in lists:
+// in place of old when they fit there, else appended (old's entries then
+// count as waste, which compaction reclaims).
+func (ix *Index) setList(old listRef, in *interner, vals []string) listRef {
+	start := len(ix.lists)
+	for _, v := range vals {
+		id := in.intern(v)
+		if !slices.Contains(ix.lists[start:], id) {
+			ix.lists = append(ix.lists, id)
+		}
+	}
+	n := len(ix.lists) - start
+	if n <= int(old.n) {
+		copy(ix.lists[old.at:], ix.lists[start:])
+		ix.lists = ix.lists[:start]
+		ix.listWaste += int(old.n) - n
+		return listRef{at: old.at, n: uint16(n)}
+	}
+	ix.listWaste += int(old.n)
+	return listRef{at: uint32(start), n: uint16(n)}
 }
 
 // setMeta replaces the catalog entry of live slot s, whose indexed text and
@@ -397,15 +410,15 @@ func (ix *Index) kill(s uint32) {
 	ix.deaths++
 	ix.live--
 	ix.totalLen -= uint64(ix.dls[s])
-	pos, found := ix.orderPos(sl.created, sl.id)
+	pos, found := ix.orderPos(sl.created, ix.ids.str(sl.id))
 	if found {
 		ix.order = slices.Delete(ix.order, pos, pos+1)
 	}
 	if sl.topic != 0 {
 		ix.dropTopic(topicMapKey(sl.ns, sl.topic), s)
 	}
-	sl.tags = nil
-	sl.blocked = nil
+	ix.listWaste += int(sl.tags.n) + int(sl.blocked.n)
+	sl.tags, sl.blocked = listRef{}, listRef{}
 }
 
 func (ix *Index) isDead(s uint32) bool { return ix.dead[s/64]&(1<<(s%64)) != 0 }
@@ -430,7 +443,7 @@ func (ix *Index) orderPos(created int64, id string) (int, bool) {
 		id string
 	}) int {
 		sl := &ix.slots[s]
-		return cmpKey(sl.created, sl.id, k.c, k.id)
+		return cmpKey(sl.created, ix.ids.str(sl.id), k.c, k.id)
 	})
 }
 
@@ -439,11 +452,11 @@ func (ix *Index) insertOrder(s uint32) {
 	if n := len(ix.order); n == 0 {
 		ix.order = append(ix.order, s)
 		return
-	} else if last := &ix.slots[ix.order[n-1]]; cmpKey(last.created, last.id, sl.created, sl.id) < 0 {
+	} else if last := &ix.slots[ix.order[n-1]]; cmpKey(last.created, ix.ids.str(last.id), sl.created, ix.ids.str(sl.id)) < 0 {
 		ix.order = append(ix.order, s) // the usual case: arrivals in time order
 		return
 	}
-	pos, _ := ix.orderPos(sl.created, sl.id)
+	pos, _ := ix.orderPos(sl.created, ix.ids.str(sl.id))
 	ix.order = slices.Insert(ix.order, pos, s)
 }
 
@@ -473,7 +486,7 @@ func (ix *Index) Namespace(id string) (string, bool) {
 func (ix *Index) meta(s uint32) Meta {
 	sl := &ix.slots[s]
 	m := Meta{
-		ID:          sl.id,
+		ID:          ix.ids.out(sl.id),
 		Namespace:   ix.f.ns.str(sl.ns),
 		Type:        ix.f.typ.str(sl.typ),
 		Project:     ix.f.project.str(sl.project),
@@ -488,12 +501,12 @@ func (ix *Index) meta(s uint32) Meta {
 		Deleted:     sl.flags&flagDeleted != 0,
 		Hidden:      sl.flags&flagHidden != 0,
 	}
-	for _, ch := range sl.blocked {
+	for _, ch := range sl.blocked.of(ix.lists) {
 		m.Blocked = append(m.Blocked, ix.f.channel.str(ch))
 	}
-	if len(sl.tags) > 0 {
-		m.Tags = make([]string, len(sl.tags))
-		for i, t := range sl.tags {
+	if sl.tags.n > 0 {
+		m.Tags = make([]string, sl.tags.n)
+		for i, t := range sl.tags.of(ix.lists) {
 			m.Tags[i] = ix.f.tag.str(t)
 		}
 	}
@@ -517,12 +530,12 @@ func (ix *Index) ByTopicKey(namespace, topicKey string) (string, bool) {
 		if sl.flags&flagDeleted != 0 {
 			continue
 		}
-		if best == nil || cmpKey(sl.created, sl.id, best.created, best.id) > 0 {
+		if best == nil || cmpKey(sl.created, ix.ids.str(sl.id), best.created, ix.ids.str(best.id)) > 0 {
 			best = sl
 		}
 	}
 	if best == nil {
 		return "", false
 	}
-	return best.id, true
+	return ix.ids.out(best.id), true
 }

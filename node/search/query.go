@@ -199,7 +199,7 @@ func (ix *Index) better(sa float64, a uint32, sc float64, c uint32) bool {
 	if x.created != y.created {
 		return x.created > y.created
 	}
-	return x.id < y.id
+	return ix.ids.str(x.id) < ix.ids.str(y.id)
 }
 
 // topK selects the best k touched slots with a hitHeap of size k.
@@ -279,7 +279,7 @@ func (hh *hitHeap) drain(sc *scratch) []Hit {
 	out := make([]Hit, len(hh.h))
 	for i := len(hh.h) - 1; i >= 0; i-- {
 		s := hh.h[0]
-		out[i] = Hit{ID: hh.ix.slots[s].id, Score: hh.acc[s]}
+		out[i] = Hit{ID: hh.ix.ids.out(hh.ix.slots[s].id), Score: hh.acc[s]}
 		hh.h[0] = hh.h[len(hh.h)-1]
 		hh.h = hh.h[:len(hh.h)-1]
 		hh.down(0)
