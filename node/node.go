@@ -82,11 +82,13 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
 	}
 	meter := metrics.New()
-	var pages *filePages // set once memory is open, before anything searches
+	// Set once memory is open; a feature may search from its Opened hook,
+	// before: pages.Load is then nil, which note takes as nothing to do.
+	var pages atomic.Pointer[filePages]
 	timed := func(op string, took time.Duration, err error) {
 		meter.MemoryOperation(op, took, err)
 		if op == memory.OpSearch {
-			pages.note()
+			pages.Load().note()
 		}
 	}
 	svc, err := memory.Open(ac.memoryConfig(memory.Config{KV: kv, Agent: owner, Now: cfg.Now, Logger: cfg.Logger, Features: feats,
@@ -94,8 +96,8 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil { // memory closed kv
 		return nil, fmt.Errorf("node: open %s: %w", cfg.Dir, err)
 	}
-	pages = newFilePages(FilePagesBudget, svc.Store().ReleaseFilePages)
-	n := &Node{cfg: cfg, svc: svc, log: cfg.Logger, access: ac, meter: meter, pages: pages}
+	pages.Store(newFilePages(FilePagesBudget, svc.Store().ReleaseFilePages))
+	n := &Node{cfg: cfg, svc: svc, log: cfg.Logger, access: ac, meter: meter, pages: pages.Load()}
 	if err := n.start(); err != nil {
 		if n.ln != nil {
 			n.ln.Close()
