@@ -24,7 +24,9 @@ type Options struct {
 	// MemTableSize is the size of each of Badger's two memtables, in
 	// bytes. Default 8 MiB.
 	MemTableSize int64
-	// BlockCacheSize is Badger's block cache, in bytes. Default 8 MiB.
+	// BlockCacheSize is Badger's block cache, in bytes. Default 0: none
+	// (the tables are not compressed, so a cached block is only a view of
+	// the mapped file; see Open).
 	BlockCacheSize int64
 	// NoSync turns off the fsync per commit (benchmarks and bulk loads
 	// only: an acknowledged write may then be lost on a crash). Default
@@ -47,8 +49,8 @@ var (
 )
 
 // Open opens (creating if needed) Badger in dir, tuned for a sidecar:
-// memtables of opt.MemTableSize (two), a block cache of
-// opt.BlockCacheSize, a 4 MiB index cache, value-log files of 64 MiB,
+// memtables of opt.MemTableSize (two), no block cache unless
+// opt.BlockCacheSize, no index cache, value-log files of 64 MiB,
 // values over 64 KiB in the value log, no compression, two
 // compactors. Every commit is synced unless opt.NoSync.
 //
@@ -93,10 +95,7 @@ func openBadger(dir string, opt Options) (*badger.DB, error) {
 	if mem <= 0 {
 		mem = 8 << 20
 	}
-	cache := opt.BlockCacheSize
-	if cache <= 0 {
-		cache = 8 << 20
-	}
+	cache := max(opt.BlockCacheSize, 0)
 	// Values over 64 KiB go to the value log on disk; smaller ones (every
 	// memory short of a maximal one) stay in the LSM tree, whose blocks are
 	// not compressed. Every search hit is a point read of a block. With
@@ -118,7 +117,22 @@ func openBadger(dir string, opt Options) (*badger.DB, error) {
 	// the compression. Tables written before keep their compression:
 	// Badger records it per table and reads either; the block cache stays
 	// for theirs (for uncompressed blocks it holds references into the
-	// mapped file, not copies). In memory there is no value log, so every
+	// mapped file, not copies).
+	//
+	// So neither cache is kept (issue 15, fourth round). An uncompressed
+	// block read from the mapped file is a slice of it: caching it saves
+	// parsing its footer, and the cache's bookkeeping (ristretto's admission
+	// policy, run by its own goroutine, an item allocated per block set)
+	// cost more than that, with few hits for searches whose ten records are
+	// spread over 137 MiB at 100k memories: mnemo bench search, one 100k
+	// directory, alternately 3× (load ~17), CPU per search 663 → 585 µs
+	// (the 2,000; medians), 667 → 610 µs (500 after 1 s idle), p95 3.3–5.2
+	// → 1.4–1.8 ms. Tables written compressed before round two are
+	// decompressed on every read of them (with an 8 MiB cache over
+	// ~110 MiB of them, most reads missed it anyway), until a compaction
+	// rewrites them. The index cache only ever holds the indexes of
+	// encrypted tables (an unencrypted table's index is read in place from
+	// the mapping), and nothing is encrypted. In memory there is no value log, so every
 	// value stays in the LSM tree (Badger caps the threshold at 15% of the
 	// memtable).
 	threshold := min(int64(64<<10), mem*15/100)
@@ -127,7 +141,7 @@ func openBadger(dir string, opt Options) (*badger.DB, error) {
 	}
 	bo = bo.WithMemTableSize(mem).WithNumMemtables(2).
 		WithNumLevelZeroTables(2).WithNumLevelZeroTablesStall(4).
-		WithBlockCacheSize(cache).WithIndexCacheSize(4 << 20).
+		WithBlockCacheSize(cache).WithIndexCacheSize(0).
 		WithValueLogFileSize(64 << 20).WithValueThreshold(threshold).
 		WithCompression(options.None).
 		WithNumCompactors(2).WithMetricsEnabled(false).

@@ -76,3 +76,23 @@ func TestReadsTablesWrittenCompressed(t *testing.T) {
 		})
 	}
 }
+
+// TestNoCachesByDefault: Open keeps neither Badger's block cache nor its
+// index cache (uncompressed, unencrypted tables are read in place from
+// their mappings; badgerkv.go, Open), unless a block cache is asked for.
+func TestNoCachesByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		size  int64
+		block bool
+	}{{0, false}, {-1, false}, {1 << 20, true}} {
+		k, err := badgerkv.Open(t.TempDir(), badgerkv.Options{BlockCacheSize: tc.size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, index := badgerkv.Caches(k)
+		k.Close()
+		if block != tc.block || index {
+			t.Errorf("BlockCacheSize %d: block cache %v, index cache %v; want %v, false", tc.size, block, index, tc.block)
+		}
+	}
+}

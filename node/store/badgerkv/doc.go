@@ -1,5 +1,5 @@
 // Package badgerkv is the store.KV of a node: Badger in the node's data
-// directory, tuned for a sidecar (small memtables and caches, values over
+// directory, tuned for a sidecar (small memtables, no caches, values over
 // 64 KiB in the value log, tables not compressed) and synced on every commit, so
 // an acknowledged write survives kill -9.
 //

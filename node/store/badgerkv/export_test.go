@@ -4,3 +4,8 @@ import "github.com/dgraph-io/badger/v4/options"
 
 // CompressionOf is the compression Badger writes k's tables with.
 func CompressionOf(k *KV) options.CompressionType { return k.db.Opts().Compression }
+
+// Caches reports whether k's Badger keeps a block cache and an index cache.
+func Caches(k *KV) (block, index bool) {
+	return k.db.BlockCacheMetrics() != nil, k.db.IndexCacheMetrics() != nil
+}
