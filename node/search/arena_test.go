@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"testing"
@@ -88,5 +89,60 @@ func TestIDsSurviveCompaction(t *testing.T) {
 	}
 	if len(ix.ids.chunks) > 2+1 { // the long id's chunk, and the live ids' (~12 KB)
 		t.Fatalf("%d id chunks after compaction", len(ix.ids.chunks))
+	}
+}
+
+// TestIDHashClash: ids whose hashes collide (forced here: with 64-bit
+// hashes it does not happen by chance in a test) are each found, replaced,
+// deleted and kept through compaction.
+func TestIDHashClash(t *testing.T) {
+	ix := New()
+	for i := range 20 { // so that no delete below compacts
+		ix.Put(Doc{ID: fmt.Sprintf("filler%d", i), Content: "filler"})
+	}
+	ix.Put(Doc{ID: "a", Content: "word one"})
+	sa, _ := ix.slotOf("a")
+	// "b" hashes where "a" is: its entry there is a's slot.
+	ix.byID[maphash.String(ix.seed, "b")] = sa
+	ix.Put(Doc{ID: "b", Content: "word two"})
+	if len(ix.clash) != 1 {
+		t.Fatalf("b not in clash: %v", ix.clash)
+	}
+	check := func(want ...string) {
+		t.Helper()
+		hits, _ := ix.Search("word", Filter{}, 10)
+		got := ids(hits)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("search finds %v, want %v", got, want)
+		}
+		for _, id := range want {
+			if m, ok := ix.Meta(id); !ok || m.ID != id {
+				t.Fatalf("Meta(%q) = %q, %v", id, m.ID, ok)
+			}
+		}
+	}
+	check("a", "b")
+	ix.Put(Doc{ID: "b", Content: "word three"}) // replaced: still in clash
+	ix.Put(Doc{ID: "a", Content: "word four"})
+	check("a", "b")
+	if hits, _ := ix.Search("three", Filter{}, 10); !slices.Equal(ids(hits), []string{"b"}) {
+		t.Fatalf("three: %v", ids(hits))
+	}
+	ix.Delete("b") // from clash
+	check("a")
+	if _, ok := ix.Meta("b"); ok {
+		t.Fatal("b still there after its delete")
+	}
+	ix.Put(Doc{ID: "b", Content: "word five"})
+	check("a", "b")
+	ix.Compact()
+	check("a", "b")
+	ix.Delete("a")
+	check("b")
+	ix.Delete("b")
+	check()
+	if _, ok := ix.Meta("b"); ok {
+		t.Fatal("b still there")
 	}
 }

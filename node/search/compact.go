@@ -25,7 +25,7 @@ func (ix *Index) compact() {
 	f := newFields()
 	var ids idArena
 	lists := make([]uint32, 0, len(ix.lists)-ix.listWaste)
-	byID := make(map[string]uint32, len(ix.byID))
+	var keep []uint32 // new slots that are their id's (byID's)
 	for s := range ix.slots {
 		if ix.isDead(uint32(s)) {
 			remap[s] = gone
@@ -52,8 +52,8 @@ func (ix *Index) compact() {
 		}
 		id := ix.ids.str(old.id)
 		sl.id = ids.add(id)
-		if b, ok := ix.byID[id]; ok && b == uint32(s) {
-			byID[ids.str(sl.id)] = uint32(len(slots))
+		if b, ok := ix.slotOf(id); ok && b == uint32(s) {
+			keep = append(keep, uint32(len(slots)))
 		}
 		remap[s] = uint32(len(slots))
 		slots = append(slots, sl)
@@ -94,7 +94,11 @@ func (ix *Index) compact() {
 	}
 
 	ix.slots = slots
-	ix.ids, ix.lists, ix.listWaste, ix.byID = ids, lists, 0, byID
+	ix.ids, ix.lists, ix.listWaste = ids, lists, 0
+	ix.byID, ix.clash = make(map[uint64]uint32, len(keep)), nil
+	for _, s := range keep {
+		ix.setSlot(ix.ids.str(slots[s].id), s)
+	}
 	ix.dls = dls
 	ix.dead = make([]uint64, (len(slots)+63)/64)
 	ix.ndead = 0

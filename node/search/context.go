@@ -50,7 +50,8 @@ func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int, own func(
 	var shares [contextSources * 2 * contextReach]share
 	k := 0
 	for _, h := range top[:min(len(top), contextSources)] {
-		sl := &ix.slots[ix.byID[h.ID]]
+		s, _ := ix.slotOf(h.ID)
+		sl := &ix.slots[s]
 		if sl.session == 0 {
 			continue
 		}
@@ -85,7 +86,8 @@ func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int, own func(
 	// before the context.
 	cand := make([]uint32, 0, len(top)+k)
 	for _, h := range top {
-		cand = append(cand, ix.byID[h.ID])
+		s, _ := ix.slotOf(h.ID)
+		cand = append(cand, s)
 	}
 	for _, sh := range shares[:k] {
 		sc.acc[sh.slot] += sh.v

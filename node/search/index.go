@@ -113,7 +113,8 @@ type Index struct {
 	// deaths counts slots ever marked dead: a live document frequency
 	// counted at the current count is still right (postings.liveDF).
 	deaths uint64
-	byID   map[string]uint32 // keys are ids' strings
+	byID   map[uint64]uint32 // by a hash of the id: slotOf, setSlot, dropSlot (arena.go)
+	clash  map[string]uint32 // ids whose hash another id holds in byID; nil: none
 	// ids and lists hold what slots refer to (arena.go); listWaste counts
 	// entries of lists no slot refers to any more.
 	ids       idArena
@@ -146,7 +147,7 @@ type Index struct {
 // New returns an empty index.
 func New() *Index {
 	return &Index{
-		byID:   make(map[string]uint32),
+		byID:   make(map[uint64]uint32),
 		f:      newFields(),
 		dict:   make(map[string]uint32),
 		topics: make(map[uint64][]uint32),
@@ -202,7 +203,7 @@ type Prepared struct {
 func (ix *Index) Prepare(d Doc) *Prepared {
 	p := &Prepared{doc: d, text: ix.textHash(&d)}
 	ix.mu.RLock()
-	old, ok := ix.byID[d.ID]
+	old, ok := ix.slotOf(d.ID)
 	same := ok && ix.slots[old].text == p.text && ix.slots[old].created == d.CreatedAt
 	ix.mu.RUnlock()
 	if same {
@@ -244,7 +245,7 @@ func (ix *Index) PutPrepared(p *Prepared) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	d, text := p.doc, p.text
-	if old, ok := ix.byID[d.ID]; ok {
+	if old, ok := ix.slotOf(d.ID); ok {
 		if sl := &ix.slots[old]; sl.text == text && sl.created == d.CreatedAt {
 			ix.setMeta(old, &d)
 			ix.maybeCompact() // the lists setMeta left behind
@@ -290,7 +291,7 @@ func (ix *Index) PutPrepared(p *Prepared) {
 	if int(s)/64 >= len(ix.dead) {
 		ix.dead = append(ix.dead, 0)
 	}
-	ix.byID[d.ID] = s
+	ix.setSlot(d.ID, s)
 	ix.live++
 	ix.totalLen += uint64(dl)
 	ix.insertOrder(s)
@@ -395,8 +396,8 @@ func (ix *Index) textHash(d *Doc) uint64 {
 func (ix *Index) Delete(id string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if s, ok := ix.byID[id]; ok {
-		delete(ix.byID, id)
+	if s, ok := ix.slotOf(id); ok {
+		ix.dropSlot(id)
 		ix.kill(s)
 		ix.maybeCompact()
 	}
@@ -464,7 +465,7 @@ func (ix *Index) insertOrder(s uint32) {
 func (ix *Index) Meta(id string) (Meta, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	s, ok := ix.byID[id]
+	s, ok := ix.slotOf(id)
 	if !ok {
 		return Meta{}, false
 	}
@@ -476,7 +477,7 @@ func (ix *Index) Meta(id string) (Meta, bool) {
 func (ix *Index) Namespace(id string) (string, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	s, ok := ix.byID[id]
+	s, ok := ix.slotOf(id)
 	if !ok {
 		return "", false
 	}

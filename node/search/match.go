@@ -15,7 +15,7 @@ func (ix *Index) Within(f Filter, fn func(match func(id string) bool)) {
 		return
 	}
 	fn(func(id string) bool {
-		s, ok := ix.byID[id]
+		s, ok := ix.slotOf(id)
 		return ok && m.match(&ix.slots[s])
 	})
 }

@@ -343,7 +343,7 @@ func (ix *Index) List(f Filter, newestFirst bool, limit int) []Meta {
 func (ix *Index) Around(id string, f Filter, before, after int) (center Meta, older, newer []Meta, ok bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	c, ok := ix.byID[id]
+	c, ok := ix.slotOf(id)
 	if !ok {
 		return Meta{}, nil, nil, false
 	}
