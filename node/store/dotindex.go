@@ -205,7 +205,7 @@ func (s *Store) missing(ns string, have *crdt.Context, first string, fn func(id 
 		grants = &causalFirst{prefix: first, fn: fn}
 		fn = grants.add
 	}
-	err := s.kv.View(func(r Reader) error {
+	err := s.view(func(r Reader) error {
 		if how == missingAuto {
 			how = missingIndex
 			if len(ranges) > 0 && 2*dotCount(ranges) >= dotCount(crdt.NewContext().Missing(ctx)) {

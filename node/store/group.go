@@ -16,11 +16,16 @@ import (
 // becomes pending in turn; the write then joins the commit queue in that
 // order. Its writer seals it outside any lock. The writer that takes the
 // lead commits a group: the sealed writes at the front of the queue, in
-// order, joined into one KV transaction, committed once (one sync); then,
-// under build, the contexts in memory and the snapshot move on and the
-// pending entries the group made durable are dropped; then each write is
-// released with its own result. So the next writes are built while a group
-// syncs. See doc.go ("Writes") for the decisions.
+// order, joined into one KV transaction and committed, not yet synced
+// (Syncer.UpdateNoSync); the writers' contexts move on, and the lead is
+// free for the next group. The leader then waits for a sync begun after
+// its commit (syncAfter: one at a time, each covering every group
+// committed before it began), which acknowledges those groups: the
+// contexts readers see move on and each write is released with its own
+// result. The next builder (or the leader, when build is free) drops the
+// pending entries committed and renews the snapshot (fold). So the next
+// writes are built, and the next group committed, while a group syncs.
+// See doc.go ("Writes") for the decisions.
 
 // request is one write.
 type request struct {
@@ -34,6 +39,7 @@ type request struct {
 	// cutBefore: a group ends before this request unless it comes first
 	// (it, or the group it was in, was too big for one transaction).
 	cutBefore bool
+	queued    bool          // in the queue (guarded by qmu)
 	ready     chan struct{} // closed once sealed
 	changes   []Change
 	err       error
@@ -54,6 +60,9 @@ type group struct {
 	taken   int                      // requests taken off the queue, members or not
 	bytes   int
 }
+
+// last is the seq of the group's last member.
+func (g *group) last() uint64 { return g.members[len(g.members)-1].seq }
 
 // context is ns's context as the group's members left it: callers must
 // not change it.
@@ -99,9 +108,12 @@ func (s *Store) submit(r *request) ([]Change, error) {
 	s.slots <- struct{}{} // bounded: wait for a place
 	defer func() { <-s.slots }()
 	r.done, r.ready = make(chan struct{}), make(chan struct{})
-	queued, err := s.prepare(r)
-	if err != nil || !queued {
+	queued, wait, err := s.prepare(r)
+	if err != nil {
 		return nil, err
+	}
+	if !queued { // built nothing: answer once what it read is durable
+		return nil, s.awaitDurable(wait)
 	}
 	if r.built && s.signer.Sign != nil {
 		for ns, d := range r.deltas {
@@ -116,46 +128,78 @@ func (s *Store) submit(r *request) ([]Change, error) {
 			return r.changes, r.err
 		case s.lead <- struct{}{}:
 		}
-		select {
-		case <-r.done: // the leader before took it
-		default:
-			s.commitGroup()
+		s.qmu.Lock()
+		queued := r.queued // else a leader before took it
+		s.qmu.Unlock()
+		committed, syncs := false, uint64(0)
+		if queued {
+			committed = s.commitGroup()
+			syncs = s.syncs.Load()
 		}
 		<-s.lead
+		switch {
+		case committed:
+			s.syncAfter(syncs)
+		case !queued:
+			// A leader before took it: it is finished, or committed in a
+			// group whose leader waits for the sync that acknowledges it.
+			<-r.done
+			return r.changes, r.err
+		}
 	}
 }
 
 // prepare builds r under build: runs its closure, records what it built as
 // pending and queues it. A closure's error (or panic) leaves nothing
 // behind. An Update that built nothing is not queued, unless what it read
-// was pending (then its answer waits for that to be durable).
-func (s *Store) prepare(r *request) (queued bool, err error) {
+// was pending (then its answer waits for that to be durable); otherwise
+// wait is the seq its answer waits for (what it read from the snapshot
+// may be committed and not yet synced).
+func (s *Store) prepare(r *request) (queued bool, wait uint64, err error) {
 	s.build <- struct{}{}
 	defer func() { <-s.build }()
 	if s.closed {
-		return false, ErrClosed
+		return false, 0, ErrClosed
 	}
+	if err := s.brokenErr(); err != nil {
+		return false, 0, err
+	}
+	s.fold()
 	seq := s.seq + 1
 	if r.fn != nil {
 		tx := &Tx{s: s, replica: r.replica, lim: s.lim, ctxs: map[string]*crdt.Context{},
 			recs: map[string]map[string]*crdt.Record{}, deltas: map[string]*crdt.Map{},
 			before: map[string]*crdt.Context{}, base: map[string]map[string]baseRec{}}
 		if err := r.fn(tx); err != nil {
-			return false, err
+			return false, 0, err
 		}
 		if len(tx.deltas) == 0 && s.pend.empty() {
-			return false, nil
+			return false, s.visible.Load(), nil
 		}
 		r.deltas, r.built, r.tx = tx.deltas, true, tx
 		s.pendTx(tx, seq)
 	} else if r.joined, err = s.pendDeltas(r.deltas, seq); err != nil {
-		return false, err
+		return false, 0, err
 	}
 	s.seq, r.seq = seq, seq
 	s.qmu.Lock()
 	s.queue = append(s.queue, r)
+	r.queued = true
 	s.qmu.Unlock()
-	return true, nil
+	return true, 0, nil
+}
+
+// fold drops the pending entries of the writes committed so far and
+// renews the snapshot to hold them (under build). A leader folds after
+// its commit when build is free; otherwise the next write built does.
+func (s *Store) fold() {
+	seq := s.kvSeq.Load()
+	if seq == s.folded {
+		return
+	}
+	s.pend.drop(seq)
+	s.renewSnapshot()
+	s.folded = seq
 }
 
 // prejoin makes, in the writer's goroutine and outside any lock, what the
@@ -241,23 +285,31 @@ func (s *Store) next(g *group) *request {
 	}
 	s.queue[0] = nil
 	s.queue = s.queue[1:]
-	r.cutBefore = false
+	r.cutBefore, r.queued = false, false
 	return r
 }
 
 // requeue puts rs back at the front of the queue, in order.
 func (s *Store) requeue(rs ...*request) {
 	s.qmu.Lock()
+	for _, r := range rs {
+		r.queued = true
+	}
 	s.queue = append(rs, s.queue...)
 	s.qmu.Unlock()
 }
 
-// commitGroup commits one group (called by the leader, whose own request
-// is queued).
-func (s *Store) commitGroup() {
+// commitGroup commits one group, not yet synced (called by the leader,
+// whose own request is queued), and reports whether it did: the leader
+// then waits for a sync (syncAfter).
+func (s *Store) commitGroup() bool {
 	if s.closed {
 		s.failQueue(ErrClosed)
-		return
+		return false
+	}
+	if err := s.brokenErr(); err != nil {
+		s.failQueue(err)
+		return false
 	}
 	s.qmu.Lock()
 	first := s.queue[0]
@@ -266,7 +318,7 @@ func (s *Store) commitGroup() {
 	g := &group{s: s, ctxs: map[string]*crdt.Context{}}
 	var failed *request
 	var failErr error
-	err := s.kv.Update(func(w Writer) error {
+	err := s.skv.UpdateNoSync(func(w Writer) error {
 		g.w = countingWriter{w, &g.bytes}
 		for r := s.next(g); r != nil; r = s.next(g) {
 			if err := g.add(r); err != nil {
@@ -274,29 +326,28 @@ func (s *Store) commitGroup() {
 				return errAbandon
 			}
 		}
-		return g.writeContexts()
+		if err := g.writeContexts(); err != nil {
+			return err
+		}
+		s.visible.Store(g.last()) // before a reader can find it
+		return nil
 	})
 	switch {
 	case err == nil:
-		s.build <- struct{}{}
 		s.ctxMu.Lock()
 		maps.Copy(s.ctxs, g.ctxs)
 		s.ctxMu.Unlock()
-		s.pend.drop(g.members[len(g.members)-1].seq)
-		s.renewSnapshot()
-		for _, r := range g.members {
-			for _, c := range r.changes {
-				s.recent.add(entryKey(c.Namespace, c.ID), r.seq)
-			}
+		s.smu.Lock()
+		s.unsynced = append(s.unsynced, g)
+		s.smu.Unlock()
+		s.kvSeq.Store(g.last())
+		select { // no commit is in flight: Badger's snapshot does not wait
+		case s.build <- struct{}{}:
+			s.fold()
+			<-s.build
+		default:
 		}
-		s.committed.Store(g.members[len(g.members)-1].seq)
-		<-s.build
-		for _, r := range g.members {
-			for i := range r.changes {
-				r.changes[i].Seq = r.seq
-			}
-			r.finish(r.changes, nil)
-		}
+		return true
 	case failed != nil && errors.Is(failErr, ErrTxnTooBig) && len(g.members) > 0:
 		// Nothing was committed. The members before the failed request
 		// are committed again from their deltas, in order, by the next
@@ -315,12 +366,157 @@ func (s *Store) commitGroup() {
 			err = failErr
 		}
 		err = applyErr(err)
+		s.settle()
 		for _, r := range g.members {
 			r.finish(nil, err)
 		}
 		s.failQueue(fmt.Errorf("%w: %w", ErrAborted, err))
 	}
+	return false
 }
+
+// syncAfter returns once a sync begun after syncs syncs had begun has
+// ended: every group committed before the caller read syncs is then
+// acknowledged (or failed). It runs that sync itself unless one began
+// meanwhile; one sync at a time, and each acknowledges every group
+// committed before it began, so the groups committed during one sync
+// share the next.
+func (s *Store) syncAfter(syncs uint64) {
+	s.syncing <- struct{}{}
+	defer func() { <-s.syncing }()
+	if s.syncs.Load() > syncs {
+		return // it began after the caller's commit, and holding syncing says it ended
+	}
+	s.syncs.Add(1)
+	through := s.kvSeq.Load() // every write up to it is committed
+	err := s.brokenErr()
+	if err == nil {
+		err = s.skv.Sync()
+	}
+	s.acknowledge(through, err)
+}
+
+// acknowledge releases the groups committed through seq once a sync
+// covering them ended with err (holding syncing). On success the contexts
+// readers see and the durable seq move on, then each write is released
+// with its changes; a failed sync fails them, and breaks the store.
+func (s *Store) acknowledge(seq uint64, err error) {
+	s.smu.Lock()
+	n := 0
+	for n < len(s.unsynced) && s.unsynced[n].last() <= seq {
+		n++
+	}
+	done := s.unsynced[:n:n]
+	s.unsynced = slices.Clone(s.unsynced[n:])
+	s.smu.Unlock()
+	if err != nil {
+		err = s.breakWith(err)
+		for _, g := range done {
+			for _, r := range g.members {
+				r.finish(nil, err)
+			}
+		}
+		return
+	}
+	s.ctxMu.Lock()
+	for _, g := range done {
+		maps.Copy(s.dctxs, g.ctxs)
+	}
+	s.ctxMu.Unlock()
+	for _, g := range done {
+		for _, r := range g.members {
+			for _, c := range r.changes {
+				s.recent.add(entryKey(c.Namespace, c.ID), r.seq)
+			}
+		}
+	}
+	s.advance(seq)
+	for _, g := range done {
+		for _, r := range g.members {
+			for i := range r.changes {
+				r.changes[i].Seq = r.seq
+			}
+			r.finish(r.changes, nil)
+		}
+	}
+}
+
+// settle, under lead after a group failed to commit (nothing of it is in
+// the KV), syncs what the groups before it committed and moves the
+// durable seq past the failed writes, which never will be: a reader
+// waiting for them (awaitDurable) is released.
+func (s *Store) settle() {
+	s.syncAfter(s.syncs.Load())
+	s.advance(s.visible.Load())
+}
+
+// advance moves the durable seq to seq (never back) and wakes the readers
+// waiting for it.
+func (s *Store) advance(seq uint64) {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	if seq <= s.committed.Load() {
+		return
+	}
+	s.committed.Store(seq)
+	close(s.durCh)
+	s.durCh = make(chan struct{})
+}
+
+// breakWith records a failed sync: after it nothing is known of what is
+// on disk, so every write fails with the first such error, wrapped in
+// ErrSync. It returns that error.
+func (s *Store) breakWith(err error) error {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	if s.broken == nil {
+		s.broken = fmt.Errorf("%w: %w", ErrSync, err)
+		close(s.durCh)
+		s.durCh = make(chan struct{})
+	}
+	return s.broken
+}
+
+func (s *Store) brokenErr() error {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	return s.broken
+}
+
+// awaitDurable returns once every write up to seq is durable (or will
+// never be), or with the error that broke the store.
+func (s *Store) awaitDurable(seq uint64) error {
+	for s.committed.Load() < seq {
+		s.dmu.Lock()
+		ch, err := s.durCh, s.broken
+		s.dmu.Unlock()
+		if s.committed.Load() >= seq {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		<-ch
+	}
+	return nil
+}
+
+// view is kv.View for reads of the replicated state: it returns once
+// everything fn may have read is durable, so that no read passes on a
+// write a crash could still lose (doc.go, "What readers see").
+func (s *Store) view(fn func(r Reader) error) error {
+	if err := s.kv.View(fn); err != nil {
+		return err
+	}
+	return s.awaitDurable(s.visible.Load())
+}
+
+// syncedKV is a KV without Syncer seen as one: each commit is its own
+// synced Update.
+type syncedKV struct{ KV }
+
+func (k syncedKV) UpdateNoSync(fn func(w Writer) error) error { return k.Update(fn) }
+func (k syncedKV) Sync() error                                { return nil }
 
 // failQueue fails every queued request with err, resets the pending state
 // to what is committed and renews the snapshot (under build, so no write is
@@ -331,12 +527,16 @@ func (s *Store) failQueue(err error) {
 	s.qmu.Lock()
 	q := s.queue
 	s.queue = nil
+	for _, r := range q {
+		r.queued = false
+	}
 	s.qmu.Unlock()
 	for _, r := range q {
 		r.finish(nil, err)
 	}
 	s.pend.reset()
 	if !s.closed {
+		s.folded = s.kvSeq.Load()
 		s.renewSnapshot()
 	}
 }

@@ -20,6 +20,24 @@ type KV interface {
 	Close() error
 }
 
+// Syncer is a KV whose commits can be made durable apart from their
+// transactions, so that one sync covers several commits and the next
+// commit need not wait for the last one's sync (group.go). The Store
+// commits its groups so when its KV is one, and syncs them itself;
+// without it every group is an Update, durable when it returns.
+type Syncer interface {
+	// UpdateNoSync is Update without the sync: once it returns the
+	// transaction is committed (later transactions and Views see it) but
+	// not durable; a crash may lose it until a Sync begun after it
+	// returns.
+	UpdateNoSync(fn func(w Writer) error) error
+	// Sync makes durable every transaction committed before it was
+	// called. Safe to call from any goroutine, concurrently with commits.
+	// After an error nothing is known of what is durable: the Store
+	// refuses every later write.
+	Sync() error
+}
+
 // Reader reads a snapshot.
 type Reader interface {
 	// Get returns the value of key (the caller may keep it), or
@@ -56,6 +74,10 @@ var (
 	ErrKeyNotFound = errors.New("store: key not found")
 	ErrTxnTooBig   = errors.New("store: transaction too big")
 	ErrClosed      = errors.New("store: closed")
+	// ErrSync wraps a failed sync: the writes it was to make durable
+	// were not acknowledged, and the Store refuses every write after it
+	// (what is on disk is unknown: reopen the store).
+	ErrSync = errors.New("store: sync failed")
 	// ErrAborted is what a write returns when a write built before it
 	// failed to commit (its state was built over that write's); the error
 	// also wraps that failure. Nothing of it was written: retry it.

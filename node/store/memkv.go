@@ -9,9 +9,11 @@ import (
 )
 
 // MemKV is a KV in memory for the simulator and for tests that crash a
-// node: every committed Update is "on disk", and Crash returns the disk as
-// a restarted process finds it, so a node reopened over it runs its real
-// reopen path (the index rebuilt from the store, contexts reloaded).
+// node: an Update is "on disk" once committed, an UpdateNoSync once a Sync
+// begun after it returns (it is a Syncer, as Badger is), and Crash returns
+// the disk as a restarted process finds it — what was committed but not
+// synced is gone — so a node reopened over it runs its real reopen path
+// (the index rebuilt from the store, contexts reloaded).
 //
 // Reads see an immutable snapshot, so a View never blocks a writer and a
 // nested View (a Scan's callback reading a record) cannot deadlock. The
@@ -28,10 +30,14 @@ type MemKV struct {
 	// once made and then never written nor cloned: btree lets a tree and
 	// its clone be used concurrently once Clone returns, but Clone itself
 	// writes its receiver, so only head is ever cloned.
-	head   *btree.BTreeG[*memEntry]
-	snap   atomic.Pointer[btree.BTreeG[*memEntry]] // what Views read
-	closed atomic.Bool
-	values *ValueTable // shares equal entries with other MemKVs; nil: each entry its own
+	head *btree.BTreeG[*memEntry]
+	// durable is what a restart finds: a clone of head made at the last
+	// sync (Update, Sync), under mu, never read nor written but by
+	// Restart.
+	durable *btree.BTreeG[*memEntry]
+	snap    atomic.Pointer[btree.BTreeG[*memEntry]] // what Views read
+	closed  atomic.Bool
+	values  *ValueTable // shares equal entries with other MemKVs; nil: each entry its own
 }
 
 // memEntry is one key and its value, never changed once in a tree: a
@@ -71,6 +77,7 @@ const memDegree = 16
 var (
 	_ KV          = (*MemKV)(nil)
 	_ Snapshotter = (*MemKV)(nil)
+	_ Syncer      = (*MemKV)(nil)
 	_ ValueLender = memReader{}
 	_ ValueLender = (*memWriter)(nil)
 )
@@ -82,6 +89,7 @@ func NewMemKV() *MemKV { return NewSharedMemKV(nil) }
 // values for every MemKV sharing the table (nil: NewMemKV).
 func NewSharedMemKV(values *ValueTable) *MemKV {
 	k := &MemKV{head: btree.NewG(memDegree, memLess), values: values}
+	k.durable = k.head.Clone()
 	k.snap.Store(k.head.Clone())
 	return k
 }
@@ -91,14 +99,16 @@ func NewSharedMemKV(values *ValueTable) *MemKV {
 // so it may be called from inside an Update's fn (a crash mid-write).
 func (k *MemKV) PowerCut() { k.closed.Store(true) }
 
-// Restart returns the KV a restarted process opens: everything committed
-// before the cut, nothing else. It waits out an Update in flight (which,
-// cut, cannot commit any more). Call it after PowerCut or Close.
+// Restart returns the KV a restarted process opens: everything synced
+// before the cut (every Update, and every UpdateNoSync a Sync covered),
+// nothing else. It waits out an Update in flight (which, cut, cannot
+// commit any more). Call it after PowerCut or Close.
 func (k *MemKV) Restart() *MemKV {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	n := &MemKV{head: k.head.Clone(), values: k.values} // k's and n's writes copy, not share
-	n.snap.Store(k.snap.Load())
+	n := &MemKV{head: k.durable.Clone(), values: k.values} // k's and n's writes copy, not share
+	n.durable = n.head.Clone()
+	n.snap.Store(n.head.Clone())
 	return n
 }
 
@@ -118,9 +128,39 @@ func (k *MemKV) View(fn func(r Reader) error) error {
 	return fn(memReader{k.snap.Load()})
 }
 
+// Update commits fn's writes durably: a restart finds them, and every
+// UpdateNoSync before them.
 func (k *MemKV) Update(fn func(w Writer) error) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if err := k.commit(fn); err != nil {
+		return err
+	}
+	k.durable = k.head.Clone()
+	return nil
+}
+
+// UpdateNoSync commits fn's writes, visible at once, durable (found by
+// Restart) only once a Sync begun after it returns.
+func (k *MemKV) UpdateNoSync(fn func(w Writer) error) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.commit(fn)
+}
+
+// Sync makes every commit before it durable.
+func (k *MemKV) Sync() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed.Load() {
+		return ErrClosed // cut: what was not synced is lost
+	}
+	k.durable = k.head.Clone()
+	return nil
+}
+
+// commit runs fn and commits it (under mu).
+func (k *MemKV) commit(fn func(w Writer) error) error {
 	if k.closed.Load() {
 		return ErrClosed
 	}
@@ -143,8 +183,14 @@ func (k *MemKV) Update(fn func(w Writer) error) error {
 // release and may be read by any goroutine.
 func (k *MemKV) Snapshot() (Reader, func()) { return memReader{k.snap.Load()}, func() {} }
 
+// Close makes what was committed durable, as Badger's Close does (it
+// writes its memtables to tables), unless the power was cut before.
 func (k *MemKV) Close() error {
-	k.closed.Store(true)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.closed.Swap(true) {
+		k.durable = k.head.Clone()
+	}
 	return nil
 }
 

@@ -324,3 +324,64 @@ func TestMemKVRestartsShareNothing(t *testing.T) {
 		t.Fatalf("the crashed KV still answers: %v", err)
 	}
 }
+
+// An UpdateNoSync is visible at once and durable only once a Sync covers
+// it: a crash before loses it, an Update or a Sync after keeps it, and a
+// clean Close keeps what was committed (Badger's Close flushes).
+func TestMemKVUnsyncedIsLostOnCrash(t *testing.T) {
+	put := func(k *MemKV, key string) {
+		t.Helper()
+		if err := k.UpdateNoSync(func(w Writer) error { return w.Set([]byte(key), []byte("v")) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	has := func(k *MemKV, key string) bool {
+		var ok bool
+		_ = k.View(func(r Reader) error {
+			_, err := r.Get([]byte(key))
+			ok = err == nil
+			return nil
+		})
+		return ok
+	}
+	k := NewMemKV()
+	put(k, "a")
+	if !has(k, "a") {
+		t.Fatal("a committed write is not visible")
+	}
+	k = k.Crash()
+	if has(k, "a") {
+		t.Fatal("a write never synced survived a crash")
+	}
+	put(k, "b")
+	if err := k.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	put(k, "c")
+	if err := k.Update(func(w Writer) error { return w.Set([]byte("d"), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	put(k, "e")
+	k = k.Crash()
+	for key, want := range map[string]bool{"b": true, "c": true, "d": true, "e": false} {
+		if has(k, key) != want {
+			t.Fatalf("after the crash %s present %v, want %v", key, !want, want)
+		}
+	}
+	put(k, "f")
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !has(k.Restart(), "f") {
+		t.Fatal("a clean Close lost a committed write")
+	}
+	k2 := NewMemKV()
+	put(k2, "g")
+	k2.PowerCut()
+	if err := k2.Sync(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Sync after a power cut: %v, want ErrClosed", err)
+	}
+	if has(k2.Restart(), "g") {
+		t.Fatal("a write cut before its sync survived")
+	}
+}

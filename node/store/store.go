@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -58,7 +59,8 @@ type Store struct {
 	lim    crdt.Limits
 	signer crdt.Signer
 	ctxMu  sync.RWMutex
-	ctxs   map[string]*crdt.Context // as committed; changed only by a leader, once durable
+	ctxs   map[string]*crdt.Context // as committed to the KV, for writers; changed only by a leader
+	dctxs  map[string]*crdt.Context // as durable, for readers (Context); changed only by a sync
 
 	// Group commit (group.go). build is held (a value in it) while a
 	// write is built, and guards pend, snap and seq. lead is held by the
@@ -69,7 +71,7 @@ type Store struct {
 	snap        Reader // the committed state writes are built on
 	snapRelease func()
 	seq         uint64
-	committed   atomic.Uint64 // seq of the last durable write
+	committed   atomic.Uint64 // seq of the last durable write; moved under dmu
 	recent      recentWrites  // the entries the last writes touched (recent.go)
 	lead        chan struct{}
 	slots       chan struct{}
@@ -78,6 +80,22 @@ type Store struct {
 	closed      bool
 	groupBytes  int
 	groupMax    int
+
+	// Syncing (group.go). A group is committed to the KV unsynced, under
+	// lead, then acknowledged by a sync begun after its commit, run
+	// holding syncing (a channel, as build and lead are: a writer waiting
+	// there is durably blocked for testing/synctest).
+	skv      Syncer        // kv, or kv committing synced (syncedKV)
+	visible  atomic.Uint64 // seq of the last write a reader may find in the KV: set before its commit
+	kvSeq    atomic.Uint64 // seq of the last write committed to the KV
+	folded   uint64        // under build: the kvSeq pend and snap were last brought to
+	syncing  chan struct{} // held (a value in it) while syncing
+	syncs    atomic.Uint64 // syncs begun
+	smu      sync.Mutex
+	unsynced []*group // guarded by smu: committed, not yet synced, in commit order
+	dmu      sync.Mutex
+	durCh    chan struct{} // guarded by dmu: closed when committed moves or broken is set
+	broken   error         // guarded by dmu: the failed sync that stopped every write
 }
 
 // Open opens the store over kv (badgerkv on a node, MemKV in the simulator
@@ -88,7 +106,13 @@ func Open(kv KV, opt Options) (*Store, error) {
 		return nil, errors.New("store: Open needs a KV (node/store/badgerkv on disk, NewMemKV in memory)")
 	}
 	s := &Store{kv: kv, lim: opt.Limits, signer: opt.Signer, ctxs: make(map[string]*crdt.Context),
-		build: make(chan struct{}, 1), lead: make(chan struct{}, 1), groupBytes: opt.GroupBytes, groupMax: opt.GroupMax}
+		build: make(chan struct{}, 1), lead: make(chan struct{}, 1), groupBytes: opt.GroupBytes, groupMax: opt.GroupMax,
+		durCh: make(chan struct{}), syncing: make(chan struct{}, 1)}
+	if sk, ok := kv.(Syncer); ok {
+		s.skv = sk
+	} else {
+		s.skv = syncedKV{kv}
+	}
 	if s.lim == (crdt.Limits{}) {
 		s.lim = crdt.DefaultLimits()
 	}
@@ -111,16 +135,21 @@ func Open(kv KV, opt Options) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	s.dctxs = maps.Clone(s.ctxs)
 	s.pend.reset()
 	s.renewSnapshot()
 	return s, nil
 }
 
-// Close closes the store and its KV (which flushes it and, for badgerkv,
-// releases the directory lock). Later calls return nil.
+// Close syncs what is committed, then closes the store and its KV (which
+// flushes it and, for badgerkv, releases the directory lock). Later calls
+// return nil.
 func (s *Store) Close() error {
 	s.lead <- struct{}{}
 	defer func() { <-s.lead }()
+	if !s.closed {
+		s.syncAfter(s.syncs.Load()) // acknowledges the groups committed
+	}
 	s.build <- struct{}{}
 	defer func() { <-s.build }()
 	if s.closed {
@@ -177,23 +206,25 @@ func (s *Store) loadContexts() error {
 	})
 }
 
-// Namespaces lists the namespaces this store holds state for, sorted.
+// Namespaces lists the namespaces this store holds durable state for,
+// sorted.
 func (s *Store) Namespaces() []string {
 	s.ctxMu.RLock()
 	defer s.ctxMu.RUnlock()
-	out := make([]string, 0, len(s.ctxs))
-	for ns := range s.ctxs {
+	out := make([]string, 0, len(s.dctxs))
+	for ns := range s.dctxs {
 		out = append(out, ns)
 	}
 	slices.Sort(out)
 	return out
 }
 
-// Context returns a copy of a namespace's causal context (empty if unknown).
+// Context returns a copy of a namespace's causal context as durable
+// (empty if unknown): a write committed and not yet synced is not in it.
 func (s *Store) Context(ns string) *crdt.Context {
 	s.ctxMu.RLock()
 	defer s.ctxMu.RUnlock()
-	if c, ok := s.ctxs[ns]; ok {
+	if c, ok := s.dctxs[ns]; ok {
 		return c.Clone()
 	}
 	return crdt.NewContext()
@@ -203,7 +234,8 @@ func (s *Store) Context(ns string) *crdt.Context {
 // whose Seq is lower may no longer be the record as committed.
 func (s *Store) CommittedSeq() uint64 { return s.committed.Load() }
 
-// committedContext is ns's committed context itself, not a copy: callers
+// committedContext is ns's context as committed to the KV (durable or
+// not: what writes build on) itself, not a copy: callers
 // must not change it. A committed context is never changed in place (a
 // commit stores a new one), so it may be read after ctxMu is released.
 // The store's own reads (building a write, joining a group) take it so
@@ -220,7 +252,7 @@ func (s *Store) committedContext(ns string) *crdt.Context {
 // Record returns the stored entry for id (nil if none).
 func (s *Store) Record(ns, id string) (*crdt.Record, error) {
 	var rec *crdt.Record
-	err := s.kv.View(func(r Reader) error {
+	err := s.view(func(r Reader) error {
 		var err error
 		rec, err = s.readRecord(r, ns, id)
 		return err
@@ -234,7 +266,7 @@ func (s *Store) Record(ns, id string) (*crdt.Record, error) {
 // memory: a get, the index's view of it.
 func (s *Store) RecordView(ns, id string) (*crdt.Record, error) {
 	var rec *crdt.Record
-	err := s.kv.View(func(r Reader) error {
+	err := s.view(func(r Reader) error {
 		var err error
 		rec, err = s.readRecordView(r, ns, id)
 		return err
@@ -259,7 +291,7 @@ type RecordKey struct {
 func (s *Store) EachRecordView(keys []RecordKey, fn func(i int, rec *crdt.Record)) error {
 	var errs []error
 	rec := crdt.NewRecord()
-	verr := s.kv.View(func(r Reader) error {
+	verr := s.view(func(r Reader) error {
 		lender, _ := r.(ValueLender)
 		var k RecordKey
 		decode := func(v []byte) error { // one closure for every key, not one a key
@@ -323,7 +355,7 @@ func (s *Store) read(r Reader, ns, id string, decode func([]byte, crdt.Limits) (
 // Retracted reports whether id was retracted in ns.
 func (s *Store) Retracted(ns, id string) (bool, error) {
 	var gone bool
-	err := s.kv.View(func(r Reader) error {
+	err := s.view(func(r Reader) error {
 		_, err := r.Get(retKey(ns, id))
 		if errors.Is(err, ErrKeyNotFound) {
 			return nil
@@ -341,7 +373,7 @@ func (s *Store) Scan(ns string, fn func(ns, id string, rec *crdt.Record) error) 
 	if ns != "" {
 		prefix = recPrefix(ns)
 	}
-	return s.kv.View(func(r Reader) error {
+	return s.view(func(r Reader) error {
 		return r.Iterate(prefix, func(k, v []byte) error {
 			rns, id := splitNSID(k)
 			rec, err := crdt.DecodeRecord(v, s.lim)
@@ -361,7 +393,7 @@ func (s *Store) State(ns string) (*crdt.Map, error) {
 	recs := map[string]*crdt.Record{}
 	var retracted []string
 	ctx := crdt.NewContext()
-	err := s.kv.View(func(r Reader) error {
+	err := s.view(func(r Reader) error {
 		c, err := r.Get(ctxKey(ns))
 		switch {
 		case errors.Is(err, ErrKeyNotFound):
@@ -409,7 +441,7 @@ func (s *Store) Fingerprint(ns string) ([32]byte, error) {
 		h.Write(n[:])
 		h.Write(b)
 	}
-	err := s.kv.View(func(r Reader) error {
+	err := s.view(func(r Reader) error {
 		c, err := r.Get(ctxKey(ns))
 		if err != nil && !errors.Is(err, ErrKeyNotFound) {
 			return err
@@ -434,7 +466,7 @@ func (s *Store) Fingerprint(ns string) ([32]byte, error) {
 // RetractedIDs lists the retracted ids of ns, sorted.
 func (s *Store) RetractedIDs(ns string) ([]string, error) {
 	var out []string
-	err := s.kv.View(func(r Reader) error {
+	err := s.view(func(r Reader) error {
 		return r.Iterate([]byte("x/"+ns+"\x00"), func(k, _ []byte) error {
 			_, id := splitNSID(k)
 			out = append(out, id)
@@ -547,7 +579,7 @@ func (s *Store) applyTo(w Writer, ctxOf func(ns string) *crdt.Context, deltas ma
 // Meta reads a metadata value (nil if absent).
 func (s *Store) Meta(name string) ([]byte, error) {
 	var v []byte
-	err := s.kv.View(func(r Reader) error {
+	err := s.kv.View(func(r Reader) error { // metadata is written synced (SetMeta)
 		var err error
 		v, err = r.Get(metaKey(name))
 		if errors.Is(err, ErrKeyNotFound) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,26 +200,32 @@ func TestStateIsOneView(t *testing.T) {
 	}
 	defer s.Close()
 	checked := 0
+	var reads sync.WaitGroup
 	kv.after = func() {
-		st, err := s.State("team://a")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		st.Records(func(id string, r *crdt.Record) bool {
-			for _, d := range r.Dots() {
-				if !st.Context().Contains(d) {
-					t.Errorf("record %s holds %v, outside the state's context", id, d)
-				}
+		// In its own goroutine: a read returns once what it read is
+		// durable, which this commit is not until its leader returns.
+		reads.Go(func() {
+			st, err := s.State("team://a")
+			if err != nil {
+				t.Error(err)
+				return
 			}
-			checked++
-			return true
+			st.Records(func(id string, r *crdt.Record) bool {
+				for _, d := range r.Dots() {
+					if !st.Context().Contains(d) {
+						t.Errorf("record %s holds %v, outside the state's context", id, d)
+					}
+				}
+				checked++
+				return true
+			})
 		})
 	}
 	for i := range 3 {
 		if _, err := s.Update(7, set("team://a", "m"+strconv.Itoa(i), 1, "ti", "v")); err != nil {
 			t.Fatal(err)
 		}
+		reads.Wait()
 	}
 	if checked == 0 {
 		t.Fatal("the scenario did not happen: no state was checked mid-commit")

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -28,31 +30,44 @@ type Options struct {
 	// (the tables are not compressed, so a cached block is only a view of
 	// the mapped file; see Open).
 	BlockCacheSize int64
-	// NoSync turns off the fsync per commit (benchmarks and bulk loads
-	// only: an acknowledged write may then be lost on a crash). Default
-	// off: every commit is synced before Update returns.
+	// NoSync turns off the syncs (benchmarks and bulk loads only: an
+	// acknowledged write may then be lost on a crash). Default off: every
+	// Update is synced before it returns, and Sync syncs.
 	NoSync bool
 }
 
 // KV is Badger as a store.KV: in a data directory whose lock it holds, or
 // in memory. Safe for concurrent use; Close once.
 type KV struct {
-	db   *badger.DB
-	dir  string   // absolute; "" in memory
-	lock *os.File // the directory's lock file; nil in memory
+	db     *badger.DB
+	dir    string   // absolute; "" in memory
+	lock   *os.File // the directory's lock file; nil in memory
+	noSync bool     // opt.NoSync, or in memory: Sync does nothing
+
+	// Sync's own state (sync.go): one Sync at a time, and the newest
+	// memtable log and value log each had seen.
+	syncMu    sync.Mutex
+	memFid    uint32
+	vlogFid   uint32
+	fsync     func(path string) error // syncs a file; a seam for tests
+	bigValues atomic.Bool             // a value for the value log was written since the last Sync
+	threshold int                     // Badger's ValueThreshold: a value this long goes to the value log
 }
 
 var (
 	_ store.KV          = (*KV)(nil)
 	_ store.Snapshotter = (*KV)(nil)
+	_ store.Syncer      = (*KV)(nil)
 	_ store.ValueLender = badgerTxn{}
+	_ store.Writer      = badgerWriter{}
 )
 
 // Open opens (creating if needed) Badger in dir, tuned for a sidecar:
 // memtables of opt.MemTableSize (two), no block cache unless
 // opt.BlockCacheSize, no index cache, value-log files of 64 MiB,
 // values over 64 KiB in the value log, no compression, two
-// compactors. Every commit is synced unless opt.NoSync.
+// compactors. Every Update is synced unless opt.NoSync; Badger itself
+// never syncs a commit (SyncWrites off): the KV does, in Sync (sync.go).
 //
 // It takes the directory's lock (mnemo.lock, holding the pid) first: a
 // directory held by another process fails with store.ErrLocked naming
@@ -74,12 +89,25 @@ func Open(dir string, opt Options) (*KV, error) {
 			return nil, fmt.Errorf("badgerkv: %w", err)
 		}
 	}
-	db, err := openBadger(dir, opt)
+	// Badger's own sync per commit is off whatever opt.NoSync says
+	// (openBadger turns SyncWrites off for NoSync): the KV syncs, once
+	// for many commits (Sync).
+	bopt := opt
+	bopt.NoSync = true
+	db, err := openBadger(dir, bopt)
 	if err != nil {
 		k.releaseLock()
 		return nil, err
 	}
-	k.db = db
+	k.db, k.noSync, k.fsync = db, opt.NoSync || dir == "", fdatasync
+	k.threshold = int(db.Opts().ValueThreshold)
+	if !k.noSync {
+		if err := k.findLogs(); err != nil {
+			_ = db.Close()
+			k.releaseLock()
+			return nil, err
+		}
+	}
 	return k, nil
 }
 
@@ -157,10 +185,20 @@ func (k *KV) View(fn func(r store.Reader) error) error {
 	return k.db.View(func(txn *badger.Txn) error { return fn(badgerTxn{txn}) })
 }
 
+// Update commits fn's writes and syncs them (unless NoSync).
 func (k *KV) Update(fn func(w store.Writer) error) error {
+	if err := k.UpdateNoSync(fn); err != nil {
+		return err
+	}
+	return k.Sync()
+}
+
+// UpdateNoSync commits fn's writes without syncing them: they are
+// durable once a Sync begun after it returns.
+func (k *KV) UpdateNoSync(fn func(w store.Writer) error) error {
 	txn := k.db.NewTransaction(true)
 	defer txn.Discard()
-	if err := fn(badgerTxn{txn}); err != nil {
+	if err := fn(badgerWriter{badgerTxn{txn}, k}); err != nil {
 		return err
 	}
 	return tooBig(txn.Commit())
@@ -238,8 +276,21 @@ func (t badgerTxn) IterateFrom(prefix, start []byte, fn func(key, value []byte) 
 	return nil
 }
 
-func (t badgerTxn) Set(key, value []byte) error { return tooBig(t.txn.Set(key, value)) }
-func (t badgerTxn) Delete(key []byte) error     { return tooBig(t.txn.Delete(key)) }
+// badgerWriter is a read-write transaction: it notes a value that goes to
+// the value log, which Sync then syncs too.
+type badgerWriter struct {
+	badgerTxn
+	k *KV
+}
+
+func (t badgerWriter) Set(key, value []byte) error {
+	if len(value) >= t.k.threshold {
+		t.k.bigValues.Store(true)
+	}
+	return tooBig(t.txn.Set(key, value))
+}
+
+func (t badgerWriter) Delete(key []byte) error { return tooBig(t.txn.Delete(key)) }
 
 // tooBig maps Badger's transaction limit to store.ErrTxnTooBig.
 func tooBig(err error) error {

@@ -9,3 +9,6 @@ func CompressionOf(k *KV) options.CompressionType { return k.db.Opts().Compressi
 func Caches(k *KV) (block, index bool) {
 	return k.db.BlockCacheMetrics() != nil, k.db.IndexCacheMetrics() != nil
 }
+
+// SetFsync replaces the function k's Sync syncs each log file with.
+func SetFsync(k *KV, fsync func(path string) error) { k.fsync = fsync }
