@@ -7,14 +7,16 @@
 // node/store/badgerkv, which this package does not import, so the memory
 // core and the simulator link no Badger), MemKV in memory for the
 // simulator and for tests (memkv.go). MemKV can crash — PowerCut loses an
-// Update that has not committed, Restart returns what a restarted process
-// finds — so a node reopened over it runs its real reopen path.
+// Update that has not committed, and a commit no Sync has covered yet;
+// Restart returns what a restarted process finds — so a node reopened
+// over it runs its real reopen path.
 // badgerkv's TestBackendsAgree runs one seeded history through both and
 // compares every read.
 //
 // Every change, local or from a peer, is a crdt delta applied by Apply (or
-// built by Update) in a KV transaction that is durable before Apply returns (badgerkv syncs it to
-// disk), so an acknowledged write survives kill -9. Apply joins the delta
+// built by Update) in a KV transaction that is durable before Apply
+// returns (a sync begun after its commit has ended), so an acknowledged
+// write survives kill -9 and a power cut. Apply joins the delta
 // record by record (crdt.JoinRecord against the stored entry) and never
 // holds a namespace in memory: only the causal contexts (a few bytes per
 // replica) stay resident.
@@ -39,14 +41,45 @@
 //  3. Commit: the writer that takes the lead joins the sealed writes at
 //     the front of the queue, in order, into one KV transaction (up to
 //     Options.GroupMax writes or Options.GroupBytes written) and commits it
-//     once: one sync. Only then, under build, do the contexts in memory
-//     and the snapshot move on and the pending entries it made durable go;
-//     then each write is released with its own Changes. Nothing is
-//     acknowledged, nor visible through Context or Record, before it is on
-//     disk.
+//     without a sync (Syncer.UpdateNoSync); the contexts writers build on
+//     move on and the lead is free for the next group.
+//  4. Sync: the leader then waits for a sync begun after its commit
+//     (syncAfter). Syncs run one at a time; each covers every group
+//     committed before it began, so the groups committed while one sync
+//     runs share the next. Once it ends those groups are acknowledged: the
+//     contexts readers see (Context) and CommittedSeq move on, then each
+//     write is released with its own Changes. The pending entries they
+//     left go, and the build stage's snapshot is renewed, when build is
+//     next free (fold).
 //
-// So the next writes are built and sealed while a group syncs, and a
-// group holds whatever queued during the sync before it.
+// So the next writes are built and sealed, and the next group committed,
+// while a group syncs: the rate is no longer one group per commit plus
+// sync. A KV without Syncer commits each group with a synced Update.
+//
+// # What readers see
+//
+// A committed write that is not yet synced can still be lost, and what a
+// node passes on it must never lose: a record sent to a peer (a digest
+// sync's answer, a state sync) and then lost by a crash would leave the
+// peer holding dots the restarted origin allocates again for other
+// writes. So nothing outside the write path is given an unsynced write:
+// Context and Namespaces show the contexts as durable (a second map, moved
+// by the sync), and every read of the replicated state (Record,
+// RecordView, EachRecordView, Retracted, Scan, State, Fingerprint,
+// RetractedIDs, Missing) reads the KV and then waits, if a commit it may
+// have seen is not yet synced, until it is (view: it waits for the seq
+// set before each commit, visible, to be durable; at most the sync in
+// flight and the next). A callback of such a read runs before that wait:
+// it must not send what it is given before the read returns (Missing's
+// caller collects, then sends). Only the build stage reads unsynced
+// commits (its snapshot), as it must: dots are allocated over them. An
+// Update that built nothing answers once what it read is durable. Badger
+// itself did the same before (with SyncWrites a read transaction waited in
+// oracle.readTs for the commit in flight, its sync included), so readers
+// wait no longer than they did. Side data and metadata are written with
+// synced Updates and read without the wait. If a sync fails nothing is
+// known of what is on disk: its writes fail with ErrSync, and so does
+// every write after it until the store is reopened.
 //
 // A peer's delta (Apply) is joined when it is built, so that the writes
 // after it see it, and its commit would join it again over the same state.
@@ -121,6 +154,11 @@
 // response's view of a saved memory is made after the write
 // (memory.Service.Save), and a group writes each namespace's context once,
 // after its members, instead of once per member (writeContexts).
+//
+// Badger's durability seam (badgerkv/sync.go): Badger is opened without
+// SyncWrites and the KV's Sync fdatasyncs the memtable logs itself, every
+// one rotated out since the last Sync too, because DB.Sync syncs only the
+// current one and a rotation syncs nothing.
 //
 // Where writers wait (issue 14, third round; mnemo bench saves --clients
 // 32 --blockprofile/--mutexprofile, and the stages timed in a build not
