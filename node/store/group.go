@@ -444,10 +444,13 @@ func (s *Store) acknowledge(seq uint64, err error) {
 // settle, under lead after a group failed to commit (nothing of it is in
 // the KV), syncs what the groups before it committed and moves the
 // durable seq past the failed writes, which never will be: a reader
-// waiting for them (awaitDurable) is released.
+// waiting for them (awaitDurable) is released. If that sync failed, what
+// a reader saw may be lost: the readers fail with its error instead.
 func (s *Store) settle() {
 	s.syncAfter(s.syncs.Load())
-	s.advance(s.visible.Load())
+	if s.brokenErr() == nil { // else the readers get its error
+		s.advance(s.visible.Load())
+	}
 }
 
 // advance moves the durable seq to seq (never back) and wakes the readers

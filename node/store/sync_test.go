@@ -113,8 +113,8 @@ func TestCommitWhileTheLastGroupSyncs(t *testing.T) {
 
 // A crash while a group syncs: the writes committed and not yet synced
 // (the syncing group's and the one committed behind it) are not
-// acknowledged, are lost, and the store refuses writes once its sync
-// failed.
+// acknowledged, are lost, a read that may have seen them fails, and the
+// store refuses writes once its sync failed.
 func TestCrashBeforeTheSyncLosesOnlyUnacknowledged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ns = "team://a"
@@ -127,6 +127,11 @@ func TestCrashBeforeTheSyncLosesOnlyUnacknowledged(t *testing.T) {
 		release := kv.hold()
 		a := start(s, set(ns, "a", 2, "ti", "A"))
 		b := start(s, set(ns, "b", 3, "ti", "B"))
+		read := make(chan error, 1)
+		go func() {
+			_, err := s.Record(ns, "a")
+			read <- err
+		}()
 		synctest.Wait()
 		kv.PowerCut()
 		kv.gate.Store(nil)
@@ -135,6 +140,9 @@ func TestCrashBeforeTheSyncLosesOnlyUnacknowledged(t *testing.T) {
 			if err := <-w; !errors.Is(err, ErrSync) {
 				t.Fatalf("a write whose sync failed: %v, want ErrSync", err)
 			}
+		}
+		if err := <-read; !errors.Is(err, ErrSync) {
+			t.Fatalf("a read that saw a write whose sync failed: %v, want ErrSync", err)
 		}
 		if _, err := s.Update(7, set(ns, "d", 5, "ti", "D")); !errors.Is(err, ErrSync) {
 			t.Fatalf("a write after a failed sync: %v, want ErrSync", err)
