@@ -4,11 +4,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/mnemohq/mnemo/sync/epidemic"
 	"github.com/mnemohq/mnemo/sync/replica"
+	"github.com/mnemohq/mnemo/sync/wire"
 )
 
 // Report is the outcome of one run.
@@ -75,6 +78,12 @@ type Report struct {
 	TreeBytes    uint64            `json:"tree_bytes"`
 	Trees        replica.TreeStats `json:"trees"`
 	Relays       RelayAttacks      `json:"relays"` // hostile relays' tampering (trees.go)
+	TreeKinds    []TreeKind        `json:"tree_kinds"`
+
+	SyncRequestMsgs  uint64      `json:"sync_request_messages"` // of SyncMessages
+	SyncRequestBytes uint64      `json:"sync_request_bytes"`
+	Connections      Connections `json:"connections"`
+	Rounds           Rounds      `json:"rounds"` // spread.go
 }
 
 func (s *Sim) report(wall time.Duration) *Report {
@@ -97,9 +106,13 @@ func (s *Sim) report(wall time.Duration) *Report {
 		Edits: s.stats.edits, Decisions: s.stats.decisions, Capsules: s.stats.capsules, CapsuleRevokes: s.stats.capsuleRevokes,
 		Projections: s.stats.projections, Forged: s.stats.forgedN, Attacks: s.stats.attacks, Grants: s.stats.grants,
 		Revokes: s.stats.revokes, Retracts: s.stats.retracts, Crashes: s.stats.crashes, CutWrites: s.stats.cutWrites,
-		TotalVirtualMS: s.now.Milliseconds(),
-		Replay:         s.cfg.ReplayCommand(),
-		Spreads:        s.spreads(),
+		TotalVirtualMS:  s.now.Milliseconds(),
+		Replay:          s.cfg.ReplayCommand(),
+		Spreads:         s.spreads(),
+		TreeKinds:       s.wire.treeKinds(),
+		SyncRequestMsgs: s.wire.syncReqMsgs, SyncRequestBytes: s.wire.syncReqBytes,
+		Connections: s.wire.connections(),
+		Rounds:      s.rounds(),
 	}
 	if r.Violations == nil {
 		r.Violations = []string{}
@@ -171,6 +184,7 @@ func (r *Report) WriteText(w io.Writer) {
 		r.Fallbacks, r.Retransmits, r.MaxQueue, r.QueueBound, r.Rejected, r.Dropped)
 	fmt.Fprintf(w, "tracked updates: %.2f hops to the farthest holder, %.0f ms mean / %.0f ms worst to reach all\n",
 		r.MeanHops, r.MeanReachMS, r.WorstReachMS)
+	r.writeScale(w)
 	fmt.Fprintf(w, "wall time: %d ms\n", r.WallMS)
 }
 
@@ -214,4 +228,207 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// wireCounts are the frames counted by what they are beyond their wire
+// kind (post calls count): sync requests apart from answers, tree frames
+// by the epidemic kind inside, and for each node the peers it exchanged
+// frames with, by what the frames carried.
+type wireCounts struct {
+	syncReqMsgs, syncReqBytes uint64
+	treeMsgs, treeBytes       [epidemic.KindShuffleReply + 1]uint64 // by epidemic.Kind
+	// peers[c][i] is a bitset of the nodes i sent a frame of class c to
+	// or got one from (sent: both ends count it, lost or not).
+	peers [connClasses][][]uint64
+	// window: the same over the current connWindow, all classes
+	// together, and the sums and most of its counts over past windows.
+	window                []([]uint64)
+	windowEnd             time.Duration
+	windowSum, windowN    int
+	windowMax, windowLast int
+}
+
+// Frame classes for Connections.
+const (
+	connAll      = iota
+	connTree     // a tree's payloads, announcements, wants, grafts, prunes
+	connOverlay  // HyParView: joins, neighbors, disconnects, shuffles
+	connSync     // digest sync requests and answers
+	connBindings // who hosts which agent
+	connDirect   // direct live deltas and their acks
+	connClasses
+)
+
+// connWindow is the span of the windowed count (Connections.Window):
+// about an idle timeout after which a transport would close a
+// connection that carried nothing.
+const connWindow = 10 * time.Second
+
+// count records one frame sent from one node to another.
+func (s *Sim) count(from, to int, kind wire.Kind, frame []byte) {
+	c := &s.wire
+	if c.peers[0] == nil {
+		for k := range c.peers {
+			c.peers[k] = bitsets(len(s.nodes))
+		}
+		c.window = bitsets(len(s.nodes))
+		c.windowEnd = s.now + connWindow
+	}
+	if from >= len(c.window) || to >= len(c.window) {
+		return // New makes every node, joiners included, before any frame
+	}
+	if s.now >= c.windowEnd {
+		c.closeWindow()
+		c.windowEnd = s.now + connWindow
+	}
+	class := connDirect
+	switch kind {
+	case wire.KindSyncRequest:
+		c.syncReqMsgs++
+		c.syncReqBytes += uint64(len(frame))
+		class = connSync
+	case wire.KindSyncReply:
+		class = connSync
+	case wire.KindBindings:
+		class = connBindings
+	case wire.KindTree:
+		class = connOverlay
+		if m, err := s.codec.Decode(frame); err == nil && m.Tree != nil {
+			k := min(int(m.Tree.Kind), len(c.treeMsgs)-1)
+			c.treeMsgs[k]++
+			c.treeBytes[k] += uint64(len(frame))
+			if epidemic.Kind(k) <= epidemic.KindPrune {
+				class = connTree
+			}
+		}
+	}
+	for _, k := range []int{connAll, class} {
+		setBit(c.peers[k][from], to)
+		setBit(c.peers[k][to], from)
+	}
+	setBit(c.window[from], to)
+	setBit(c.window[to], from)
+}
+
+// closeWindow counts the peers of each node that exchanged frames in
+// the window and clears it; nodes with none are not counted.
+func (c *wireCounts) closeWindow() {
+	most := 0
+	for _, b := range c.window {
+		k := ones(b)
+		if k > 0 {
+			c.windowSum += k
+			c.windowN++
+			most = max(most, k)
+		}
+		clear(b)
+	}
+	c.windowMax = max(c.windowMax, most)
+	c.windowLast = most
+}
+
+func bitsets(n int) [][]uint64 {
+	out := make([][]uint64, n)
+	for i := range out {
+		out[i] = make([]uint64, (n+63)/64)
+	}
+	return out
+}
+
+func setBit(b []uint64, i int) { b[i/64] |= 1 << (i % 64) }
+
+func ones(b []uint64) int {
+	k := 0
+	for _, w := range b {
+		k += bits.OnesCount64(w)
+	}
+	return k
+}
+
+// Connections are the distinct peers a node exchanged frames with (either
+// way): over the whole run, the connections a transport that opens one
+// per peer and closes none would hold, in all and by what the frames
+// carried; and within windows of connWindow, those a transport closing
+// a connection idle that long would hold at most at once.
+type Connections struct {
+	Mean float64 `json:"mean"` // over the nodes
+	Max  int     `json:"max"`
+	// By what the frames carried, mean and most over the nodes.
+	Tree     [2]float64 `json:"tree"`
+	Overlay  [2]float64 `json:"overlay"`
+	Sync     [2]float64 `json:"sync"`
+	Bindings [2]float64 `json:"bindings"`
+	Direct   [2]float64 `json:"direct"`
+	// WindowMean and WindowMax: per node and window of connWindow, over
+	// the windows in which the node exchanged a frame.
+	WindowMean float64 `json:"window_mean"`
+	WindowMax  int     `json:"window_max"`
+}
+
+func (c *wireCounts) connections() Connections {
+	var out Connections
+	stat := func(sets [][]uint64) (float64, int) {
+		sum, most := 0, 0
+		for _, b := range sets {
+			k := ones(b)
+			sum += k
+			most = max(most, k)
+		}
+		if len(sets) == 0 {
+			return 0, 0
+		}
+		return float64(sum) / float64(len(sets)), most
+	}
+	out.Mean, out.Max = stat(c.peers[connAll])
+	for k, dst := range map[int]*[2]float64{connTree: &out.Tree, connOverlay: &out.Overlay, connSync: &out.Sync, connBindings: &out.Bindings, connDirect: &out.Direct} {
+		m, x := stat(c.peers[k])
+		*dst = [2]float64{m, float64(x)}
+	}
+	if c.window != nil {
+		c.closeWindow() // the last, partial one
+	}
+	if c.windowN > 0 {
+		out.WindowMean, out.WindowMax = float64(c.windowSum)/float64(c.windowN), c.windowMax
+	}
+	return out
+}
+
+// TreeKind is one epidemic message kind's share of the tree frames.
+type TreeKind struct {
+	Kind     string `json:"kind"`
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+}
+
+func (c *wireCounts) treeKinds() []TreeKind {
+	var out []TreeKind
+	for k := range c.treeMsgs {
+		if c.treeMsgs[k] > 0 {
+			out = append(out, TreeKind{Kind: epidemic.Kind(k).String(), Messages: c.treeMsgs[k], Bytes: c.treeBytes[k]})
+		}
+	}
+	return out
+}
+
+// writeScale prints the figures of replication at scale (issue 14), one
+// line each: where the tree frames' bytes go, the rounds to reach 99.99%
+// of an update's holders, and the connections per node.
+func (r *Report) writeScale(w io.Writer) {
+	if len(r.TreeKinds) > 0 {
+		var parts []string
+		for _, k := range r.TreeKinds {
+			parts = append(parts, fmt.Sprintf("%s %d (%d bytes)", k.Kind, k.Messages, k.Bytes))
+		}
+		fmt.Fprintf(w, "tree frames by kind: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(w, "sync requests %d (%d bytes), answers %d (%d bytes)\n", r.SyncRequestMsgs, r.SyncRequestBytes,
+		r.SyncMessages-r.SyncRequestMsgs, r.SyncBytes-r.SyncRequestBytes)
+	if rd := r.Rounds; rd.Updates > 0 || rd.Short > 0 {
+		fmt.Fprintf(w, "rounds to 99.99%% of an update's holders: %.2f hops, %.2f link latencies; push-epidemic model %.2f (ratios %.2f, %.2f); %d updates of %.0f holders on average, %d short of 99.99%%\n",
+			rd.Hops, rd.Latencies, rd.Model, rd.HopsRatio(), rd.LatenciesRatio(), rd.Updates, rd.Holders, rd.Short)
+	}
+	c := r.Connections
+	fmt.Fprintf(w, "connections per node (distinct peers it exchanged frames with, mean/max): run %.1f/%d (tree links %.1f/%.0f, overlay upkeep %.1f/%.0f, sync %.1f/%.0f, bindings %.1f/%.0f, direct deltas %.1f/%.0f); any %v %.1f/%d\n",
+		c.Mean, c.Max, c.Tree[0], c.Tree[1], c.Overlay[0], c.Overlay[1], c.Sync[0], c.Sync[1], c.Bindings[0], c.Bindings[1], c.Direct[0], c.Direct[1],
+		connWindow, c.WindowMean, c.WindowMax)
 }

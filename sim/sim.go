@@ -123,6 +123,7 @@ type Sim struct {
 	ops       []plannedOp
 	lastFault time.Duration
 	relay     relayState // hostile relays (trees.go)
+	wire      wireCounts // frames by what they carry, peers per node (report.go)
 }
 
 type counters struct {
@@ -290,6 +291,7 @@ func (s *Sim) post(from *simNode, to int, kind wire.Kind, nss []string, frame []
 		s.stats.treeMsgs++
 		s.stats.treeBytes += uint64(len(frame))
 	}
+	s.count(from.idx, to, kind, frame)
 	for _, ns := range nss {
 		s.checkMayReceive(from, to, ns, kind)
 	}

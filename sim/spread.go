@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"maps"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -86,4 +89,123 @@ func (s *Sim) spreads() []Spread {
 		out = append(out, sd)
 	}
 	return out
+}
+
+// Rounds is how many rounds the tracked updates took to reach 99.99% of
+// the nodes that should hold them (all of them below 10,000 holders),
+// against the push-epidemic model. Two measures of a round:
+//
+//   - Hops: one hop is one frame from a node that held the update to one
+//     that did not, whatever carried it (an eager push, the answer to a
+//     want or graft, a sync answer, a direct send). Per update, the most
+//     hops on the paths to the first 99.99% of its holders; a copy that
+//     was lost costs no hop, only time.
+//   - Latencies: the time until 99.99% held it, over the mean one-way
+//     latency of a link (Config.LatencyMin and LatencyMax: the base
+//     latency's mean plus the jitter's). A lost copy costs here what it
+//     cost in time: a tree's repair waits for a tick (announcements and
+//     wants leave on Tick), a direct send's for its retransmission.
+//
+// Model is the push-epidemic model: each node that holds the update
+// tells one random node a round, each message lost with the run's loss
+// (sync/epidemic's tests use the same), in rounds to reach 99.99% of
+// each update's holders, averaged over the updates.
+type Rounds struct {
+	Updates   int     `json:"updates"`   // tracked updates of 2 holders or more that reached 99.99% of them
+	Short     int     `json:"short"`     // tracked updates of 2 holders or more that did not
+	Holders   float64 `json:"holders"`   // mean holders of the updates counted
+	Hops      float64 `json:"hops"`      // mean over the updates
+	Latencies float64 `json:"latencies"` // mean over the updates
+	Model     float64 `json:"model"`
+}
+
+// HopsRatio is Hops over Model (the issue's goal: ≤ 1.2).
+func (r Rounds) HopsRatio() float64 { return ratio(r.Hops, r.Model) }
+
+// LatenciesRatio is Latencies over Model.
+func (r Rounds) LatenciesRatio() float64 { return ratio(r.Latencies, r.Model) }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// rounds measures the tracked updates (Rounds).
+func (s *Sim) rounds() Rounds {
+	var r Rounds
+	lat := float64(s.cfg.LatencyMin+s.cfg.LatencyMax)/2 + float64(s.cfg.LatencyMax-s.cfg.LatencyMin)/4
+	rng := rand.New(rand.NewPCG(s.cfg.Seed, 0x5eed))
+	model := map[int]float64{}
+	for _, sp := range s.tracked {
+		if sp.target < 2 {
+			continue
+		}
+		q := int(math.Ceil(0.9999 * float64(sp.target)))
+		if len(sp.got) < q {
+			r.Short++
+			continue
+		}
+		ids := slices.SortedFunc(maps.Keys(sp.got), func(a, b int) int {
+			return cmp.Or(cmp.Compare(sp.got[a], sp.got[b]), cmp.Compare(a, b))
+		})
+		hops := 0
+		for _, i := range ids[:q] {
+			hops = max(hops, sp.hops[i])
+		}
+		m, ok := model[sp.target]
+		if !ok {
+			m = epidemicRounds(rng, sp.target, s.cfg.Loss, 200)
+			model[sp.target] = m
+		}
+		r.Updates++
+		r.Holders += float64(sp.target)
+		r.Hops += float64(hops)
+		r.Latencies += float64(sp.got[ids[q-1]]) / lat
+		r.Model += m
+	}
+	if r.Updates > 0 {
+		k := float64(r.Updates)
+		r.Holders, r.Hops, r.Latencies, r.Model = r.Holders/k, r.Hops/k, r.Latencies/k, r.Model/k
+	}
+	return r
+}
+
+// epidemicRounds is the push-epidemic model (Rounds): the mean rounds,
+// over trials, for one node's update to reach 99.99% of n when every
+// node that holds it tells one random other node a round and each
+// message is lost with probability loss.
+func epidemicRounds(rng *rand.Rand, n int, loss float64, trials int) float64 {
+	target := int(math.Ceil(0.9999 * float64(n)))
+	informed := make([]bool, n)
+	var holders, told []int
+	sum := 0
+	for range trials {
+		clear(informed)
+		informed[0] = true
+		holders = append(holders[:0], 0)
+		r := 0
+		for len(holders) < target {
+			r++
+			told = told[:0]
+			for _, i := range holders {
+				j := rng.IntN(n - 1)
+				if j >= i {
+					j++
+				}
+				if rng.Float64() >= loss {
+					told = append(told, j)
+				}
+			}
+			for _, j := range told {
+				if !informed[j] {
+					informed[j] = true
+					holders = append(holders, j)
+				}
+			}
+		}
+		sum += r
+	}
+	return float64(sum) / float64(trials)
 }
