@@ -3,8 +3,6 @@ package replica
 import (
 	"errors"
 	"fmt"
-
-	"github.com/mnemohq/mnemo/sync/wire"
 )
 
 // The engine hears back: Ready hands deltas out to apply, Advance reports
@@ -52,7 +50,7 @@ func (e *Engine) toApply(a Apply) {
 // Advance reports the outcome of those deltas.
 func (e *Engine) ackAfter(to PeerID, seq uint64, n int) {
 	if len(e.ready.Apply) == n {
-		e.send(to, &wire.Message{Kind: wire.KindAck, Seq: seq})
+		e.sendAck(e.peers[to], seq)
 		return
 	}
 	i := len(e.wait.acks)
@@ -127,8 +125,8 @@ func (e *Engine) Advance(refused []Refusal) {
 		}
 	}
 	for i, a := range acks {
-		if _, ok := e.peers[a.to]; ok && !withhold[i] {
-			e.send(a.to, &wire.Message{Kind: wire.KindAck, Seq: a.seq})
+		if p, ok := e.peers[a.to]; ok && !withhold[i] {
+			e.sendAck(p, a.seq)
 		}
 	}
 	// What is now applied may free held deltas; what was refused is not in

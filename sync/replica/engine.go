@@ -257,6 +257,7 @@ type PeerStats struct {
 	StateErrors   uint64    `json:"state_errors"`
 	Fallbacks     uint64    `json:"fallbacks"`
 	Retransmits   uint64    `json:"retransmits"`
+	AcksTwice     uint64    `json:"acks_twice"` // acks sent twice, this peer's acks being lost (retransmit.go)
 	SyncsSent     uint64    `json:"syncs_sent"`
 	BytesSent     uint64    `json:"bytes_sent"`
 	LastSync      time.Time `json:"last_sync,omitzero"`
@@ -314,7 +315,13 @@ type peerState struct {
 	told map[string]toldContext
 	// heard: when the peer's last message arrived (retransmit.go)
 	heard time.Time
-	stats PeerStats
+	// acked: the last batches acknowledged to the peer (a ring), and
+	// ackLost when one of them last came again: an ack was lost, and
+	// acks to the peer go twice for a while (retransmit.go, sendAck).
+	acked   [ackRing]uint64
+	ackedN  int
+	ackLost time.Time
+	stats   PeerStats
 }
 
 // asking is a sync request waiting for the peer's answer: when it left,

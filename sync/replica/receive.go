@@ -32,6 +32,7 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 			p.observeAck(f, e.now)
 		}
 	case wire.KindDeltas:
+		p.batchAgain(m.Seq, e.now)
 		n := len(e.ready.Apply)
 		for _, nd := range m.Deltas {
 			e.receiveDelta(p, nd, true)

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/mnemohq/mnemo/sync/wire"
 )
 
 // Acks and retransmission. A batch not acknowledged in time is sent again
@@ -120,4 +122,43 @@ func (p *peerState) observeAck(f inflight, now time.Time) {
 // retransmitWait is the wait before the first resend of a batch to p.
 func (p *peerState) retransmitWait(cfg Config) time.Duration {
 	return min(max(cfg.RetransmitAfter, p.srtt+4*p.rttvar), cfg.AckTimeout/2)
+}
+
+// Acks that adapt to loss. A batch sent again whose ack left here was
+// resent because that ack was lost (or is late): its bytes cross the
+// wire twice for an ack of a few bytes. A node that sees one of the last
+// ackRing batches of a peer again sends its acks to that peer twice for
+// ackTwiceFor: with independent loss p, an ack is then lost with p², not
+// p. Over a link that loses nothing (QUIC's streams) no batch comes
+// again and every ack goes once. In mnemo sim --nodes 100 --ops 1000
+// --loss 0.1 --partitions 3 --tree-threshold -1, seeds 1/2/3: batches
+// sent again 20,994/17,033/18,992 → 19,632/15,725/17,336, fallbacks
+// 2,048/1,359/1,698 → 1,697/1,167/1,468, bytes on the wire / minimum
+// 2.04/1.93/1.91 → 2.00/1.91/1.90 (acks are 8-byte frames: 0.46 → 0.59
+// MB on seed 1). Most batches sent again went to a peer cut off by a
+// partition, not for a lost ack; resending the first time only to a peer
+// heard from lately (as the second resend is) made seed 1 no smaller
+// (2.00) and seed 2 larger (1.93), with more fallbacks.
+const (
+	ackRing     = 32
+	ackTwiceFor = time.Minute
+)
+
+// batchAgain notes the arrival of p's batch seq: if it was acked
+// before, an ack of p's was lost.
+func (p *peerState) batchAgain(seq uint64, now time.Time) {
+	if seq != 0 && slices.Contains(p.acked[:], seq) {
+		p.ackLost = now
+	}
+}
+
+// sendAck acknowledges p's batch seq: twice while p's acks are lost.
+func (e *Engine) sendAck(p *peerState, seq uint64) {
+	p.acked[p.ackedN%ackRing] = seq
+	p.ackedN++
+	e.send(p.ID, &wire.Message{Kind: wire.KindAck, Seq: seq})
+	if !p.ackLost.IsZero() && e.now.Sub(p.ackLost) < ackTwiceFor {
+		e.send(p.ID, &wire.Message{Kind: wire.KindAck, Seq: seq})
+		p.stats.AcksTwice++
+	}
 }

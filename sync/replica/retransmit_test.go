@@ -162,3 +162,60 @@ func TestSecondResendOnlyToPeerHeardSince(t *testing.T) {
 		t.Fatalf("a peer heard from was sent the batch again %d times; want twice", got)
 	}
 }
+
+// A lost ack makes its batch come again; the receiver then acks that
+// peer twice for a while, so the next lost ack costs no resend. Over a
+// lossless link acks go once.
+func TestAcksTwiceAfterLostAck(t *testing.T) {
+	c := newCluster(t, 2, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 5)
+	c.tick(time.Second)
+	c.pump(10)
+	acks := 0
+	count := func(_, _ PeerID, m *wire.Message) bool {
+		if m.Kind == wire.KindAck {
+			acks++
+		}
+		return false
+	}
+	c.drop = count
+	c.write(0, "team://a", "m1", "title", "one")
+	c.pump(10)
+	if acks != 1 {
+		t.Fatalf("lossless: %d acks of one batch, want 1", acks)
+	}
+	// The next ack is lost: the batch comes again after RetransmitAfter.
+	acks = 0
+	lost := false
+	c.drop = func(from, to PeerID, m *wire.Message) bool {
+		if m.Kind == wire.KindAck && !lost {
+			lost = true
+			return true
+		}
+		return count(from, to, m)
+	}
+	c.write(0, "team://a", "m2", "title", "two")
+	c.pump(10)
+	c.tick(2 * time.Second)
+	c.pump(10)
+	if st := c.nodes[0].eng.Stats()[0]; st.Retransmits != 1 || st.InFlight != 0 {
+		t.Fatalf("retransmits %d, in flight %d; want 1 and 0", st.Retransmits, st.InFlight)
+	}
+	if acks != 2 {
+		t.Fatalf("the batch that came again: %d acks, want 2", acks)
+	}
+	acks = 0
+	c.drop = count
+	c.write(0, "team://a", "m3", "title", "three")
+	c.pump(10)
+	if st := c.nodes[1].eng.Stats()[0]; acks != 2 || st.AcksTwice != 2 {
+		t.Fatalf("after a lost ack: %d acks of one batch (%d counted twice), want 2", acks, st.AcksTwice)
+	}
+	c.tick(ackTwiceFor)
+	c.pump(10)
+	acks = 0
+	c.write(0, "team://a", "m4", "title", "four")
+	c.pump(10)
+	if acks != 1 {
+		t.Fatalf("%v after the lost ack: %d acks, want 1", ackTwiceFor, acks)
+	}
+}
