@@ -538,11 +538,23 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 			// tree does not ack, and these syncs are what repaired its
 			// losses soonest (without them the simulator's last node
 			// converged 65–95 s after the last fault, not 5–15 s).
-			if (known || overTree) && !fresh {
+			if known && !fresh {
 				// The peer has just become a reader (a grant): it lacks the
 				// namespace's history, not only this delta.
 				p.needSync[ns] = true
 				p.joining[ns] = e.now
+				continue
+			}
+			if overTree && !fresh {
+				// Asked RetransmitAfter from now, once the tree has
+				// brought the peer this delta: asked at once, the
+				// peer's context came back without it and the answer
+				// sent it a second time, beside the tree's copy. Not
+				// asked at all if the peer asks first (answerSync).
+				if len(p.joinWait) == 0 {
+					p.joinAt = e.now.Add(e.cfg.RetransmitAfter)
+				}
+				p.joinWait[ns] = true
 				continue
 			}
 			// Never asked about: this node did not hold ns when the peer

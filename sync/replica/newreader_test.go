@@ -116,20 +116,42 @@ func TestRefusedForWantOfAuthorityAsksAuthor(t *testing.T) {
 }
 
 // Over a broadcast tree, a node's first write in a namespace it learnt
-// late still syncs with the readers it never asked about: the tree acks
-// nothing, and those syncs repair what it lost soonest (without them the
-// simulator's slowest node converged minutes after the last fault).
+// late still syncs with the readers it never asked about (the tree acks
+// nothing, and those syncs repair what it lost soonest), but
+// RetransmitAfter later, once the tree has brought them the write:
+// asked at once, each reader's context came back without the write and
+// the answer sent it a second time beside the tree's copy.
 func TestFirstWriteOverTreeSyncsReaders(t *testing.T) {
 	c := treeCluster(t, 8, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 27)
-	sent := c.sentKinds()
+	var sent []*wire.Message // n1's sync messages
+	c.drop = func(from, _ PeerID, m *wire.Message) bool {
+		if from == "n1" && (m.Kind == wire.KindSyncRequest || m.Kind == wire.KindSyncReply) {
+			sent = append(sent, m)
+		}
+		return false
+	}
 	c.write(1, "team://a", "m1", "title", "n1's first write")
 	c.pump(10)
-	for _, nd := range c.nodes {
-		if nd.id == "n1" {
-			continue
+	if len(sent) > 0 {
+		t.Fatalf("n1 synced at once on its first write over the tree: %d messages", len(sent))
+	}
+	c.settle(500 * time.Millisecond)
+	if !c.converged("team://a") {
+		t.Fatal("the tree did not bring n1's write")
+	}
+	c.settle(time.Second)
+	for _, m := range sent {
+		if m.Kind == wire.KindSyncReply && len(m.Deltas) > 0 {
+			t.Fatalf("n1's sync answer sent %d namespace deltas the tree had brought", len(m.Deltas))
 		}
-		if got := sent[[2]PeerID{"n1", nd.id}]; len(got) == 0 || got[0] != wire.KindSyncRequest {
-			t.Fatalf("n1's first write over the tree sent %s %v; want a sync request first", nd.id, got)
+	}
+	requests := 0
+	for _, m := range sent {
+		if m.Kind == wire.KindSyncRequest {
+			requests++
 		}
+	}
+	if requests != len(c.nodes)-1 {
+		t.Fatalf("n1 sent %d sync requests within a second and a half of its first write over the tree; want one to each of the %d readers", requests, len(c.nodes)-1)
 	}
 }
