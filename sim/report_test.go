@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -100,4 +103,25 @@ func TestTreeKindsAddUp(t *testing.T) {
 	if r.SyncRequestMsgs == 0 || r.SyncRequestMsgs >= r.SyncMessages {
 		t.Fatalf("sync requests %d of %d sync frames", r.SyncRequestMsgs, r.SyncMessages)
 	}
+}
+
+var scale = flag.String("scale", "", "run the scale figures of issue 14: NODES/OPS/LOSS, e.g. 1000/100/0.1")
+
+// TestScaleFigures prints the report's scale figures for one namespace
+// every node holds (the rounds and connections of issue 14):
+//
+//	go test ./sim -run TestScaleFigures -scale 1000/100/0.1 -v
+func TestScaleFigures(t *testing.T) {
+	if *scale == "" {
+		t.Skip("run with -scale NODES/OPS/LOSS")
+	}
+	var cfg Config
+	if _, err := fmt.Sscanf(*scale, "%d/%d/%g", &cfg.Nodes, &cfg.Ops, &cfg.Loss); err != nil {
+		t.Fatalf("-scale %q: %v", *scale, err)
+	}
+	cfg.Seed, cfg.Teams, cfg.Projects, cfg.Track = 1, 0, 1, 40
+	r := run(t, cfg)
+	var b strings.Builder
+	r.WriteText(&b)
+	t.Logf("%s", b.String())
 }
