@@ -148,7 +148,7 @@
 // asks first): asked at once, the reader's context came back without
 // the write, and the answer sent it again beside the tree's copy. In
 // mnemo sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3, seeds
-// 1/2/3: sync answers 51.6/49.5/51.6 MB → 40.3/39.3/42.0 MB, bytes on
+// 1/2/3: sync answers 49.3/49.5/51.6 MB → 40.3/39.3/42.0 MB, bytes on
 // the wire / minimum 3.95/4.07/4.11 → 3.68/3.74/3.80, virtual time to
 // converge after the last fault 15.3/15.2/65.2 → 9.5/5.3/45.4 s.
 // Without these syncs (a silence between two tree neighbours asking
