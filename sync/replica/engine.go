@@ -315,9 +315,7 @@ type peerState struct {
 	told map[string]toldContext
 	// heard: when the peer's last message arrived (retransmit.go)
 	heard time.Time
-	// acked: the last batches acknowledged to the peer (a ring), and
-	// ackLost when one of them last came again: an ack was lost, and
-	// acks to the peer go twice for a while (retransmit.go, sendAck).
+	// acked: the last batches acked to the peer; ackLost: when one came again (sendAck)
 	acked   [ackRing]uint64
 	ackedN  int
 	ackLost time.Time
@@ -534,10 +532,6 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 		readers = append(readers, id)
 		if was, known := p.readable[ns]; !was {
 			p.readable[ns] = true
-			// Over a tree, a peer never asked about is synced too: the
-			// tree does not ack, and these syncs are what repaired its
-			// losses soonest (without them the simulator's last node
-			// converged 65–95 s after the last fault, not 5–15 s).
 			if known && !fresh {
 				// The peer has just become a reader (a grant): it lacks the
 				// namespace's history, not only this delta.
@@ -546,11 +540,10 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 				continue
 			}
 			if overTree && !fresh {
-				// Asked RetransmitAfter from now, once the tree has
-				// brought the peer this delta: asked at once, the
-				// peer's context came back without it and the answer
-				// sent it a second time, beside the tree's copy. Not
-				// asked at all if the peer asks first (answerSync).
+				// Over a tree, a peer never asked about is synced too (the
+				// tree acks nothing: these syncs repair its losses soonest),
+				// once the tree has brought it this delta (doc.go, "Just
+				// become a reader"); not if it asks first (answerSync).
 				if len(p.joinWait) == 0 {
 					p.joinAt = e.now.Add(e.cfg.RetransmitAfter)
 				}
