@@ -65,10 +65,30 @@ func (p *Policy) Unchanged(since *Policy, ns namespace.Address) bool {
 // decision every path takes; see the package documentation for the rules.
 // Anything malformed is denied.
 func (p *Policy) Allowed(principal, ns namespace.Address, perm Permission) bool {
-	if !isPrincipal(principal) || ns.IsZero() || !perm.valid() {
+	if principal.Kind != namespace.KindAgent || principal.Path != "" || principal.IsZero() || ns.IsZero() || !perm.valid() {
 		return false
 	}
-	if p.perms(principal, ns).has(perm) {
+	root := ns.Root()
+	st, evaluated := p.ns[root]
+	var ps permSet
+	held := false
+	if evaluated {
+		ps, held = st.perms[principal]
+	}
+	// A holder in an evaluated state is a canonical principal (every
+	// record's signer and principal is checked when it is admitted, and an
+	// owner is that of a record's canonical namespace), so only anyone
+	// else costs the check of canonical form (a String and a Parse, which
+	// was a third of this function on every read check).
+	if !held && !canonical(principal) {
+		return false
+	}
+	if !evaluated {
+		if owner, ok := root.Owner(); ok && owner == principal {
+			ps = allPerms
+		}
+	}
+	if ps.has(perm) {
 		return true
 	}
 	if ns.Kind == namespace.KindProject && perm == Read {

@@ -84,6 +84,20 @@ func TestPolicyDefaults(t *testing.T) {
 		p.Allowed(agent("carol"), namespace.Address{}, Read) || p.Allowed(agent("carol"), namespace.MustParse("team://backend"), 0) {
 		t.Error("malformed question allowed")
 	}
+	// A principal not in canonical form holds nothing: not where a
+	// canonical one holds (an evaluated state), not as the owner of a
+	// namespace spelt as it is, not as a cluster member's project read.
+	for _, c := range []struct{ who, ns namespace.Address }{
+		{namespace.Address{Kind: namespace.KindAgent, Name: "Bob"}, namespace.MustParse("team://backend")},
+		{namespace.Address{Kind: namespace.KindAgent, Name: "Mallory"}, namespace.Address{Kind: namespace.KindAgent, Name: "Mallory"}},
+		{namespace.Address{Kind: namespace.KindAgent, Name: " alice"}, namespace.MustParse("project://web")},
+	} {
+		for _, perm := range []Permission{Read, Write, Share, Admin} {
+			if p.Allowed(c.who, c.ns, perm) {
+				t.Errorf("Allowed(%q, %q, %s) for a principal not in canonical form", c.who.Name, c.ns.Name, perm)
+			}
+		}
+	}
 }
 
 func TestReadable(t *testing.T) {
