@@ -145,11 +145,15 @@ func DecodeBinding(raw []byte) (Binding, error) {
 
 // Verify checks the binding's structure and signature; errors wrap
 // ErrInvalid or ErrBadSignature.
-func (b Binding) Verify() error {
+func (b Binding) Verify() error { return b.verify(nil) }
+
+// verify is Verify with the signatures verified before found in seals
+// (nil: verify every time).
+func (b Binding) verify(seals *crdt.SealCache) error {
 	if err := b.check(); err != nil {
 		return err
 	}
-	if len(b.Sig) != ed25519.SignatureSize || !ed25519.Verify(b.Signer(), b.signedBytes(), b.Sig) {
+	if len(b.Sig) != ed25519.SignatureSize || !seals.Verify(b.Signer(), b.signedBytes(), b.Sig) {
 		return fmt.Errorf("%w: binding of %s", ErrBadSignature, b.Principal)
 	}
 	return nil
@@ -172,12 +176,19 @@ func (b Binding) String() string {
 // than the binding it replaces, moves an agent. Not safe for concurrent
 // use.
 type Directory struct {
-	by  map[namespace.Address]Binding // the current binding of each principal
-	log []Binding                     // every binding admitted, in order
+	by    map[namespace.Address]Binding // the current binding of each principal
+	log   []Binding                     // every binding admitted, in order
+	seals *crdt.SealCache               // SetSeals; nil: verify each binding admitted
 }
 
 // NewDirectory returns an empty directory.
 func NewDirectory() *Directory { return &Directory{by: map[namespace.Address]Binding{}} }
+
+// SetSeals makes Admit look a binding's signature up in seals, and
+// remember it there once verified. A node admits each binding once, so it
+// needs none; the simulator shares one between its nodes, as every node
+// verifies the same bindings with the same result.
+func (d *Directory) SetSeals(seals *crdt.SealCache) { d.seals = seals }
 
 // Admit verifies b and adds it. changed reports whether a binding was added
 // or moved. A second claim by the key already bound, or a hand-over already
@@ -188,7 +199,7 @@ func (d *Directory) Admit(b Binding) (changed bool, err error) {
 	if ok && cur.same(b) {
 		return false, nil // verified when it was admitted: every member resends it every interval
 	}
-	if err := b.Verify(); err != nil {
+	if err := b.verify(d.seals); err != nil {
 		return false, err
 	}
 	switch {
@@ -246,3 +257,7 @@ func (d *Directory) PrincipalsOf(key ed25519.PublicKey) []namespace.Address {
 // Bindings lists every binding admitted, hand-overs after what they
 // replace: admitted in this order, they rebuild the directory.
 func (d *Directory) Bindings() []Binding { return slices.Clone(d.log) }
+
+// BindingsSince is Bindings from the nth binding admitted on: a caller
+// indexing the directory reads only what it added since (it only appends).
+func (d *Directory) BindingsSince(n int) []Binding { return slices.Clone(d.log[min(n, len(d.log)):]) }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
 )
 
@@ -121,4 +122,32 @@ func FuzzDecodeBinding(f *testing.F) {
 		_ = b.Verify()
 		_, _ = NewDirectory().Admit(b)
 	})
+}
+
+// TestDirectorySharedSeals: directories sharing a seal cache (as the
+// simulator's nodes do) each admit a binding another verified, and still
+// refuse a tampered or forged one.
+func TestDirectorySharedSeals(t *testing.T) {
+	alice := namespace.MustParse("agent://alice")
+	a, b := bindingIdentity(t, 1), bindingIdentity(t, 2)
+	seals := crdt.NewSealCache(0)
+	claimA, _ := NewBinding(a, alice, 10)
+	tampered := claimA
+	tampered.Sig = slices.Clone(claimA.Sig)
+	tampered.Sig[0] ^= 1
+	forged := Binding{Principal: alice, Key: b.Public, From: a.Public, TS: 20}
+	forged.Sig = b.Sign(forged.signedBytes())
+	for i := range 2 {
+		d := NewDirectory()
+		d.SetSeals(seals)
+		if _, err := d.Admit(tampered); !errors.Is(err, ErrBadSignature) {
+			t.Fatalf("directory %d, a tampered claim: %v, want ErrBadSignature", i, err)
+		}
+		if changed, err := d.Admit(claimA); err != nil || !changed {
+			t.Fatalf("directory %d, the claim: changed=%v err=%v", i, changed, err)
+		}
+		if _, err := d.Admit(forged); !errors.Is(err, ErrBadSignature) {
+			t.Fatalf("directory %d, a forged hand-over: %v, want ErrBadSignature", i, err)
+		}
+	}
 }
