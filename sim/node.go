@@ -109,6 +109,7 @@ func (s *Sim) open(n *simNode) error {
 		MaxSkew: s.cfg.MaxSkew, Features: feats,
 		ACLSigs:  s.aclSigs,  // each node would verify the same acl records with the same result
 		ACLEvals: s.aclEvals, // and evaluate the same records under the same bindings to the same result
+		Seals:    s.seals,    // and verify the same sealed edits and decisions
 	})
 	if err != nil {
 		return fmt.Errorf("sim: open %s: %w", n.id, err)

@@ -57,6 +57,9 @@ func (c *Core) Register(x any) {
 // Service is the public service (its methods check the caller).
 func (c *Core) Service() *Service { return c.s }
 
+// Seals remembers the sealed records' signatures verified (Config.Seals).
+func (c *Core) Seals() *crdt.SealCache { return c.s.seals }
+
 // Logger is the service's logger.
 func (c *Core) Logger() *slog.Logger { return c.s.log }
 

@@ -71,6 +71,12 @@ type Config struct {
 	// shares one between its nodes (each would evaluate the same records
 	// under the same bindings to the same result).
 	ACLEvals *acl.EvalCache
+	// Seals remembers the signatures of sealed records the features
+	// verify (surgery's edits and decisions, checked as each delta arrives
+	// and again as it is admitted; Core.Seals); default a cache of the
+	// Service's own (4096 entries). The simulator shares one between its
+	// nodes (every node verifies the same seals, with the same result).
+	Seals *crdt.SealCache
 	// AutoPromote mirrors eligible saves into a shared namespace; default off.
 	AutoPromote AutoPromote
 	// Features are the feature packages to attach (Feature.Attach), after
@@ -120,7 +126,8 @@ type Service struct {
 	feat    features  // kinds.go: what the features registered
 	opening loadState // kinds.go: memories held back during Open's scan
 
-	acl aclState
+	acl   aclState
+	seals *crdt.SealCache // Config.Seals, or the Service's own
 
 	// authorOK, when set, decides the author check of ApplyRemote
 	// (SetAuthorCheck, replication.go).
@@ -147,7 +154,10 @@ func Open(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, st: st, ix: search.New(), auth: cfg.Authorizer, log: cfg.Logger,
-		clock: crdt.NewClock(cfg.MaxSkew), sessions: map[string]Session{},
+		clock: crdt.NewClock(cfg.MaxSkew), sessions: map[string]Session{}, seals: cfg.Seals,
+	}
+	if s.seals == nil {
+		s.seals = crdt.NewSealCache(4096)
 	}
 	s.registerFeatures()
 	core := &Core{s: s, attaching: true}

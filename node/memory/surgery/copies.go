@@ -120,9 +120,12 @@ type copyRef struct {
 // copyState indexes the copies in the store by source, derived like the
 // search index.
 type copyState struct {
-	mu    sync.RWMutex
-	bySrc map[string]map[string]copyRef // source id → copy id → copy
-	byID  map[string]copyRef            // copy id → copy
+	mu sync.RWMutex
+	// bySrc: source id → its copies, in no order. A slice, not a map by
+	// copy id: a source has one or two copies, and a map each was most of
+	// this index (41 of 56 MB at 100 nodes × 10k ops in the simulator).
+	bySrc map[string][]copyRef
+	byID  map[string]copyRef // copy id → copy
 }
 
 // indexCopy remembers a memory record that names its source (called by
@@ -139,15 +142,12 @@ func (s *Surgery) indexCopy(ns, id string, rec *crdt.Record) {
 		if old == ref {
 			return
 		}
-		delete(st.bySrc[old.src], id)
+		st.dropFromSrc(old.src, id)
 	}
 	if st.byID == nil {
-		st.bySrc, st.byID = map[string]map[string]copyRef{}, map[string]copyRef{}
+		st.bySrc, st.byID = map[string][]copyRef{}, map[string]copyRef{}
 	}
-	if st.bySrc[ref.src] == nil {
-		st.bySrc[ref.src] = map[string]copyRef{}
-	}
-	st.bySrc[ref.src][id] = ref
+	st.bySrc[ref.src] = append(st.bySrc[ref.src], ref)
 	st.byID[id] = ref
 }
 
@@ -158,11 +158,18 @@ func (s *Surgery) forgetCopy(ns, id string) {
 	defer st.mu.Unlock()
 	if ref, ok := st.byID[id]; ok && ref.ns == ns {
 		delete(st.byID, id)
-		delete(st.bySrc[ref.src], id)
-		if len(st.bySrc[ref.src]) == 0 {
-			delete(st.bySrc, ref.src)
-		}
+		st.dropFromSrc(ref.src, id)
 	}
+}
+
+// dropFromSrc removes copy id from the copies of src. Call with mu held.
+func (st *copyState) dropFromSrc(src, id string) {
+	refs := slices.DeleteFunc(st.bySrc[src], func(r copyRef) bool { return r.id == id })
+	if len(refs) == 0 {
+		delete(st.bySrc, src)
+		return
+	}
+	st.bySrc[src] = refs
 }
 
 // copiesOf lists the copies of the memory src stored in srcNS, in id order.
@@ -206,7 +213,7 @@ func (s *Surgery) followCopies(changes []store.Change) {
 		case strings.HasPrefix(c.ID, schema.EditPrefix):
 			edited(strings.TrimPrefix(c.ID, schema.EditPrefix))
 		case strings.HasPrefix(c.ID, schema.DecisionPrefix):
-			if b, _, err := decodeDecisionRecord(c.Namespace, c.ID, c.Record); err == nil {
+			if b, _, err := decodeDecisionRecord(s.core.Seals(), c.Namespace, c.ID, c.Record); err == nil {
 				edited(b.Edit)
 			}
 		default:

@@ -111,18 +111,19 @@ func unseal(b []byte, v any) error {
 
 // verifySeal checks sig by key over body and returns the record's id.
 // Errors wrap memapi.ErrInvalid and acl.ErrBadSignature.
-func verifySeal(domain string, body any, key, sig []byte) (string, error) {
+// A seal that verified before is found in seals (nil: verify every time).
+func verifySeal(seals *crdt.SealCache, domain string, body any, key, sig []byte) (string, error) {
 	signed, err := signedBytes(domain, body)
 	if err != nil {
 		return "", invalid("sealed record: %v", err)
 	}
-	if len(key) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize || !ed25519.Verify(key, signed, sig) {
+	if len(key) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize || !seals.Verify(key, signed, sig) {
 		return "", fmt.Errorf("%w: %w: sealed record %s does not verify", memapi.ErrInvalid, acl.ErrBadSignature, sealID(signed))
 	}
 	return sealID(signed), nil
 }
 
-func decodeEdit(b []byte) (editBody, string, error) {
+func decodeEdit(seals *crdt.SealCache, b []byte) (editBody, string, error) {
 	var se sealedEdit
 	if err := unseal(b, &se); err != nil {
 		return se.Body, "", err
@@ -130,11 +131,11 @@ func decodeEdit(b []byte) (editBody, string, error) {
 	if err := se.Body.check(); err != nil {
 		return se.Body, "", err
 	}
-	id, err := verifySeal(editDomain, &se.Body, se.Body.Key, se.Sig)
+	id, err := verifySeal(seals, editDomain, &se.Body, se.Body.Key, se.Sig)
 	return se.Body, id, err
 }
 
-func decodeDecision(b []byte) (decisionBody, string, error) {
+func decodeDecision(seals *crdt.SealCache, b []byte) (decisionBody, string, error) {
 	var sd sealedDecision
 	if err := unseal(b, &sd); err != nil {
 		return sd.Body, "", err
@@ -142,7 +143,7 @@ func decodeDecision(b []byte) (decisionBody, string, error) {
 	if err := sd.Body.check(); err != nil {
 		return sd.Body, "", err
 	}
-	id, err := verifySeal(decisionDomain, &sd.Body, sd.Body.Key, sd.Sig)
+	id, err := verifySeal(seals, decisionDomain, &sd.Body, sd.Body.Key, sd.Sig)
 	return sd.Body, id, err
 }
 

@@ -99,7 +99,7 @@ func (st *surgeryState) init(a Approvals) {
 // admitEdit adds the edit record stored as id in ns (called from index)
 // and re-views its target.
 func (s *Surgery) admitEdit(ns, id string, rec *crdt.Record) {
-	b, eid, err := decodeEditRecord(ns, id, rec)
+	b, eid, err := decodeEditRecord(s.core.Seals(), ns, id, rec)
 	if err != nil {
 		s.core.Logger().Warn("edit record refused", "namespace", ns, "id", id, "err", err)
 		return
@@ -123,12 +123,12 @@ func (s *Surgery) admitEdit(ns, id string, rec *crdt.Record) {
 	s.review(ns, b.Target)
 }
 
-func decodeEditRecord(ns, id string, rec *crdt.Record) (editBody, string, error) {
+func decodeEditRecord(seals *crdt.SealCache, ns, id string, rec *crdt.Record) (editBody, string, error) {
 	f, ok := rec.Field(schema.FieldEdit)
 	if !ok {
 		return editBody{}, "", invalid("edit record %s in %s has no edit", id, ns)
 	}
-	b, eid, err := decodeEdit(f.Value)
+	b, eid, err := decodeEdit(seals, f.Value)
 	if err != nil {
 		return b, "", err
 	}
@@ -138,12 +138,12 @@ func decodeEditRecord(ns, id string, rec *crdt.Record) (editBody, string, error)
 	return b, eid, nil
 }
 
-func decodeDecisionRecord(ns, id string, rec *crdt.Record) (decisionBody, string, error) {
+func decodeDecisionRecord(seals *crdt.SealCache, ns, id string, rec *crdt.Record) (decisionBody, string, error) {
 	f, ok := rec.Field(schema.FieldDecision)
 	if !ok {
 		return decisionBody{}, "", invalid("decision record %s in %s has no decision", id, ns)
 	}
-	b, did, err := decodeDecision(f.Value)
+	b, did, err := decodeDecision(seals, f.Value)
 	if err != nil {
 		return b, "", err
 	}
@@ -155,7 +155,7 @@ func decodeDecisionRecord(ns, id string, rec *crdt.Record) (decisionBody, string
 
 // admitDecision adds the decision record stored as id in ns.
 func (s *Surgery) admitDecision(ns, id string, rec *crdt.Record) {
-	b, did, err := decodeDecisionRecord(ns, id, rec)
+	b, did, err := decodeDecisionRecord(s.core.Seals(), ns, id, rec)
 	if err != nil {
 		s.core.Logger().Warn("decision record refused", "namespace", ns, "id", id, "err", err)
 		return
@@ -311,14 +311,14 @@ func (s *Surgery) checkRemoteSurgery(ns string, delta *crdt.Map) error {
 			if !schema.IsEdit(rec) {
 				err = invalid("entry %s in %s is not an edit record", id, ns)
 			} else {
-				_, _, err = decodeEditRecord(ns, id, rec)
+				_, _, err = decodeEditRecord(s.core.Seals(), ns, id, rec)
 			}
 		case strings.HasPrefix(id, schema.DecisionPrefix):
 			field = schema.FieldDecision
 			if !schema.IsDecision(rec) {
 				err = invalid("entry %s in %s is not a decision record", id, ns)
 			} else {
-				_, _, err = decodeDecisionRecord(ns, id, rec)
+				_, _, err = decodeDecisionRecord(s.core.Seals(), ns, id, rec)
 			}
 		case schema.IsEdit(rec) || schema.IsDecision(rec):
 			err = invalid("entry %s in %s is marked as an audit record without its prefix", id, ns)
@@ -548,13 +548,13 @@ func (s *Surgery) Audit(ctx context.Context, c memapi.Caller, q memapi.AuditQuer
 func (s *Surgery) editTarget(c store.Change) (memory.MemoryKey, bool) {
 	switch {
 	case schema.IsEdit(c.Record):
-		b, _, err := decodeEditRecord(c.Namespace, c.ID, c.Record)
+		b, _, err := decodeEditRecord(s.core.Seals(), c.Namespace, c.ID, c.Record)
 		if err != nil {
 			return memory.MemoryKey{}, false
 		}
 		return memory.MemoryKey{Namespace: c.Namespace, ID: b.Target}, true
 	case schema.IsDecision(c.Record):
-		b, _, err := decodeDecisionRecord(c.Namespace, c.ID, c.Record)
+		b, _, err := decodeDecisionRecord(s.core.Seals(), c.Namespace, c.ID, c.Record)
 		if err != nil {
 			return memory.MemoryKey{}, false
 		}
