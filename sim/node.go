@@ -117,6 +117,7 @@ func (s *Sim) open(n *simNode) error {
 	ec := s.cfg.Engine
 	ec.Seals = s.seals         // verified once for the whole simulation, as each real node would once for itself
 	ec.DeltaSigs = s.deltaSigs // each holder would verify the same signature with the same result
+	ec.Payloads = s.payloads   // each holder's tree would keep the same bytes
 	ec.Seed = s.cfg.Seed ^ uint64(n.inc)<<32 ^ uint64(n.idx)
 	var log *slog.Logger
 	if s.traceOut != nil { // the nodes' warnings (refused deltas and frames) go into the printed trace

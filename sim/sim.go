@@ -77,19 +77,22 @@ type Sim struct {
 	// records under the same keys, which real nodes would each keep on
 	// their own disk.
 	values *store.ValueTable
-	rng    *rand.Rand // the run's: network, faults, setup
-	wr     *rand.Rand // the operation in progress's, from its own seed (so a scenario can drop operations)
-	codec  *wire.Codec
-	now    time.Duration
-	seq    uint64
-	q      eventQueue
-	nodes  []*simNode
-	byAddr map[string]int
-	byRep  map[crdt.ReplicaID]int
-	nss    []string
-	nsIdx  map[string]int
-	lat    [][]time.Duration // per-link base latency, drawn lazily
-	part   []int             // partition group per node; all equal when healed
+	// payloads holds once each relayed delta's bytes every holder's tree
+	// keeps (payloads.go).
+	payloads *payloadTable
+	rng      *rand.Rand // the run's: network, faults, setup
+	wr       *rand.Rand // the operation in progress's, from its own seed (so a scenario can drop operations)
+	codec    *wire.Codec
+	now      time.Duration
+	seq      uint64
+	q        eventQueue
+	nodes    []*simNode
+	byAddr   map[string]int
+	byRep    map[crdt.ReplicaID]int
+	nss      []string
+	nsIdx    map[string]int
+	lat      [][]time.Duration // per-link base latency, drawn lazily
+	part     []int             // partition group per node; all equal when healed
 
 	// The oracle of permissions: what the namespaces' creators signed, as
 	// their own nodes evaluate it at once (workload.go).
@@ -162,7 +165,7 @@ func New(cfg Config) (*Sim, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18), aclSigs: acl.NewSigCache(1 << 16), aclEvals: acl.NewEvalCache(256), values: store.NewValueTable(),
+	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18), aclSigs: acl.NewSigCache(1 << 16), aclEvals: acl.NewEvalCache(256), values: store.NewValueTable(), payloads: newPayloadTable(),
 		cfg:     cfg,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x6d6e656d6f)),
 		codec:   wire.NewCodec(0),

@@ -232,7 +232,11 @@ func (e *Engine) broadcastLive(t *tree, ns string, d *crdt.Map, from uint64) boo
 	nd := wire.NamespaceDelta{Namespace: ns, Delta: d.Encode(), From: from, Author: string(e.cfg.Self)}
 	nd.Sign(wire.KindDeltas, e.cfg.Signer)
 	payload := nd.RelayBytes()
-	if t.node.Broadcast(wire.RelayID(payload), payload) {
+	id := wire.RelayID(payload)
+	if e.cfg.Payloads != nil {
+		payload = e.cfg.Payloads.Intern(id, payload)
+	}
+	if t.node.Broadcast(id, payload) {
 		e.treeStats.Broadcasts++
 	}
 	e.drainTree(t, nil)
@@ -303,6 +307,16 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 				e.drainTree(t, nil)
 			}
 			return
+		}
+		if e.cfg.Payloads != nil { // the tree keeps it: one copy for the engines sharing the table
+			em.Payload = e.cfg.Payloads.Intern(em.ID, em.Payload)
+		}
+		// The tree keeps the origin with the payload: the author's id as
+		// held here, not a copy per message (checkRelayed found it).
+		if em.Origin == epidemic.PeerID(e.cfg.Self) {
+			em.Origin = epidemic.PeerID(e.cfg.Self)
+		} else if op, ok := e.peers[PeerID(em.Origin)]; ok {
+			em.Origin = epidemic.PeerID(op.ID)
 		}
 	}
 	if err := t.node.Step(epidemic.PeerID(p.ID), em); err != nil {
