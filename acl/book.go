@@ -215,6 +215,29 @@ func (b *Book) Fork(roots ...namespace.Address) *Book {
 	return f
 }
 
+// Covers reports whether p answers about each of recs' namespaces as a
+// fork of b with recs added would: b holds every one of them already (with
+// the same signature) and p holds b's current evaluation of that
+// namespace. A peer's delta mostly carries acl records the node holds
+// (a sync answer carries them all), and forking to find that out copied
+// the namespace's records each time.
+func (b *Book) Covers(p *Policy, recs []SignedRecord) bool {
+	if p == nil {
+		return false
+	}
+	for _, r := range recs {
+		old, ok := b.recs[r.Namespace][r.ID()]
+		if !ok || !bytes.Equal(old.Sig, r.Sig) {
+			return false
+		}
+		st, ok := b.evaluated[r.Namespace]
+		if !ok || p.ns[r.Namespace] != st {
+			return false
+		}
+	}
+	return true
+}
+
 // Len is the number of records held.
 func (b *Book) Len() int { return b.n }
 
@@ -262,11 +285,7 @@ func (b *Book) Policy() *Policy {
 				st = b.memo.get(b.gen, k, !b.fork)
 			}
 			if st == nil {
-				recs := make([]SignedRecord, 0, len(m))
-				for _, id := range ids {
-					recs = append(recs, m[id])
-				}
-				st = b.evals.evaluate(ns, recs, ids, b.keyOf) // the keys are the records' ids
+				st = b.evals.evaluate(ns, m, ids, b.keyOf) // the keys are the records' ids
 				if b.fork && b.evals == nil {
 					b.memo.put(b.gen, k, st)
 				}

@@ -205,3 +205,35 @@ func TestForkEvaluationServesTheBook(t *testing.T) {
 		t.Fatal("the book took an evaluation made before KeysChanged")
 	}
 }
+
+// TestCovers: a policy covers records the book holds and evaluated into
+// it, not a record it lacks, nor held records evaluated since.
+func TestCovers(t *testing.T) {
+	w := newWorld(t, "a", "b", "c")
+	ns := namespace.MustParse("team://x")
+	created := w.create("a", "team://x")
+	held := w.grant("a", "team://x", "b", []Permission{Read})
+	p := w.book.Policy()
+	if !w.book.Covers(p, []SignedRecord{created, held}) {
+		t.Fatal("the book's policy does not cover the records it counted")
+	}
+	if w.book.Covers(nil, []SignedRecord{held}) {
+		t.Fatal("no policy covers something")
+	}
+	fresh := w.must(NewGrant(w.ids["a"], agent("a"), ns, agent("c"), []Permission{Read}, nil, w.next()))
+	if w.book.Covers(p, []SignedRecord{held, fresh}) {
+		t.Fatal("a record the book lacks is covered")
+	}
+	resigned := held
+	resigned.Sig = w.ids["a"].Sign(append([]byte("other"), held.Sig...))
+	if w.book.Covers(p, []SignedRecord{resigned}) {
+		t.Fatal("a record held under another signature is covered")
+	}
+	w.add(fresh)
+	if w.book.Covers(p, []SignedRecord{held}) {
+		t.Fatal("a policy made before the book evaluated its namespace again covers it")
+	}
+	if !w.book.Covers(w.book.Policy(), []SignedRecord{held, fresh}) {
+		t.Fatal("the new policy does not cover the records")
+	}
+}

@@ -120,6 +120,10 @@ func (s *Service) PolicyWithDelta(ns string, d *crdt.Map) *acl.Policy {
 	// the Service's SigCache, so the gate and the admission that follow
 	// do not verify them again.
 	s.acl.mu.Lock()
+	if cur := s.Policy(); s.acl.book.Covers(cur, incoming) {
+		s.acl.mu.Unlock()
+		return cur // held and counted already: it answers about ns as the fork would
+	}
 	book := s.acl.book.Fork(addr.Root())
 	s.acl.mu.Unlock()
 	added := false
