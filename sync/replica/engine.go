@@ -70,17 +70,6 @@ type State interface {
 	Retracted(ns string) ([]string, error)
 }
 
-// PayloadTable keeps one copy of each relayed delta's bytes
-// (wire.NamespaceDelta.RelayBytes) for the engines sharing it. Intern
-// returns bytes equal to payload, whose id (wire.RelayID) is id: a copy
-// it kept, or payload itself, which it may keep. The bytes returned are
-// never written to by the engine or by the table. Called from the engine's
-// goroutine only; a table shared by several engines stepped on different
-// goroutines must be safe for concurrent use.
-type PayloadTable interface {
-	Intern(id [32]byte, payload []byte) []byte
-}
-
 // Config tunes an engine. Zero fields take the defaults noted.
 type Config struct {
 	Self    PeerID
