@@ -247,7 +247,7 @@
 // the search index (node/search) is the largest live structure (20% of
 // the live heap at the end).
 //
-// At 100 × 10k (seed 1, profiles at 1691a6b): 2.3M frames; ApplyRemote
+// At 100 × 10k (seed 1, profiles at e2b2575): 2.3M frames; ApplyRemote
 // 31% of the CPU (the store's Apply 20%, reindexing 10%), the engine's
 // Step 26% (tree messages 13%, sync answers 7%), encoding frames 7%,
 // allocation and collection ~20%; crdt.Map.Records, decoding a delta's
