@@ -355,7 +355,11 @@ func (s *Store) commitGroup() bool {
 		failed.cutBefore = true
 		s.requeue(append(g.members, failed)...)
 	case failed == nil && errors.Is(err, ErrTxnTooBig) && len(g.members) > 1:
-		// The commit found the group too big: commit it in halves.
+		// The commit found the group too big: commit it in halves. What
+		// it made visible was not committed: readers wait for no more
+		// than what was (else one waiting for it would wait for good if
+		// Close came before the halves).
+		s.visible.Store(s.kvSeq.Load())
 		g.members[len(g.members)/2].cutBefore = true
 		s.requeue(g.members...)
 	default:
@@ -442,7 +446,7 @@ func (s *Store) acknowledge(seq uint64, err error) {
 }
 
 // settle, under lead after a group failed to commit (nothing of it is in
-// the KV), syncs what the groups before it committed and moves the
+// the KV) and at Close, syncs what the groups before it committed and moves the
 // durable seq past the failed writes, which never will be: a reader
 // waiting for them (awaitDurable) is released. If that sync failed, what
 // a reader saw may be lost: the readers fail with its error instead.

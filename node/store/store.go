@@ -148,7 +148,7 @@ func (s *Store) Close() error {
 	s.lead <- struct{}{}
 	defer func() { <-s.lead }()
 	if !s.closed {
-		s.syncAfter(s.syncs.Load()) // acknowledges the groups committed
+		s.settle() // acknowledges the groups committed; releases readers of what never will be
 	}
 	s.build <- struct{}{}
 	defer func() { <-s.build }()

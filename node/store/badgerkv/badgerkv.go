@@ -198,10 +198,19 @@ func (k *KV) Update(fn func(w store.Writer) error) error {
 func (k *KV) UpdateNoSync(fn func(w store.Writer) error) error {
 	txn := k.db.NewTransaction(true)
 	defer txn.Discard()
-	if err := fn(badgerWriter{badgerTxn{txn}, k}); err != nil {
+	var big bool
+	if err := fn(badgerWriter{badgerTxn{txn}, k, &big}); err != nil {
 		return err
 	}
-	return tooBig(txn.Commit())
+	if err := txn.Commit(); err != nil {
+		return tooBig(err)
+	}
+	if big {
+		// Noted once committed, not at Set: a Sync running meanwhile
+		// would take the note for its own and leave this value unsynced.
+		k.bigValues.Store(true)
+	}
+	return nil
 }
 
 // Snapshot is a read-only Badger transaction: the state committed when it
@@ -277,15 +286,16 @@ func (t badgerTxn) IterateFrom(prefix, start []byte, fn func(key, value []byte) 
 }
 
 // badgerWriter is a read-write transaction: it notes a value that goes to
-// the value log, which Sync then syncs too.
+// the value log (big), which Sync then syncs too once it is committed.
 type badgerWriter struct {
 	badgerTxn
-	k *KV
+	k   *KV
+	big *bool
 }
 
 func (t badgerWriter) Set(key, value []byte) error {
 	if len(value) >= t.k.threshold {
-		t.k.bigValues.Store(true)
+		*t.big = true
 	}
 	return tooBig(t.txn.Set(key, value))
 }

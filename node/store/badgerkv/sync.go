@@ -34,8 +34,8 @@ import (
 // logs are numbered in sequence (00001.mem, 000001.vlog); a new one is
 // created by the one write goroutine after its last write to the one
 // before, so the logs a commit made before a Sync can be in run from the
-// newest one the last Sync saw to the newest one now, and Sync syncs that
-// run (one file unless a rotation came between). A file already gone
+// newest one the last Sync saw to the newest one now, and Sync syncs those
+// of them still there (one file unless a rotation came between). A file already gone
 // was flushed to a synced table (a memtable log) or collected (a value
 // log: the node runs no value-log GC). The value logs are synced only
 // when a commit since the last Sync wrote a value big enough to go there
@@ -59,35 +59,44 @@ func (k *KV) Sync() error {
 	}
 	k.syncMu.Lock()
 	defer k.syncMu.Unlock()
-	if err := k.syncLogs(&k.memFid, memName); err != nil {
+	if err := k.syncLogs(&k.memFid, memExt, memName); err != nil {
 		return err
 	}
 	if k.bigValues.Swap(false) {
-		return k.syncLogs(&k.vlogFid, vlogName)
+		return k.syncLogs(&k.vlogFid, vlogExt, vlogName)
 	}
 	return nil
 }
 
-// syncLogs syncs the logs of name from *fid, the newest the last Sync
-// saw, to the newest now, and moves *fid there. A log is left behind only
-// once it was seen closed (the next one existed) before it was synced:
-// the newest is synced again by the next Sync, whatever was written to it
-// after this one.
-func (k *KV) syncLogs(fid *uint32, name func(uint32) string) error {
-	for {
-		_, err := os.Stat(filepath.Join(k.dir, name(*fid+1)))
-		rotated := err == nil
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("badgerkv: sync: %w", err)
-		}
-		if err := k.fsync(filepath.Join(k.dir, name(*fid))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("badgerkv: sync: %w", err)
-		}
-		if !rotated {
-			return nil
-		}
-		*fid++
+// syncLogs syncs every log with extension ext numbered *fid (the newest
+// the last Sync saw) or more that is there now, and moves *fid to the
+// newest of them. It reads the directory rather than stepping from *fid
+// while the next file is there: between two Syncs Badger may rotate more
+// than once and flush (delete) a log in between, and a walk that stopped
+// at the first gap would miss the newest. A log gone between the listing
+// and its sync was flushed to a synced table.
+func (k *KV) syncLogs(fid *uint32, ext string, name func(uint32) string) error {
+	entries, err := os.ReadDir(k.dir)
+	if err != nil {
+		return fmt.Errorf("badgerkv: sync: %w", err)
 	}
+	newest := *fid
+	for _, e := range entries {
+		base, ok := strings.CutSuffix(e.Name(), ext)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(base, 10, 32)
+		if err != nil || uint32(n) < *fid {
+			continue
+		}
+		if err := k.fsync(filepath.Join(k.dir, name(uint32(n)))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("badgerkv: sync: %w", err)
+		}
+		newest = max(newest, uint32(n))
+	}
+	*fid = newest
+	return nil
 }
 
 // findLogs notes the newest memtable log and value log (Open).
