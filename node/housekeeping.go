@@ -27,7 +27,7 @@ func (n *Node) housekeep(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			n.pages.releaseNow()
+			n.pages.handBack()
 			n.tightenQuietly()
 			n.sweepCapsules()
 		}

@@ -102,6 +102,7 @@ func Open(cfg Config) (*Node, error) {
 		if n.ln != nil {
 			n.ln.Close()
 		}
+		n.pages.close()
 		return nil, errors.Join(err, svc.Close())
 	}
 	n.tightenQuietly() // the files the store created as it opened

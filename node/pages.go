@@ -58,27 +58,49 @@ func (p *filePages) note() {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.running || p.closed || now-p.floor <= p.budget {
+	over := now-p.floor > p.budget
+	p.mu.Unlock()
+	if over && p.begin() {
+		go func() {
+			defer p.end()
+			p.releaseNow()
+		}()
+	}
+}
+
+// handBack hands the pages back now (the minute's hand-back), unless one
+// is under way or close was called: after close the store may be closed.
+func (p *filePages) handBack() {
+	if p == nil || p.release == nil || !p.begin() {
 		return
+	}
+	defer p.end()
+	p.releaseNow()
+}
+
+// begin claims the one hand-back at a time, counted for close to wait
+// for; false if one is under way or close was called.
+func (p *filePages) begin() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running || p.closed {
+		return false
 	}
 	p.running = true
 	p.done.Add(1)
-	go func() {
-		defer p.done.Done()
-		p.releaseNow()
-		p.mu.Lock()
-		p.running = false
-		p.mu.Unlock()
-	}()
+	return true
+}
+
+func (p *filePages) end() {
+	p.mu.Lock()
+	p.running = false
+	p.mu.Unlock()
+	p.done.Done()
 }
 
 // releaseNow hands the pages back and takes the figure after it as the
-// new floor.
+// new floor (between begin and end).
 func (p *filePages) releaseNow() {
-	if p == nil || p.release == nil {
-		return
-	}
 	p.release()
 	after := p.read()
 	p.mu.Lock()

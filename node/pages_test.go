@@ -107,6 +107,23 @@ func TestFilePagesUnknown(t *testing.T) {
 	}
 	var none *filePages
 	none.note()
-	none.releaseNow()
+	none.handBack()
 	none.close()
+}
+
+// TestFilePagesNoHandBackAfterClose: the minute's hand-back, like the
+// searches', starts none once close was called (the store may be closed:
+// advising pages of tables Badger unmapped could hit reused memory).
+func TestFilePagesNoHandBackAfterClose(t *testing.T) {
+	f := &fakePages{}
+	p := f.pages(16)
+	p.handBack()
+	if n := f.count(); n != 1 {
+		t.Fatalf("%d hand-backs before close, want 1", n)
+	}
+	p.close()
+	p.handBack()
+	if n := f.count(); n != 1 {
+		t.Fatalf("a hand-back ran after close (%d in all)", n)
+	}
 }
