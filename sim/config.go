@@ -93,6 +93,7 @@ type hooks struct {
 	auditShrank    bool // the checker is told a node once showed more audit entries than it does
 	relayOnly      bool // every attack on a namespace with a tree is a hostile relay (trees.go)
 	bypassRelay    bool // a hostile relay's widened contexts are also written into their receivers' stores
+	lyingSync      bool // a store's sync cut by the power reports success (a disk that lies about flushes)
 }
 
 func (c *Config) withDefaults() {

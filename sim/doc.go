@@ -31,13 +31,15 @@
 // with Reorder, an extra delay that lets later messages overtake it).
 //
 // Faults: partitions (link sets cut, then healed); crashes (store.MemKV.Crash:
-// the store keeps exactly what it committed; the loop, its queues and held
+// the store keeps exactly what was synced; the loop, its queues and held
 // deltas and every frame in flight to the node are lost; restart reopens
 // the service over the kept store — the real open path, index rebuilt —
 // and a new loop, which digest-syncs with every peer); half of them
-// crashes in the middle of a write (the power goes after a transaction's
-// writes and before its commit: that write is lost and never
-// acknowledged, whether an agent's or a peer's delta); clock skew (the
+// crashes in the middle of a write (the power goes, in turn, after a
+// transaction's writes and before its commit, or after its commit and
+// before its sync: that write is lost, whether an agent's or a peer's
+// delta, and an agent's call that returned success despite it is a
+// "durability:" violation); clock skew (the
 // first SkewedNodes nodes' wall clocks are off by up to Skew either way,
 // within and beyond the MaxSkew every node tolerates: a delta from too far
 // ahead is refused and comes again); stalled subscribers (a node stops

@@ -160,7 +160,8 @@ func (s *Sim) applyFault(f *fault) {
 		s.crash(s.nodes[f.node])
 	case fCrashInWrite:
 		if n := s.nodes[f.node]; n.up {
-			n.cutInWrite = true
+			n.cutInWrite, n.cutAtSync = true, s.stats.crashes%2 == 1 || s.cfg.hooks.lyingSync
+			n.lyingSync = s.cfg.hooks.lyingSync
 		}
 	case fRestart:
 		if n := s.nodes[f.node]; n.cutInWrite { // it wrote nothing since: it dies now

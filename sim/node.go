@@ -38,8 +38,10 @@ type simNode struct {
 	loop      *cluster.Stepped
 	skew      time.Duration // the node's wall clock runs this far ahead of virtual time
 	// cutInWrite: the power goes in the middle of the node's next store
-	// transaction (crashKV), which therefore never commits.
+	// transaction (crashKV), which therefore is never durable.
 	cutInWrite bool
+	cutAtSync  bool // the cut comes after the commit, before its sync (crashKV)
+	lyingSync  bool // hooks.lyingSync: the sync the power cut reports success
 	cutDone    bool // the cut happened: the node is dead, the sim crashes it after the call
 	up         bool
 	member     bool
@@ -137,26 +139,55 @@ func (s *Sim) open(n *simNode) error {
 }
 
 // crashKV is the node's store seen by its service: on cutInWrite, the
-// power goes after a transaction's writes and before its commit
-// (store.MemKV.PowerCut), so it never commits and every later call fails,
-// as a process that died there would.
+// power goes in the node's next store transaction (store.MemKV.PowerCut),
+// and every later call fails, as a process that died there would. In
+// turn (cutAtSync, from the run's count of crashes) it goes after the
+// transaction's writes and before its commit (it never commits), or after
+// its commit and before the sync that would have made it durable (readers
+// could see it; a restart finds nothing of it): the store commits a group
+// while the one before it syncs (node/store/doc.go, "Writes"), so both are
+// places a process dies.
 type crashKV struct {
 	*store.MemKV
 	n *simNode
 }
 
 func (k crashKV) Update(fn func(w store.Writer) error) error {
-	return k.MemKV.Update(func(w store.Writer) error {
+	return k.MemKV.Update(k.cutBeforeCommit(fn))
+}
+
+func (k crashKV) UpdateNoSync(fn func(w store.Writer) error) error {
+	return k.MemKV.UpdateNoSync(k.cutBeforeCommit(fn))
+}
+
+func (k crashKV) Sync() error {
+	if k.n.cutInWrite && k.n.cutAtSync {
+		k.cut()
+		if k.n.lyingSync {
+			return nil
+		}
+	}
+	return k.MemKV.Sync()
+}
+
+// cutBeforeCommit is fn, after which the power goes if it is to go
+// before this commit.
+func (k crashKV) cutBeforeCommit(fn func(w store.Writer) error) func(w store.Writer) error {
+	return func(w store.Writer) error {
 		if err := fn(w); err != nil {
 			return err
 		}
-		if k.n.cutInWrite {
-			k.n.cutInWrite = false
-			k.n.cutDone = true
-			k.MemKV.PowerCut()
+		if k.n.cutInWrite && !k.n.cutAtSync {
+			k.cut()
 		}
 		return nil
-	})
+	}
+}
+
+func (k crashKV) cut() {
+	k.n.cutInWrite = false
+	k.n.cutDone = true
+	k.MemKV.PowerCut()
 }
 
 // crash is the process dying: the loop (queues, windows, held deltas) and

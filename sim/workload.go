@@ -86,10 +86,16 @@ func (s *Sim) run(n *simNode, fn func(ctx context.Context) error) error {
 	s.opNode, s.opDeltas = n, nil
 	err := fn(context.Background())
 	s.opNode = nil
-	if n.cutDone { // the power went mid-write: nothing of the call is acknowledged
+	if n.cutDone { // the power went mid-write
 		s.tracef("crash n%d in the middle of a write (%v)", n.idx, err)
 		s.stats.cutWrites++
 		s.crash(n)
+		if err == nil {
+			// The agent was told it is done though a write of the call
+			// never became durable: an acknowledgement a restart may not
+			// keep.
+			s.violate("durability: n%d acknowledged a call whose write the power cut", n.idx)
+		}
 		return fmt.Errorf("sim: the node died in the middle of the write: %w", err)
 	}
 	n.loop.Pump()
