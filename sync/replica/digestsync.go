@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
-// Digest sync, the answering side: what a requester lacks, in batches.
+// Digest sync: the answering side (what a requester lacks, in batches),
+// and at the end the asking side (RequestSync, requestSync).
 
 // answerSync replies with what the requester lacks, in batches.
 func (e *Engine) answerSync(p *peerState, m *wire.Message) {
@@ -186,4 +188,59 @@ func retractedSum(ids []string) [32]byte {
 	var out [32]byte
 	copy(out[:], h.Sum(nil))
 	return out
+}
+
+// RequestSync asks peer for a digest sync of ns now (catch-up). An empty ns
+// means every namespace the pair shares.
+func (e *Engine) RequestSync(peer PeerID, ns string) error {
+	p, ok := e.peers[peer]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownPeer, peer)
+	}
+	if ns == "" {
+		for _, n := range e.st.Namespaces() {
+			if e.pol.PeerMayRead(p.Peer, n) {
+				p.needSync[n] = true
+			}
+		}
+	} else {
+		p.needSync[ns] = true
+	}
+	e.flush(p)
+	return nil
+}
+
+// requestSync sends p one sync request for the namespaces it needs a sync
+// of (needSync), each with this node's context.
+func (e *Engine) requestSync(p *peerState) {
+	nss := make([]string, 0, len(p.needSync))
+	for ns := range p.needSync {
+		nss = append(nss, ns)
+	}
+	slices.Sort(nss)
+	p.needSync = map[string]bool{}
+	authority := p.authority
+	p.authority = nil
+	msg := &wire.Message{Kind: wire.KindSyncRequest, Reply: true}
+	for _, ns := range nss {
+		if !e.pol.PeerMayRead(p.Peer, ns) && !authority[ns] || !e.pol.ShouldHold(ns) {
+			continue
+		}
+		nc, err := e.namespaceContext(ns)
+		if err != nil {
+			e.stateErr(p, fmt.Errorf("replica: asking %s for a sync of %s: %w", p.ID, ns, err))
+			p.needSync[ns] = true // try again next tick
+			continue
+		}
+		msg.Contexts = append(msg.Contexts, nc)
+		a := p.asked[ns]
+		a.at, a.tries = e.now, a.tries+1
+		p.asked[ns] = a
+	}
+	if len(msg.Contexts) == 0 {
+		return
+	}
+	p.stats.SyncsSent++
+	p.stats.LastSync = e.now
+	e.send(p.ID, msg)
 }

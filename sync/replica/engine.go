@@ -701,59 +701,6 @@ func (e *Engine) send(to PeerID, m *wire.Message) {
 	e.ready.Messages = append(e.ready.Messages, Envelope{To: to, Msg: m})
 }
 
-// RequestSync asks peer for a digest sync of ns now (catch-up). An empty ns
-// means every namespace the pair shares.
-func (e *Engine) RequestSync(peer PeerID, ns string) error {
-	p, ok := e.peers[peer]
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownPeer, peer)
-	}
-	if ns == "" {
-		for _, n := range e.st.Namespaces() {
-			if e.pol.PeerMayRead(p.Peer, n) {
-				p.needSync[n] = true
-			}
-		}
-	} else {
-		p.needSync[ns] = true
-	}
-	e.flush(p)
-	return nil
-}
-
-func (e *Engine) requestSync(p *peerState) {
-	nss := make([]string, 0, len(p.needSync))
-	for ns := range p.needSync {
-		nss = append(nss, ns)
-	}
-	slices.Sort(nss)
-	p.needSync = map[string]bool{}
-	authority := p.authority
-	p.authority = nil
-	msg := &wire.Message{Kind: wire.KindSyncRequest, Reply: true}
-	for _, ns := range nss {
-		if !e.pol.PeerMayRead(p.Peer, ns) && !authority[ns] || !e.pol.ShouldHold(ns) {
-			continue
-		}
-		nc, err := e.namespaceContext(ns)
-		if err != nil {
-			e.stateErr(p, fmt.Errorf("replica: asking %s for a sync of %s: %w", p.ID, ns, err))
-			p.needSync[ns] = true // try again next tick
-			continue
-		}
-		msg.Contexts = append(msg.Contexts, nc)
-		a := p.asked[ns]
-		a.at, a.tries = e.now, a.tries+1
-		p.asked[ns] = a
-	}
-	if len(msg.Contexts) == 0 {
-		return
-	}
-	p.stats.SyncsSent++
-	p.stats.LastSync = e.now
-	e.send(p.ID, msg)
-}
-
 // Tick advances the engine's time: ack timeouts fall back to digest sync,
 // and anti-entropy picks a random peer. A driver ticks a new engine before
 // any other input: until then its time is zero, and what it sends is
