@@ -26,16 +26,7 @@ func testTreesCarrySaves(t *testing.T, net network) {
 	const n, writers, saves = 5, 3, 4
 	nodes := startNodesWith(t, n, sharedOK{}, net, func(_ int, _ acl.Identity, cfg *Config) { cfg.Engine.TreeThreshold = 4 })
 	ctx := context.Background()
-	eventually(t, convergeWithin, "every node knows who hosts whom", func() bool {
-		for _, nd := range nodes {
-			for j, other := range nodes {
-				if nd != other && agentsOn(nd.cl, other.cl.cfg.Identity.NodeID()) != fmt.Sprintf("agent://n%d", j) {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	awaitHostsKnown(t, nodes)
 	// The first save of the namespace goes direct while its tree forms
 	// (no link yet): wait for every node's links before the counted ones.
 	var ids []string
@@ -129,16 +120,7 @@ func testTreesRouteAroundHostileRelay(t *testing.T, net network, drop bool) {
 	})
 	honest, relay := nodes[:n-1], replica.PeerID(ids[n-1])
 	ctx := context.Background()
-	eventually(t, convergeWithin, "every node knows who hosts whom", func() bool {
-		for _, nd := range nodes {
-			for j, other := range nodes {
-				if nd != other && agentsOn(nd.cl, other.cl.cfg.Identity.NodeID()) != fmt.Sprintf("agent://n%d", j) {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	awaitHostsKnown(t, nodes)
 	var saved []string
 	save := func(w int, content string) {
 		r, err := nodes[w].svc.Save(ctx, nodes[w].me, memory.SaveRequest{Namespace: "team://core", Content: content})
@@ -271,4 +253,20 @@ func TestTreesLeaveUnreachablePeer(t *testing.T) {
 		return nodes[0].cl.Status(false).Trees.Unreachable > 0
 	})
 	t.Logf("%d sends failed; trees told %d times", failing.sent.Load(), nodes[0].cl.Status(false).Trees.Unreachable)
+}
+
+// awaitHostsKnown waits until every node knows which node hosts each
+// other node's agent (agent://nJ on node J).
+func awaitHostsKnown(t *testing.T, nodes []*testNode) {
+	t.Helper()
+	eventually(t, convergeWithin, "every node knows who hosts whom", func() bool {
+		for _, nd := range nodes {
+			for j, other := range nodes {
+				if nd != other && agentsOn(nd.cl, other.cl.cfg.Identity.NodeID()) != fmt.Sprintf("agent://n%d", j) {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }
