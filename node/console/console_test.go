@@ -235,6 +235,10 @@ func TestStateChangesNeedTheSessionCSRFTokenAndThisOrigin(t *testing.T) {
 		}
 		return v
 	}
+	other := "x" + b.csrf[1:] // a token one character off this session's
+	if other == b.csrf {
+		other = "y" + b.csrf[1:]
+	}
 	cases := []struct {
 		name   string
 		origin string
@@ -242,7 +246,7 @@ func TestStateChangesNeedTheSessionCSRFTokenAndThisOrigin(t *testing.T) {
 		want   int
 	}{
 		{"no token", b.f.srv.URL, form("csrf", ""), http.StatusForbidden},
-		{"another session's token", b.f.srv.URL, form("csrf", "x"+b.csrf[1:]), http.StatusForbidden},
+		{"another session's token", b.f.srv.URL, form("csrf", other), http.StatusForbidden},
 		{"another origin", "https://evil.example", form(), http.StatusForbidden},
 	}
 	for _, tc := range cases {
