@@ -35,7 +35,8 @@ import (
 // created by the one write goroutine after its last write to the one
 // before, so the logs a commit made before a Sync can be in run from the
 // newest one the last Sync saw to the newest one now, and Sync syncs those
-// of them still there (one file unless a rotation came between). A file already gone
+// of them still there (one file unless a rotation came between), and the
+// directory when one of them is new to it. A file already gone
 // was flushed to a synced table (a memtable log) or collected (a value
 // log: the node runs no value-log GC). The value logs are synced only
 // when a commit since the last Sync wrote a value big enough to go there
@@ -94,6 +95,15 @@ func (k *KV) syncLogs(fid *uint32, ext string, name func(uint32) string) error {
 			return fmt.Errorf("badgerkv: sync: %w", err)
 		}
 		newest = max(newest, uint32(n))
+	}
+	if newest > *fid {
+		// A log created since the last Sync: Badger does not sync the
+		// directory when it creates one (ristretto's OpenMmapFile syncs
+		// it only for a file it does not size), and a crash could lose
+		// the new name and with it the commits the log holds.
+		if err := k.fsync(k.dir); err != nil {
+			return fmt.Errorf("badgerkv: sync: directory: %w", err)
+		}
 	}
 	*fid = newest
 	return nil

@@ -6,7 +6,8 @@ import (
 )
 
 // fdatasync syncs the file at path: its data, and its size (a log's
-// writes change none of its other metadata that matters).
+// writes change none of its other metadata that matters); or the
+// directory at path, with the names created in it.
 func fdatasync(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
