@@ -73,7 +73,9 @@
 // it must not send what it is given before the read returns (Missing's
 // caller collects, then sends). Only the build stage reads unsynced
 // commits (its snapshot), as it must: dots are allocated over them. An
-// Update that built nothing answers once what it read is durable. Badger
+// Update that built nothing, or whose closure failed (its error may rest
+// on what it read: "already exists", "conflict"), answers once what it
+// read is durable, or with what failed it if that is lost. Badger
 // itself did the same before (with SyncWrites a read transaction waited in
 // oracle.readTs for the commit in flight, its sync included), so readers
 // wait no longer than they did. Side data and metadata are written with
@@ -109,7 +111,8 @@
 //   - A closure that fails (or panics, in its own goroutine) has made
 //     nothing pending: it is refused alone and the others go on.
 //   - An Update that built nothing returns at once, unless what it read
-//     was pending: then it waits for the group that makes it durable.
+//     was pending: then it waits for the group that makes it durable. One
+//     whose closure failed waits for the last write queued before it.
 //   - An error while joining a write into the transaction leaves part of it
 //     there, so the group is abandoned; if the write was only too big to
 //     share a transaction, the writes before it are committed again from

@@ -34,6 +34,7 @@ type request struct {
 	deltas  map[string]*crdt.Map // an Apply's deltas, or what fn built
 	joined  map[string]*joined   // joins made before the commit (pendDeltas, prejoin)
 	built   bool                 // deltas are fn's: sealed before commit
+	after   *request             // fn failed: the last write queued before it
 	tx      *Tx                  // what fn built them in
 	seq     uint64               // build order
 	// cutBefore: a group ends before this request unless it comes first
@@ -110,7 +111,7 @@ func (s *Store) submit(r *request) ([]Change, error) {
 	r.done, r.ready = make(chan struct{}), make(chan struct{})
 	queued, wait, err := s.prepare(r)
 	if err != nil {
-		return nil, err
+		return nil, s.answerFailed(r, wait, err)
 	}
 	if !queued { // built nothing: answer once what it read is durable
 		return nil, s.awaitDurable(wait)
@@ -149,12 +150,31 @@ func (s *Store) submit(r *request) ([]Change, error) {
 	}
 }
 
+// answerFailed is the answer to r, whose closure failed with err after
+// reading what may not be durable yet: the writes built before it, the
+// last of which is r.after (nil if none is still to be committed), and
+// the committed state through wait. It is err once those are durable,
+// or else what failed them: the closure read writes that are lost.
+func (s *Store) answerFailed(r *request, wait uint64, err error) error {
+	if a := r.after; a != nil {
+		<-a.done
+		if a.err != nil {
+			return a.err
+		}
+	}
+	if derr := s.awaitDurable(wait); derr != nil {
+		return derr
+	}
+	return err
+}
+
 // prepare builds r under build: runs its closure, records what it built as
 // pending and queues it. A closure's error (or panic) leaves nothing
 // behind. An Update that built nothing is not queued, unless what it read
 // was pending (then its answer waits for that to be durable); otherwise
 // wait is the seq its answer waits for (what it read from the snapshot
-// may be committed and not yet synced).
+// may be committed and not yet synced), as it is for a closure's error
+// (what it read may be pending too).
 func (s *Store) prepare(r *request) (queued bool, wait uint64, err error) {
 	s.build <- struct{}{}
 	defer func() { <-s.build }()
@@ -171,7 +191,14 @@ func (s *Store) prepare(r *request) (queued bool, wait uint64, err error) {
 			recs: map[string]map[string]*crdt.Record{}, deltas: map[string]*crdt.Map{},
 			before: map[string]*crdt.Context{}, base: map[string]map[string]baseRec{}}
 		if err := r.fn(tx); err != nil {
-			return false, 0, err
+			// Its error may rest on what it read: answer it, like a
+			// closure that built nothing, once that is durable.
+			s.qmu.Lock()
+			if n := len(s.queue); n > 0 {
+				r.after = s.queue[n-1]
+			}
+			s.qmu.Unlock()
+			return false, s.visible.Load(), err
 		}
 		if len(tx.deltas) == 0 && s.pend.empty() {
 			return false, s.visible.Load(), nil

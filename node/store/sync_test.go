@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -166,6 +167,80 @@ func TestCrashBeforeTheSyncLosesOnlyUnacknowledged(t *testing.T) {
 		// peer can hold them, since no read passed them on.
 		if c := s2.Context(ns); c.Contains(crdt.Dot{Replica: 7, Counter: 2}) {
 			t.Fatalf("the context kept a lost dot: %v", c)
+		}
+	})
+}
+
+// An Update whose closure fails after reading a write not yet synced
+// answers its error only once that write is durable, and the sync's
+// error instead if it failed: the error may rest on what a crash loses.
+func TestClosureErrorWaitsForWhatItRead(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			const ns = "team://a"
+			kv := &syncGateKV{MemKV: NewMemKV()}
+			s, err := Open(kv, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			release := kv.hold()
+			a := start(s, set(ns, "a", 1, "ti", "A"))
+			refused := errors.New("a exists")
+			answer := start(s, func(tx *Tx) error {
+				if r, err := tx.Record(ns, "a"); err != nil || r == nil {
+					return fmt.Errorf("a not read: %v", err)
+				}
+				return refused
+			})
+			notDone(answer)
+			if cut {
+				kv.PowerCut()
+			}
+			kv.gate.Store(nil)
+			close(release)
+			<-a
+			got := <-answer
+			switch {
+			case !cut && !errors.Is(got, refused):
+				t.Fatalf("the closure's answer: %v, want its error", got)
+			case cut && !errors.Is(got, ErrSync):
+				t.Fatalf("the closure read a write lost with its sync and answered %v, want ErrSync", got)
+			}
+		})
+	}
+}
+
+// A closure that fails after reading a write queued and not yet committed
+// answers once that write is acknowledged.
+func TestClosureErrorWaitsForTheWritesQueuedBeforeIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ns = "team://a"
+		kv := &groupKV{KV: NewMemKV()}
+		s, err := Open(kv, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		release := make(chan struct{})
+		held := hold(s, kv, "h", release)
+		b := start(s, set(ns, "b", 2, "ti", "B"))
+		refused := errors.New("b exists")
+		answer := start(s, func(tx *Tx) error {
+			if r, err := tx.Record(ns, "b"); err != nil || r == nil {
+				return fmt.Errorf("b not read: %v", err)
+			}
+			return refused
+		})
+		notDone(answer)
+		close(release)
+		for _, w := range []<-chan error{held, b} {
+			if err := <-w; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := <-answer; !errors.Is(got, refused) {
+			t.Fatalf("the closure's answer: %v, want its error", got)
 		}
 	})
 }
