@@ -20,6 +20,7 @@ const SweepInterval = time.Minute
 
 // housekeep runs periodic maintenance until ctx is done.
 func (n *Node) housekeep(ctx context.Context) {
+	n.pages.handBack() // what start-up alone touched: pages.go
 	t := time.NewTicker(SweepInterval)
 	defer t.Stop()
 	for {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -125,5 +126,28 @@ func TestFilePagesNoHandBackAfterClose(t *testing.T) {
 	p.handBack()
 	if n := f.count(); n != 1 {
 		t.Fatalf("a hand-back ran after close (%d in all)", n)
+	}
+}
+
+// TestFilePagesExecutableAtHandBackOnly: the minute's hand-back hands the
+// executable's pages back too; one a search starts past the budget does
+// not (re-reading what serving runs costs more, that often, than the few
+// pages it keeps out).
+func TestFilePagesExecutableAtHandBackOnly(t *testing.T) {
+	f := &fakePages{resident: 100}
+	p := f.pages(10)
+	var exe atomic.Int32
+	p.exe = func() int64 { exe.Add(1); return 1 }
+	f.set(200)
+	p.note()
+	p.close() // waits for the hand-back the search started
+	if n, e := f.count(), exe.Load(); n != 1 || e != 0 {
+		t.Fatalf("past the budget: %d hand-backs, %d of the executable; want 1, 0", n, e)
+	}
+	p = f.pages(10)
+	p.exe = func() int64 { exe.Add(1); return 1 }
+	p.handBack()
+	if n, e := f.count(), exe.Load(); n != 2 || e != 1 {
+		t.Fatalf("the minute's: %d hand-backs, %d of the executable; want 2, 1", n, e)
 	}
 }
