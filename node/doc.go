@@ -74,8 +74,10 @@
 //     API (request durations, MCP tool calls, GET /metrics) and the cluster
 //     loop (replication lag, syncs, frames); no process-wide registry, so
 //     nodes in one process (tests) keep their figures apart.
-//   - Housekeeping (housekeeping.go) runs every SweepInterval: expired
-//     capsules this node created are collected, and Badger's mapped file
-//     pages are handed back to the kernel; between two, whenever searches
-//     have added FilePagesBudget of them (pages.go).
+//   - Housekeeping (housekeeping.go) runs at start (the hand-back only)
+//     and every SweepInterval: expired capsules this node created are
+//     collected, and Badger's mapped file pages and the executable's
+//     read-only pages are handed back to the kernel (its page cache keeps
+//     them); between two, Badger's whenever searches have added
+//     FilePagesBudget of them (pages.go).
 package node

@@ -8,6 +8,27 @@ import (
 	"time"
 )
 
+// The default limit (defaultMemoryLimit, node_cmd.go) is 80 MiB since issue
+// 15's fifth round, 96 before. Settled, the heap fills the limit between
+// collections (RssAnon is the limit less ~17 MiB of the runtime's own and
+// of heap never touched), so the limit sets the anonymous part of the
+// resident size, and the collections it costs are what a search pays:
+// each search makes ~100 KB of garbage in the bench (node and client),
+// nearly half of it Badger copying each hit's value three times, and a
+// collection of a 100k node's ~45 MiB live heap costs ~4.5 ms of CPU.
+// mnemo bench search at 100k (one kept directory, a fresh copy each run,
+// the same binary, load 7-10), limit 96 / 84 / 80 MiB, 6 / 3 / 6 runs
+// alternately: collections during the 3,000 searches 11-12 / 20-22 /
+// 30-33; CPU per search over the 2,000, medians, 605 / 639 / 614 µs
+// (ranges 569-625 / 586-647 / 595-666: the cost, ~30 µs by the
+// collections' count, is within this machine's noise); RssAnon after
+// 2,500 searches 77.4-78.2 / 66.2-66.8 / 62.4-63.0 MiB. With the
+// executable's pages (~15 MiB in use) and the table pages searches may
+// map before a hand-back (node.FilePagesBudget, 16 MiB), 80 MiB keeps a
+// searching node under 100 MiB; 96 did not (102-114 MiB). Below 80 the
+// collections multiply: 72 MiB 127 collections and +19% CPU, 64 MiB 426
+// and +120% (one run each, load ~2).
+
 // applyMemoryLimit sets the soft memory limit (0: leave the runtime's,
 // as $GOMEMLIMIT set it), returns the garbage made so far to the system
 // now rather than at the next collections, and keeps the limit following

@@ -12,7 +12,7 @@ func TestMemoryLimitFlag(t *testing.T) {
 		want int64
 		bad  bool
 	}{
-		{"", 96 << 20, false}, {"96MiB", 96 << 20, false}, {"1 GiB", 1 << 30, false}, {"512KiB", 512 << 10, false},
+		{"", 80 << 20, false}, {"96MiB", 96 << 20, false}, {"1 GiB", 1 << 30, false}, {"512KiB", 512 << 10, false},
 		{"1000", 1000, false}, {"1000B", 1000, false}, {"off", math.MaxInt64, false}, {"0", math.MaxInt64, false},
 		{"-1", 0, true}, {"12MB", 0, true}, {"lots", 0, true}, {"99999999999GiB", 0, true},
 	} {

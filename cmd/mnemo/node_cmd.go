@@ -122,11 +122,12 @@ func runClusterKey(ctx context.Context, args []string, stdin io.Reader, stdout, 
 
 // defaultMemoryLimit is the soft memory limit of `mnemo node` when neither
 // --memory-limit nor GOMEMLIMIT is given. A node holding 100k memories has
-// 56–65 MiB of live heap (the index ~38, Badger's caches and memtables); with
+// ~45 MiB of live heap (the index ~31, Badger's memtable arena 10.4); with
 // GOGC=100 alone the heap may grow to twice that between collections. The
 // limit makes the collector run earlier instead, once the process nears it,
-// which keeps an idle node well under 100 MiB resident (README, Benchmarks).
-const defaultMemoryLimit = "96MiB"
+// which keeps the node under 100 MiB resident while it searches (README,
+// "Search at 100k over HTTP"; the figures are in memlimit.go).
+const defaultMemoryLimit = "80MiB"
 
 // memoryLimit is the soft memory limit to set once the node is open, from
 // the flag value: "" means the default unless GOMEMLIMIT is set (the
