@@ -80,4 +80,26 @@
 // a 10-minute soak with 4 MiB memtables lowered the nodes' resident size at
 // one minute (47-50 against 52-60 MiB) but not its drift (README, Soak), so
 // 8 MiB stays until a quieter measurement says otherwise.
+//
+// Point reads, and their garbage. Txn.Get copies a value three times into
+// new memory (the table iterator's ValueCopy, the item's SafeCopy,
+// Item.Value's copy), and no public call reads a table value without
+// them: at 100k memories that was ~55 of the ~75 KB of garbage a search
+// makes in the node (mnemo bench search --memprofile, 2,500 searches),
+// which under the soft memory limit is what sets how often the heap is
+// collected (cmd/mnemo/memlimit.go). Tried for issue 15's fifth round and
+// not kept: one iterator per search, seeking each hit. Its items reuse
+// their buffers on Next but not on Seek, which drops the current item, and
+// it seeks every level where Get skips by bloom filter: the garbage stayed
+// (~110 against ~116 MB over the 2,500 searches) and the CPU per search
+// rose (593 → 650 µs, one run each). What does remove it is the value
+// log, whose Read lends the mapped bytes: a build with ValueThreshold 256
+// (a diagnostic, not kept), on a fresh 100k load of its own, made 86
+// instead of 188 MB of the search handler's garbage over 2,500 searches,
+// 16 instead of 31-33 collections at the 80 MiB limit, 521 µs of CPU per
+// search (609-649 as configured, load ~11) and 11 MiB of tables instead of
+// 137. It is not taken: every group commit would sync the value log too,
+// its space is reclaimed only by a value-log GC the node does not run, and
+// its mapped pages (the hand-back leaves them: pages_linux.go) stayed
+// resident, VmRSS 212 MiB.
 package badgerkv
