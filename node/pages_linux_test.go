@@ -61,7 +61,8 @@ func TestResidentStatCountsMappedFiles(t *testing.T) {
 // TestReadOnlyMappings: of a smaps text, only the named file's read-only
 // private mappings without an anonymous page are listed; a writable one,
 // a shared one, one the process wrote to (a relocated or patched page)
-// and another file's are not.
+// another file's, and one whose smaps do not say it has no anonymous
+// page are not.
 func TestReadOnlyMappings(t *testing.T) {
 	const smaps = `00400000-00f8d000 r-xp 00000000 08:01 42 /usr/bin/mnemo
 Size:              12084 kB
@@ -81,7 +82,9 @@ Anonymous:             0 kB
 7f0000001000-7f0000002000 r--p 00000000 00:00 0
 Anonymous:             0 kB
 7f0000002000-7f0000003000 r--p 00001000 08:01 42 /usr/bin/mnemo
-Anonymous:             0 kB`
+Anonymous:             0 kB
+7f0000003000-7f0000004000 r--p 00002000 08:01 42 /usr/bin/mnemo
+Rss:                   4 kB`
 	got := readOnlyMappings([]byte(smaps), "/usr/bin/mnemo")
 	want := []mapping{{0x400000, 0xf8d000}, {0xf8d000, 0x1c10000}, {0x7f0000002000, 0x7f0000003000}}
 	if !slices.Equal(got, want) {
