@@ -79,7 +79,13 @@
 // client against 521 and 634 with 8 MiB (alternately twice, load ~9), and
 // a 10-minute soak with 4 MiB memtables lowered the nodes' resident size at
 // one minute (47-50 against 52-60 MiB) but not its drift (README, Soak), so
-// 8 MiB stays until a quieter measurement says otherwise.
+// 8 MiB stays until a quieter measurement says otherwise. On a node that
+// only searches, the arena is mostly never touched: the soft limit counts
+// it, the resident size does not. With 4 MiB memtables, mnemo bench search
+// on a reopened 100k directory (80 MiB limit, alternately 3×, load 10-11)
+// collected 18-20 instead of 29-33 times over 3,000 searches, but the heap
+// filled the room the arena left (RssAnon 67.7-67.8 against 62.4-62.7
+// MiB) and the CPU per search did not move (610 against 616 µs, medians).
 //
 // Point reads, and their garbage. Txn.Get copies a value three times into
 // new memory (the table iterator's ValueCopy, the item's SafeCopy,
