@@ -13,8 +13,8 @@ import (
 // collections (RssAnon is the limit less ~17 MiB of the runtime's own and
 // of heap never touched), so the limit sets the anonymous part of the
 // resident size, and the collections it costs are what a search pays:
-// each search makes ~100 KB of garbage in the bench (node and client),
-// nearly half of it Badger copying each hit's value three times, and a
+// each search makes ~100 KB of garbage in the bench (~75 in the node),
+// ~55 of it Badger copying each hit's value three times, and a
 // collection of a 100k node's ~45 MiB live heap costs ~4.5 ms of CPU.
 // mnemo bench search at 100k (one kept directory, a fresh copy each run,
 // the same binary, load 7-10), limit 96 / 84 / 80 MiB, 6 / 3 / 6 runs
