@@ -22,6 +22,7 @@ type termCursor struct {
 	idx    int         // index of that posting in the list
 	blocks []block
 	maxTF  uint32 // the list's largest frequency (postings.maxTF)
+	minDL  uint32 // the list's shortest document (postings.minDL)
 	last   uint32 // slot of the list's last posting
 	done   bool
 	lex    int // position among the query's distinct terms in lexical order
@@ -128,6 +129,27 @@ func (c *termCursor) shallowTo(s uint32) bool {
 	return true
 }
 
+// rareTF is, for the only essential term of a pruned search, the least
+// frequency (in half units) a posting needs for its document to reach
+// theta when the other terms add at most rest: below it, the term's
+// contribution, at most what the list's shortest document would get,
+// leaves the document under theta. A document such a posting is passed
+// for would have been rejected when visited, so the hits are the same.
+// The bound is solved for the frequency (bm25 rises with it), narrowed by
+// pruneMargin.
+func (c *termCursor) rareTF(theta, rest, avgdl float64) uint32 {
+	need := (theta/(1+pruneMargin) - rest) / (1 + pruneMargin) * (1 - pruneMargin)
+	if need <= 0 {
+		return 0
+	}
+	top := c.idf * (k1 + 1) // bm25's limit as the frequency grows
+	if top <= need {
+		return math.MaxUint32 // no frequency reaches it
+	}
+	tf := need * lengthNorm(float64(c.minDL), avgdl) / (top - need) // bm25(tf, minDL) = need
+	return uint32(min(math.Ceil(2*tf*(1-pruneMargin)), math.MaxUint32))
+}
+
 // frontierUB is the best score of a frontier's points, widened by
 // pruneMargin; maxTF stands for a saturated frequency.
 func frontierUB(front []frontPoint, idf float64, maxTF uint32, avgdl float64) float64 {
@@ -172,7 +194,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 		}
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
 		ub := bm25(idf, float64(p.maxTF)/2, float64(p.minDL), avgdl) * (1 + pruneMargin)
-		c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, maxTF: p.maxTF, last: p.last, lex: i, idf: idf, ub: ub, ubBlock: -1}
+		c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, maxTF: p.maxTF, minDL: p.minDL, last: p.last, lex: i, idf: idf, ub: ub, ubBlock: -1}
 		c.next()
 		cur = append(cur, c)
 	}
@@ -212,7 +234,16 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 	// documents score at most winBound.
 	win, winEnd, winBound := false, uint32(0), 0.0
 	nearSet := false // near holds the window's bounds, not upto's
+	// With one essential term left, its postings of a frequency under
+	// skipTF cannot rank whatever their length (rareTF): they are passed
+	// without visiting their documents. 0 while more terms are essential.
+	skipTF := uint32(0)
 	for {
+		if skipTF > 0 {
+			for c := &cur[e]; !c.done && c.it.tf2 < skipTF; {
+				c.next()
+			}
+		}
 		d := ^uint32(0)
 		for i := e; i < len(cur); i++ {
 			if !cur[i].done && cur[i].it.slot < d {
@@ -318,6 +349,9 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 			}
 			if e == len(cur) {
 				break // no document left can rank
+			}
+			if e == len(cur)-1 {
+				skipTF = cur[e].rareTF(theta, upto[e], avgdl)
 			}
 		}
 	}

@@ -234,3 +234,36 @@ func TestFirstBlockFromAgreesWithAWalk(t *testing.T) {
 		}
 	}
 }
+
+// TestRareTF checks the frequency under which the only essential term's
+// postings are passed: every frequency under it leaves a document of the
+// list's shortest length under theta (checked as searchPruned rejects),
+// and it is tight: one half unit more reaches theta.
+func TestRareTF(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	checked := 0
+	for range 20000 {
+		c := termCursor{idf: 0.01 + 5*rng.Float64(), minDL: uint32(1 + rng.IntN(1000))}
+		avgdl := 10 + 500*rng.Float64()
+		rest := c.idf * 2 * rng.Float64()
+		theta := rest + c.idf*2.2*rng.Float64()*1.1
+		r := c.rareTF(theta, rest, avgdl)
+		skipped := func(tf2 uint32) bool {
+			return (bm25(c.idf, float64(tf2)/2, float64(c.minDL), avgdl)*(1+pruneMargin)+rest)*(1+pruneMargin) < theta
+		}
+		for tf2 := uint32(1); tf2 < min(r, 5000); tf2++ {
+			if !skipped(tf2) {
+				t.Fatalf("idf %v minDL %d avgdl %v rest %v theta %v: rareTF %d, but %d can reach theta", c.idf, c.minDL, avgdl, rest, theta, r, tf2)
+			}
+		}
+		if r >= 1 && r < 5000 && skipped(r+1) {
+			t.Fatalf("idf %v minDL %d avgdl %v rest %v theta %v: rareTF %d, but %d cannot reach theta either", c.idf, c.minDL, avgdl, rest, theta, r, r+1)
+		}
+		if r > 2 && r < 5000 {
+			checked++
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d cases with a threshold to check", checked)
+	}
+}

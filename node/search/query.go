@@ -187,8 +187,11 @@ func (ix *Index) accumulate(sc *scratch, m *matcher, term string, weight float64
 
 // bm25 is one term's contribution: idf·tf·(k1+1) / (tf + k1·(1−b+b·dl/avgdl)).
 func bm25(idf, tf, dl, avgdl float64) float64 {
-	return idf * tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avgdl))
+	return idf * tf * (k1 + 1) / (tf + lengthNorm(dl, avgdl))
 }
+
+// lengthNorm is bm25's length part, k1·(1−b+b·dl/avgdl).
+func lengthNorm(dl, avgdl float64) float64 { return k1 * (1 - b + b*dl/avgdl) }
 
 // better reports whether slot a (score sa) ranks before slot c (score sc).
 func (ix *Index) better(sa float64, a uint32, sc float64, c uint32) bool {
