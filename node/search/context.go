@@ -47,8 +47,10 @@ func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int, own func(
 		slot uint32
 		v    float64
 	}
-	var shares [contextSources * 2 * contextReach]share
-	k := 0
+	// near holds every session neighbour found, shares those of them
+	// that matched (own).
+	var near, shares [contextSources * 2 * contextReach]share
+	nn, k := 0, 0
 	for _, h := range top[:min(len(top), contextSources)] {
 		s, _ := ix.slotOf(h.ID)
 		sl := &ix.slots[s]
@@ -70,13 +72,34 @@ func (ix *Index) withSessionContext(sc *scratch, top []Hit, limit int, own func(
 					continue
 				}
 				found++
-				if score, ok := own(o); ok {
-					sc.acc[o] = score
-					shares[k] = share{o, v}
-					k++
-				}
+				near[nn] = share{o, v}
+				nn++
 				v *= contextDecay
 			}
+		}
+	}
+	// Own scores are asked in ascending slot order, in which ownScores
+	// walks each term's list once; shares keep the order found.
+	var order [len(near)]uint8
+	for i := range nn {
+		j := i
+		for ; j > 0 && near[order[j-1]].slot > near[i].slot; j-- {
+			order[j] = order[j-1]
+		}
+		order[j] = uint8(i)
+	}
+	var matched [len(near)]bool
+	for _, i := range order[:nn] {
+		o := near[i].slot
+		if score, ok := own(o); ok {
+			sc.acc[o] = score
+			matched[i] = true
+		}
+	}
+	for i := range nn {
+		if matched[i] {
+			shares[k] = near[i]
+			k++
 		}
 	}
 	if k == 0 {
@@ -122,6 +145,7 @@ func (ix *Index) ownScores(m *matcher, terms []string) func(slot uint32) (float6
 	type queryTerm struct {
 		p   *postings
 		idf float64
+		c   termCursor // where the last question left it
 	}
 	var qts []queryTerm // built at the first call: most searches ask nothing
 	built := false
@@ -132,7 +156,7 @@ func (ix *Index) ownScores(m *matcher, terms []string) func(slot uint32) (float6
 				if t, ok := ix.dict[term]; ok {
 					p := &ix.terms[t]
 					if df := ix.liveDF(p); df > 0 {
-						qts = append(qts, queryTerm{p, math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))})
+						qts = append(qts, queryTerm{p: p, idf: math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))})
 					}
 				}
 			}
@@ -141,9 +165,17 @@ func (ix *Index) ownScores(m *matcher, terms []string) func(slot uint32) (float6
 			return 0, false
 		}
 		score, matched := 0.0, false
-		for _, q := range qts {
-			c := termCursor{it: postingIter{buf: q.p.buf}, idx: -1, blocks: q.p.blocks, last: q.p.last}
-			if c.next(); !c.done {
+		for i := range qts {
+			q := &qts[i]
+			c := &q.c
+			if c.blocks == nil || c.done || c.it.slot > s {
+				// The first question, or one behind the last: from the
+				// list's start (the session context asks in ascending
+				// order, so the cursor moves forward).
+				*c = termCursor{it: postingIter{buf: q.p.buf}, idx: -1, blocks: q.p.blocks, last: q.p.last}
+				c.next()
+			}
+			if !c.done {
 				c.seekTo(s)
 			}
 			if !c.done && c.it.slot == s {

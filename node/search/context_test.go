@@ -1,6 +1,8 @@
 package search
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -72,5 +74,54 @@ func TestSessionContextIgnoresOtherNamespaces(t *testing.T) {
 	got, want := ids(gotHits), ids(wantHits)
 	if !slices.Equal(got, want) || !slices.Equal(want, []string{"ask", "reply", "elsewhere"}) {
 		t.Fatalf("with another namespace between: %v; alone: %v (reply second)", got, want)
+	}
+}
+
+// TestOwnScoresAnyOrder checks the pruned search's on-demand scores,
+// asked in ascending order (as the session context asks), in random
+// order and again, against each slot's score summed from its terms'
+// whole lists: the cursors it keeps between questions must not miss a
+// posting behind them.
+func TestOwnScoresAnyOrder(t *testing.T) {
+	ix, c := buildIndex(3000, 5)
+	rng := rand.New(rand.NewPCG(5, 6))
+	avgdl := float64(ix.totalLen) / float64(ix.live)
+	for range 30 {
+		terms := slices.Compact(slices.Sorted(slices.Values(Tokenize(c.query() + " " + c.query()))))
+		m, _ := ix.compile(&Filter{})
+		want := func(s uint32) (float64, bool) {
+			score, matched := 0.0, false
+			for _, term := range terms {
+				tid, ok := ix.dict[term]
+				if !ok {
+					continue
+				}
+				p := &ix.terms[tid]
+				df := float64(ix.liveDF(p))
+				idf := math.Log(1 + (float64(ix.live)-df+0.5)/(df+0.5))
+				for it := (postingIter{buf: p.buf}); it.next(); {
+					if it.slot == s {
+						score += bm25(idf, float64(it.tf2)/2, float64(ix.dls[s]), avgdl)
+						matched = true
+					}
+				}
+			}
+			return score, matched && !ix.isDead(s) && m.match(&ix.slots[s])
+		}
+		asks := make([]uint32, 60)
+		for i := range asks {
+			asks[i] = uint32(rng.IntN(len(ix.slots)))
+		}
+		sorted := slices.Sorted(slices.Values(asks))
+		for _, order := range [][]uint32{sorted, asks, sorted} {
+			own := ix.ownScores(&m, terms)
+			for _, s := range order {
+				gs, gok := own(s)
+				ws, wok := want(s)
+				if gok != wok || (wok && gs != ws) {
+					t.Fatalf("%v: slot %d: %v %v, want %v %v", terms, s, gs, gok, ws, wok)
+				}
+			}
+		}
 	}
 }
