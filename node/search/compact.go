@@ -101,6 +101,10 @@ func (ix *Index) compact() {
 	}
 	ix.dls = dls
 	ix.dead = make([]uint64, (len(slots)+63)/64)
+	ix.flagged = make([]uint64, len(ix.dead))
+	for s := range slots {
+		ix.setFlagged(uint32(s))
+	}
 	ix.ndead = 0
 	ix.f = f
 	ix.dict = dict

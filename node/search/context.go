@@ -183,6 +183,6 @@ func (ix *Index) ownScores(m *matcher, terms []string) func(slot uint32) (float6
 				matched = true
 			}
 		}
-		return score, matched && m.match(&ix.slots[s])
+		return score, matched && ix.matches(m, s)
 	}
 }

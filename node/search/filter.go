@@ -43,6 +43,9 @@ type matcher struct {
 	accept           func(string) bool
 	lists            []uint32 // Index.lists and ids at compile time (the read lock is held)
 	ids              *idArena
+	// plain: nothing is asked of a document but its flags (exclude), so a
+	// document without flags matches (Index.matches).
+	plain bool
 }
 
 // compile translates f. It reports false when f can match no document,
@@ -99,7 +102,22 @@ func (ix *Index) compile(f *Filter) (matcher, bool) {
 		}
 		*e.dst = id
 	}
+	m.plain = m.ns == nil && m.typ == nil && len(m.tags) == 0 && m.since == 0 && m.until == 0 &&
+		m.project == anyID && m.scope == anyID && m.subjType == anyID && m.subjID == anyID &&
+		m.session == anyID && m.channel == anyID && m.accept == nil
 	return m, true
+}
+
+// matches is m.match of slot s, without reading the slot's catalog entry
+// when m is plain and s has no flags: a search without a filter asks about
+// every match it counts (a thousand and more at 100k memories), and each
+// entry read was a cache miss (matcher.match was 4.5% of a CPU profile of
+// mnemo bench search).
+func (ix *Index) matches(m *matcher, s uint32) bool {
+	if m.plain && ix.flagged[s/64]&(1<<(s%64)) == 0 {
+		return true
+	}
+	return m.match(&ix.slots[s])
 }
 
 // setOf returns a membership table over in's ids for want. With subtree,

@@ -1,6 +1,8 @@
 package search
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -86,6 +88,53 @@ func TestIncludeDeletedHidden(t *testing.T) {
 	}
 	if ix.Len() != 3 {
 		t.Errorf("Len %d", ix.Len())
+	}
+}
+
+// TestFlagsEditedInPlace soft-deletes, hides and restores documents by
+// Puts that keep their text (the catalog entry is rewritten in place), on
+// either side of a compaction, and checks that a search without a filter
+// (which reads the catalog only for flagged documents) and one that
+// includes them agree with the flags each time.
+func TestFlagsEditedInPlace(t *testing.T) {
+	ix := New()
+	const n = 130 // slots across three bitmap words
+	flags := make([]uint8, n)
+	put := func(i int) {
+		d := base(fmt.Sprint("d", i))
+		d.Deleted, d.Hidden = flags[i]&flagDeleted != 0, flags[i]&flagHidden != 0
+		ix.Put(d)
+	}
+	for i := range n {
+		put(i)
+	}
+	rng := rand.New(rand.NewPCG(8, 9))
+	for round := range 6 {
+		for range 40 {
+			i := rng.IntN(n)
+			flags[i] = uint8(rng.IntN(4))
+			put(i)
+		}
+		if round == 3 {
+			ix.Compact()
+		}
+		for _, f := range []Filter{{}, {IncludeDeleted: true}, {IncludeHidden: true}, {IncludeDeleted: true, IncludeHidden: true}} {
+			var want []string
+			for i, fl := range flags {
+				if (fl&flagDeleted == 0 || f.IncludeDeleted) && (fl&flagHidden == 0 || f.IncludeHidden) {
+					want = append(want, fmt.Sprint("d", i))
+				}
+			}
+			for _, limit := range []int{0, n} {
+				hits, total := ix.Search("kafka", f, limit)
+				got := ids(hits)
+				slices.Sort(got)
+				slices.Sort(want)
+				if !slices.Equal(got, want) || total != len(want) {
+					t.Fatalf("round %d, %+v, limit %d: %d hits (total %d), want %d", round, f, limit, len(got), total, len(want))
+				}
+			}
+		}
 	}
 }
 

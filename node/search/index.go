@@ -107,9 +107,13 @@ type Index struct {
 	// dls holds each slot's weighted length in half units, apart from
 	// slots: scoring reads it for every document it visits, and 400 KB at
 	// 100k documents stays in cache where the slots (12 MB) do not.
-	dls   []uint32
-	dead  []uint64 // bitmap over slots: replaced or deleted
-	ndead int
+	dls  []uint32
+	dead []uint64 // bitmap over slots: replaced or deleted
+	// flagged is a bitmap over slots: soft-deleted or hidden (slot.flags
+	// not 0), so a search without a filter asks the catalog only about
+	// those (Index.matches).
+	flagged []uint64
+	ndead   int
 	// deaths counts slots ever marked dead: a live document frequency
 	// counted at the current count is still right (postings.liveDF).
 	deaths uint64
@@ -290,7 +294,9 @@ func (ix *Index) PutPrepared(p *Prepared) {
 	ix.dls = append(ix.dls, dl)
 	if int(s)/64 >= len(ix.dead) {
 		ix.dead = append(ix.dead, 0)
+		ix.flagged = append(ix.flagged, 0)
 	}
+	ix.setFlagged(s)
 	ix.setSlot(d.ID, s)
 	ix.live++
 	ix.totalLen += uint64(dl)
@@ -351,6 +357,7 @@ func (ix *Index) setMeta(s uint32, d *Doc) {
 	oldKey := topicMapKey(sl.ns, sl.topic)
 	hadTopic := sl.topic != 0
 	ix.catalog(sl, d)
+	ix.setFlagged(s)
 	if newKey := topicMapKey(sl.ns, sl.topic); hadTopic && sl.topic != 0 && newKey == oldKey {
 		return
 	}
@@ -420,6 +427,15 @@ func (ix *Index) kill(s uint32) {
 	}
 	ix.listWaste += int(sl.tags.n) + int(sl.blocked.n)
 	sl.tags, sl.blocked = listRef{}, listRef{}
+}
+
+// setFlagged sets slot s's bit in flagged from its catalog entry.
+func (ix *Index) setFlagged(s uint32) {
+	if ix.slots[s].flags != 0 {
+		ix.flagged[s/64] |= 1 << (s % 64)
+	} else {
+		ix.flagged[s/64] &^= 1 << (s % 64)
+	}
 }
 
 func (ix *Index) isDead(s uint32) bool { return ix.dead[s/64]&(1<<(s%64)) != 0 }

@@ -224,7 +224,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 	contrib = append(contrib, make([]float64, len(terms))...)
 	sc.contrib = contrib
 
-	slots, dls, dead, acc := ix.slots, ix.dls, ix.dead, sc.acc
+	dls, dead, acc := ix.dls, ix.dead, sc.acc
 	h := hitHeap{ix: ix, acc: acc, h: sc.hslot[:0]}
 	pruning := false
 	theta := 0.0 // the worst kept hit's score once pruning
@@ -324,7 +324,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 				partial += v
 			}
 		}
-		ok = ok && partial*(1+pruneMargin) >= theta && m.match(&slots[d])
+		ok = ok && partial*(1+pruneMargin) >= theta && ix.matches(m, d)
 		score := 0.0
 		for i, v := range contrib {
 			score += v

@@ -155,7 +155,7 @@ func (ix *Index) accumulate(sc *scratch, m *matcher, term string, weight float64
 	gen, stamp, acc := sc.gen, sc.stamp, sc.acc
 	n := float64(ix.live)
 	avgdl := float64(ix.totalLen) / n
-	slots, dls, dead := ix.slots, ix.dls, ix.dead
+	dls, dead := ix.dls, ix.dead
 	p := &ix.terms[t]
 	df := ix.liveDF(p)
 	if df == 0 {
@@ -172,7 +172,7 @@ func (ix *Index) accumulate(sc *scratch, m *matcher, term string, weight float64
 				continue
 			}
 			stamp[s] = gen
-			if !m.match(&slots[s]) {
+			if !ix.matches(m, s) {
 				acc[s] = -1
 				continue
 			}
