@@ -23,6 +23,7 @@ type termCursor struct {
 	blocks []block
 	maxTF  uint32 // the list's largest frequency (postings.maxTF)
 	minDL  uint32 // the list's shortest document (postings.minDL)
+	skipTF uint32 // while pruning: rareTF at the current theta
 	last   uint32 // slot of the list's last posting
 	done   bool
 	lex    int // position among the query's distinct terms in lexical order
@@ -129,9 +130,10 @@ func (c *termCursor) shallowTo(s uint32) bool {
 	return true
 }
 
-// rareTF is, for the only essential term of a pruned search, the least
+// rareTF is, for an essential term of a pruned search, the least
 // frequency (in half units) a posting needs for its document to reach
-// theta when the other terms add at most rest: below it, the term's
+// theta when no other essential term holds it and the other terms add at
+// most rest: below it, the term's
 // contribution, at most what the list's shortest document would get,
 // leaves the document under theta. A document such a posting is passed
 // for would have been rejected when visited, so the hits are the same.
@@ -234,24 +236,33 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 	// documents score at most winBound.
 	win, winEnd, winBound := false, uint32(0), 0.0
 	nearSet := false // near holds the window's bounds, not upto's
-	// With one essential term left, its postings of a frequency under
-	// skipTF cannot rank whatever their length (rareTF): they are passed
-	// without visiting their documents. 0 while more terms are essential.
-	skipTF := uint32(0)
+	// While pruning, a document that only one essential term holds, at a
+	// frequency under that term's skipTF, cannot rank whatever its length
+	// (rareTF): it is passed without being visited. With one essential
+	// term left, its rare postings are passed in a tight loop.
+	skipping := false
 	for {
-		if skipTF > 0 {
-			for c := &cur[e]; !c.done && c.it.tf2 < skipTF; {
+		if skipping && e == len(cur)-1 {
+			for c := &cur[e]; !c.done && c.it.tf2 < c.skipTF; {
 				c.next()
 			}
 		}
-		d := ^uint32(0)
+		d, at := ^uint32(0), 0 // at: the essential term at d, if only one is
 		for i := e; i < len(cur); i++ {
-			if !cur[i].done && cur[i].it.slot < d {
-				d = cur[i].it.slot
+			if c := &cur[i]; !c.done && c.it.slot <= d {
+				if c.it.slot < d {
+					d, at = c.it.slot, i
+				} else {
+					at = -1
+				}
 			}
 		}
 		if d == ^uint32(0) {
 			break
+		}
+		if skipping && at >= 0 && cur[at].it.tf2 < cur[at].skipTF {
+			cur[at].next()
+			continue
 		}
 		if pruning {
 			if !win || d > winEnd {
@@ -350,9 +361,10 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 			if e == len(cur) {
 				break // no document left can rank
 			}
-			if e == len(cur)-1 {
-				skipTF = cur[e].rareTF(theta, upto[e], avgdl)
+			for i := e; i < len(cur); i++ {
+				cur[i].skipTF = cur[i].rareTF(theta, upto[e], avgdl)
 			}
+			skipping = true
 		}
 	}
 	return h.drain(sc), total
