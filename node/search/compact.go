@@ -102,8 +102,10 @@ func (ix *Index) compact() {
 	ix.dls = dls
 	ix.dead = make([]uint64, (len(slots)+63)/64)
 	ix.flagged = make([]uint64, len(ix.dead))
+	ix.emptyNS = false
 	for s := range slots {
 		ix.setFlagged(uint32(s))
+		ix.emptyNS = ix.emptyNS || slots[s].ns == 0
 	}
 	ix.ndead = 0
 	ix.f = f

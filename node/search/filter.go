@@ -102,6 +102,12 @@ func (ix *Index) compile(f *Filter) (matcher, bool) {
 		}
 		*e.dst = id
 	}
+	// A set holding every namespace documents have asks nothing (the
+	// node's owner reads every namespace: its searches are then plain).
+	// Id 0, the empty namespace, is interned whether used or not.
+	if m.ns != nil && !slices.Contains(m.ns[1:], false) && (m.ns[0] || !ix.emptyNS) {
+		m.ns = nil
+	}
 	m.plain = m.ns == nil && m.typ == nil && len(m.tags) == 0 && m.since == 0 && m.until == 0 &&
 		m.project == anyID && m.scope == anyID && m.subjType == anyID && m.subjID == anyID &&
 		m.session == anyID && m.channel == anyID && m.accept == nil

@@ -138,6 +138,52 @@ func TestFlagsEditedInPlace(t *testing.T) {
 	}
 }
 
+// TestFilterNamingEveryValue: a filter naming every namespace there is,
+// as the node's owner searches, matches as none does, and matches nothing
+// of a namespace it leaves out, the empty one included.
+func TestFilterNamingEveryValue(t *testing.T) {
+	ix := New()
+	for i, ns := range []string{"a", "b", "c"} {
+		d := base(ns)
+		d.Namespace, d.Type = ns, []string{"fact", "note", "fact"}[i]
+		ix.Put(d)
+		if i == 1 {
+			d.ID, d.Deleted = "b-deleted", true
+			ix.Put(d)
+		}
+	}
+	for _, tc := range []struct {
+		f    Filter
+		want []string
+	}{
+		{Filter{}, []string{"a", "b", "c"}},
+		{Filter{Namespaces: []string{"a", "b", "c"}}, []string{"a", "b", "c"}},
+		{Filter{Namespaces: []string{"c", "a"}}, []string{"a", "c"}},
+		{Filter{Namespaces: []string{"a", "b", "c"}, IncludeDeleted: true}, []string{"a", "b", "b-deleted", "c"}},
+	} {
+		for _, limit := range []int{0, 10} {
+			hits, _ := ix.Search("kafka", tc.f, limit)
+			got := ids(hits)
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%+v limit %d: %v want %v", tc.f, limit, got, tc.want)
+			}
+		}
+	}
+	d := base("none")
+	d.Namespace = ""
+	ix.Put(d)
+	for _, compact := range []bool{false, true} {
+		if compact {
+			ix.Compact()
+		}
+		hits, _ := ix.Search("kafka", Filter{Namespaces: []string{"a", "b", "c"}}, 10)
+		if got := ids(hits); slices.Contains(got, "none") || len(got) != 3 {
+			t.Errorf("every namespace but the empty one (compacted %v): %v", compact, got)
+		}
+	}
+}
+
 func TestSubtree(t *testing.T) {
 	ix := New()
 	for i, ns := range []string{"agent://bob", "agent://bob/x", "agent://bob/x/y", "agent://bobby", "agent://alice"} {

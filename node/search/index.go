@@ -113,6 +113,9 @@ type Index struct {
 	// not 0), so a search without a filter asks the catalog only about
 	// those (Index.matches).
 	flagged []uint64
+	// emptyNS: a slot has had the empty namespace since the last
+	// compaction (filters naming every other namespace still exclude it).
+	emptyNS bool
 	ndead   int
 	// deaths counts slots ever marked dead: a live document frequency
 	// counted at the current count is still right (postings.liveDF).
@@ -313,6 +316,7 @@ func (ix *Index) PutPrepared(p *Prepared) {
 func (ix *Index) catalog(sl *slot, d *Doc) {
 	sl.updated = d.UpdatedAt
 	sl.ns, sl.typ = ix.f.ns.intern(d.Namespace), ix.f.typ.intern(d.Type)
+	ix.emptyNS = ix.emptyNS || sl.ns == 0
 	sl.project, sl.scope = ix.f.project.intern(d.Project), ix.f.scope.intern(d.Scope)
 	sl.subjType, sl.subjID = ix.f.subjType.intern(d.SubjectType), ix.f.subjID.intern(d.SubjectID)
 	sl.session, sl.channel = ix.f.session.intern(d.SessionID), ix.f.channel.intern(d.Channel)
