@@ -106,6 +106,40 @@
 // half its seeds pruning from the first term). LoCoMo recall (mnemo bench
 // recall) is identical to the last digit before and after.
 //
+// Once pruning, a document that only one essential term holds (the other
+// essential terms' next postings are past it) scores at most that term's
+// contribution plus the non-essential terms' bounds; at the list's
+// shortest document the contribution rises with the frequency, so solving
+// bm25 for theta gives the least frequency that can still rank (rareTF,
+// recomputed whenever theta rises), and postings under it are passed
+// without visiting their documents — with one essential term left, in a
+// loop that only decodes (issue 15's fifth round). On 2–3-word queries of
+// common words at 100k memories the essential list is tens of thousands
+// of postings, nearly all rejected after being scored before. Hits and
+// scores are unchanged (the documents passed would have been rejected;
+// TestRareTF checks the threshold safe and tight to one half unit). With
+// the two changes below (the session context's cursors, the plain
+// filter), BenchmarkSearch100kAsBench (2,000 queries drawn as mnemo bench
+// search draws them, each query's least time over 5 passes) against
+// 76c8503, alternately 3× at load ~8: CPU per query 260–265 → 232–236 µs,
+// mean 245–250 → 220–224, p95 689–718 → 585–615, p99 1,188–1,221 →
+// 1,074–1,102. Tried and not kept, on the same queries (least of 5 runs
+// per query, alternately with the base): the threshold per block from
+// its frontier's shortest document (mean 193 → 197–204 µs: a bound per
+// 64 postings costs what it saves); each length's k1·(1−b+b·dl/avgdl)
+// from a table kept per scratch (no change: the division is not what the
+// loop waits for); a
+// non-essential lookup bounded at the document's own length before its
+// block is decoded (194/185/186 → 194/193/186 µs, within noise); and
+// impact tiers — past 4,096 postings a term's postings whose BM25
+// frequency part was under a cut (1.5, 1.8, 2.0 of at most 2.2) went to a
+// second list of their own, bounded by its frontier, a term's two lists
+// counting once in the MaxScore sums: mean 207 → 211, 236, 266 µs, p95
+// 666 → 560, 669, 950 µs — the top words of the corpus are frequent
+// within their documents, so their main lists stayed at half and more of
+// the postings, and the lookups into the low tiers cost what the walk
+// saved.
+//
 // The total is the price. Counting every match means visiting every
 // posting of every term — what pruning avoids — so Search counts exactly
 // up to ExactTotal and past it returns the matches it counted: a lower
@@ -177,6 +211,12 @@
 // 14% of the profile). BenchmarkSearch100k, old/new alternately 3×, CPU per
 // query (medians): nofilter 238 → 218 µs, ns+type 1,104 → 1,025, subtree
 // 441 → 389; the steps of a pruned search cost one comparison as before.
+// Since issue 15's fifth round the neighbours are asked in ascending slot
+// order and ownScores keeps each term's cursor between questions (back to
+// the list's start only for a slot behind it), so the few blocks holding
+// one source's neighbours are decoded once, not once per neighbour: its
+// seeks were 4.2% of a CPU profile of mnemo bench search at 100k; the
+// shares are still added in the order found.
 //
 // Chosen on LoCoMo dev conversations 26, 30, 41, each turn saved with its
 // session's id (the bench's loader, as an agent recording a conversation
@@ -278,6 +318,17 @@
 // search. The exhaustive path (limit 0, and the feedback pass) scores
 // term-at-a-time into a reused per-slot scratch and keeps the top k in a
 // heap; the filter is evaluated once per matching slot, Accept last.
+//
+// A bitmap over slots marks the soft-deleted and hidden ones (12.5 KB at
+// 100k), kept on Put, an in-place metadata edit and compaction. A filter
+// that asks nothing but those flags — a namespace set naming every
+// namespace the documents have counts as none, the empty namespace
+// included only while a slot has it (Index.emptyNS) — is plain, and a
+// plain search asks the catalog only about flagged slots (Index.matches):
+// over HTTP the node's owner searches with its readable namespaces, all
+// of them, and each match counted read its 120-byte slot, a cache miss
+// (matcher.match 6.8% flat of a CPU profile of mnemo bench search at
+// 100k, 0.5% after).
 //
 // The slots hold no pointers, so the collector never scans them (issue
 // 15): a slot's id is a position in chunks of ids that never move, its
