@@ -50,6 +50,7 @@ type simNode struct {
 	inc        int               // incarnation: a crash loses what is in flight to the node
 	dead       totals            // counters of the loops lost in crashes
 	deadTrees  replica.TreeStats // their broadcast trees' counters (trees.go)
+	deadSyncs  replica.SyncStats // their digest syncs by cause (trees.go)
 }
 
 func (s *Sim) newNode(i int) (*simNode, error) {
@@ -205,6 +206,7 @@ func (s *Sim) crash(n *simNode) {
 		n.dead.retransmits += p.Retransmits
 	}
 	n.deadTrees.Add(st.Trees)
+	n.deadSyncs.Add(st.Syncs)
 	n.dead.applied += st.Applied
 	n.dead.rejected += st.Rejected
 	n.loop.Close()

@@ -77,6 +77,7 @@ type Report struct {
 	TreeMessages uint64            `json:"tree_messages"`
 	TreeBytes    uint64            `json:"tree_bytes"`
 	Trees        replica.TreeStats `json:"trees"`
+	Syncs        replica.SyncStats `json:"syncs"`  // digest syncs by cause, every engine summed
 	Relays       RelayAttacks      `json:"relays"` // hostile relays' tampering (trees.go)
 	TreeKinds    []TreeKind        `json:"tree_kinds"`
 
@@ -98,7 +99,7 @@ func (s *Sim) report(wall time.Duration) *Report {
 		SyncMessages: s.stats.syncMsgs, SyncBytes: s.stats.syncBytes,
 		BindingMsgs: s.stats.bindingMsgs, BindingBytes: s.stats.bindingBytes,
 		AckMessages: s.stats.ackMsgs, AckBytes: s.stats.ackBytes,
-		TreeMessages: s.stats.treeMsgs, TreeBytes: s.stats.treeBytes, Trees: s.treeTotals(), Relays: s.relay.counts,
+		TreeMessages: s.stats.treeMsgs, TreeBytes: s.stats.treeBytes, Trees: s.treeTotals(), Syncs: s.syncTotals(), Relays: s.relay.counts,
 		DeltasApplied: t.applied, MinDeltaBytes: s.stats.minDeltaBytes, StateBytes: s.stats.stateBytes,
 		Fallbacks: t.fallbacks, Retransmits: t.retransmits, MaxQueue: t.maxQueue, QueueBound: s.cfg.Engine.QueueMaxDeltas,
 		Rejected: t.rejected, Dropped: s.stats.dropped, WallMS: wall.Milliseconds(),
@@ -423,6 +424,15 @@ func (r *Report) writeScale(w io.Writer) {
 	}
 	fmt.Fprintf(w, "sync requests %d (%d bytes), answers %d (%d bytes)\n", r.SyncRequestMsgs, r.SyncRequestBytes,
 		r.SyncMessages-r.SyncRequestMsgs, r.SyncBytes-r.SyncRequestBytes)
+	var causes []string
+	for c := replica.SyncCause(1); c < replica.NumSyncCauses; c++ {
+		if sc := r.Syncs; sc.Asked[c] > 0 || sc.Answers[c] > 0 {
+			causes = append(causes, fmt.Sprintf("%s %d (%d answered, %d bytes)", c, sc.Asked[c], sc.Answers[c], sc.AnswerBytes[c]))
+		}
+	}
+	if len(causes) > 0 || r.Syncs.Unasked > 0 {
+		fmt.Fprintf(w, "  namespaces asked by cause: %s; unasked answers %d (%d bytes)\n", strings.Join(causes, ", "), r.Syncs.Unasked, r.Syncs.UnaskedBytes)
+	}
 	if rd := r.Rounds; rd.Updates > 0 || rd.Short > 0 {
 		fmt.Fprintf(w, "rounds to 99.99%% of an update's holders: %.2f hops, %.2f link latencies; push-epidemic model %.2f (ratios %.2f, %.2f); %d updates of %.0f holders on average, %d short of 99.99%%\n",
 			rd.Hops, rd.Latencies, rd.Model, rd.HopsRatio(), rd.LatenciesRatio(), rd.Updates, rd.Holders, rd.Short)

@@ -28,6 +28,18 @@ func (s *Sim) treeTotals() replica.TreeStats {
 	return t
 }
 
+// syncTotals sums every node's digest sync counters over its incarnations.
+func (s *Sim) syncTotals() replica.SyncStats {
+	var t replica.SyncStats
+	for _, n := range s.nodes {
+		t.Add(n.deadSyncs)
+		if n.up {
+			t.Add(n.loop.Status(false).Syncs)
+		}
+	}
+	return t
+}
+
 // writeTrees prints the wire bytes against the minimum and the trees'
 // figures (Report.WriteText).
 func (r *Report) writeTrees(w io.Writer) {

@@ -243,15 +243,18 @@ func (c *Cluster) Status(digests bool) Status {
 	peers := []replica.PeerStats{}
 	var agreement []replica.PeerAgreement
 	var trees replica.TreeStats
+	var syncs replica.SyncStats
 	_ = c.do(func() {
 		peers = c.eng.Stats()
 		trees = c.eng.TreeStats()
+		syncs = c.eng.SyncStats()
 		if digests {
 			agreement = c.eng.Agreement()
 		}
 	})
 	st := c.status(peers, agreement, digests)
 	st.Trees = trees
+	st.Syncs = syncs
 	st.QUIC, st.Gossip = c.QUICAddr(), c.GossipAddr()
 	return st
 }

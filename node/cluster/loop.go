@@ -107,6 +107,8 @@ type Status struct {
 	Agreement []replica.PeerAgreement `json:"agreement,omitempty"`
 	// Trees: the engine's broadcast trees (replica.TreeStats).
 	Trees replica.TreeStats `json:"trees"`
+	// Syncs: the engine's digest syncs by cause (replica.SyncStats).
+	Syncs replica.SyncStats `json:"syncs"`
 }
 
 // NamespaceDigest is one replicated namespace's state digest: equal on two

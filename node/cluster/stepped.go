@@ -154,6 +154,7 @@ func (s *Stepped) Status(digests bool) Status {
 	}
 	st := s.status(s.eng.Stats(), agreement, digests)
 	st.Trees = s.eng.TreeStats()
+	st.Syncs = s.eng.SyncStats()
 	st.QUIC = s.cfg.Addr
 	return st
 }

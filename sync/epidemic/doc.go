@@ -20,7 +20,8 @@
 // Ready.Connect, sends Ready.Messages in order (a message to a peer outside
 // the active view — a neighbor request, a shuffle reply — goes over a
 // connection opened for it), then closes the connections to
-// Ready.Disconnect. It calls Tick regularly, at most IHaveInterval apart.
+// Ready.Disconnect, and repairs what Ready.GaveUp lists its own way. It
+// calls Tick regularly, at most IHaveInterval apart.
 // Until a Tick brings a time that is not zero the node has none (the
 // replica engine's is zero until its own first Tick); what it received
 // or asked before is stamped with that first time, not the zero time,
@@ -120,7 +121,10 @@
 // lost. Over reliable links (QUIC streams) that takes a failure; under
 // independent message loss p it happens with probability about p^d for a
 // node of d links, and is left to the application's own repair (for
-// mnemo, anti-entropy). Links are made when others fail, while payloads
+// mnemo, digest sync). A payload announced here and given up (every
+// announcer asked GraftTries times, or MaxMissing reached) is reported in
+// Ready.GaveUp with its announcers, so the application can repair it at
+// once from one of them rather than wait for its anti-entropy. Links are made when others fail, while payloads
 // are under way, so a payload can pass before a node's new links exist: a
 // new link is sent announcements of the payloads received in the last
 // RecentAnnounce (at most a batch), and its far end asks for what it

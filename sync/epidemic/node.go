@@ -20,6 +20,16 @@ type Ready struct {
 	// Connect and Disconnect are the changes to the active view since the
 	// last Ready, each sorted.
 	Connect, Disconnect []PeerID
+	// GaveUp lists payloads announced here and given up (every announcer
+	// asked GraftTries times, or MaxMissing reached): the application's
+	// repair must bring them (for mnemo, a digest sync).
+	GaveUp []Missed
+}
+
+// Missed is a payload given up, with the peers that announced it.
+type Missed struct {
+	ID         MsgID
+	Announcers []PeerID
 }
 
 // Stats are the node's counters, for status, metrics and the simulation.
@@ -185,7 +195,7 @@ func (n *Node) Missing() int { return len(n.missing) }
 // HasReady reports whether Ready has anything to return.
 func (n *Node) HasReady() bool {
 	r := &n.ready
-	if len(r.Messages) > 0 || len(r.Deliver) > 0 {
+	if len(r.Messages) > 0 || len(r.Deliver) > 0 || len(r.GaveUp) > 0 {
 		return true
 	}
 	if !n.viewChanged {

@@ -234,3 +234,40 @@ func TestReceivedBeforeFirstTickKept(t *testing.T) {
 		t.Fatal("a want for a payload received before the first Tick went unanswered")
 	}
 }
+
+// A payload announced and never sent, every want unanswered, is given up
+// and reported in Ready.GaveUp with its announcer, for the application's
+// repair.
+func TestGaveUpReported(t *testing.T) {
+	n, err := New(Config{Self: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := simEpoch
+	n.Tick(now)
+	id := MsgID{1}
+	if err := n.Step("b", Message{Kind: KindIHave, IHave: []Announcement{{ID: id, Round: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	var gave []Missed
+	wants := 0
+	for range 100 {
+		now = now.Add(50 * time.Millisecond)
+		n.Tick(now)
+		for n.HasReady() {
+			r := n.Ready()
+			gave = append(gave, r.GaveUp...)
+			for _, env := range r.Messages {
+				if env.Msg.Kind == KindWant {
+					wants++
+				}
+			}
+		}
+	}
+	if len(gave) != 1 || gave[0].ID != id || len(gave[0].Announcers) != 1 || gave[0].Announcers[0] != "b" {
+		t.Fatalf("Ready.GaveUp = %+v after %d wants; want the payload once, announced by b", gave, wants)
+	}
+	if wants != n.Config().GraftTries || n.Stats().GaveUp != 1 {
+		t.Fatalf("%d wants, %d given up; want %d wants, then given up once", wants, n.Stats().GaveUp, n.Config().GraftTries)
+	}
+}

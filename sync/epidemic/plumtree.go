@@ -232,6 +232,7 @@ func (n *Node) pullMissing() {
 		}
 		if len(ms.announcers) == 0 || ms.tries >= n.cfg.GraftTries {
 			n.stats.GaveUp++
+			n.ready.GaveUp = append(n.ready.GaveUp, Missed{ID: r.id, Announcers: ms.announcers})
 			delete(n.missing, r.id)
 			continue
 		}
@@ -266,6 +267,7 @@ func (n *Node) dropMissing(id MsgID) { delete(n.missing, id) }
 func (n *Node) dropOldestMissing() {
 	for i, r := range n.order {
 		if ms := n.missing[r.id]; ms != nil && ms.seq == r.seq {
+			n.ready.GaveUp = append(n.ready.GaveUp, Missed{ID: r.id, Announcers: ms.announcers})
 			delete(n.missing, r.id)
 			n.order = n.order[i+1:]
 			n.stats.GaveUp++

@@ -39,6 +39,9 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			continue
 		}
 		e.remember(p, ns, nc.Context)
+		if e.trees[ns] != nil && !e.pol.ReplicaMayWrite(p.Replica, ns) {
+			e.askWriterFor(ns, have)
+		}
 		ret, err := e.st.Retracted(ns)
 		if err != nil {
 			e.stateErr(p, fmt.Errorf("replica: answering %s's sync of %s: %w", p.ID, ns, err))
@@ -56,7 +59,7 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 				// context is owed, and asked for again if it is lost
 				// (Tick), as our own requests are, until we hold what it
 				// had. (A reader sends no content: nothing is owed.)
-				p.asked[ns] = asking{at: e.now, tries: p.asked[ns].tries, want: have}
+				p.asked[ns] = asking{at: e.now, tries: p.asked[ns].tries, want: have, cause: CauseReverse}
 			}
 		}
 		if !e.pol.PeerMayRead(p.Peer, ns) {
@@ -200,11 +203,11 @@ func (e *Engine) RequestSync(peer PeerID, ns string) error {
 	if ns == "" {
 		for _, n := range e.st.Namespaces() {
 			if e.pol.PeerMayRead(p.Peer, n) {
-				p.needSync[n] = true
+				needSyncOf(p, n, CauseRequested)
 			}
 		}
 	} else {
-		p.needSync[ns] = true
+		needSyncOf(p, ns, CauseRequested)
 	}
 	e.flush(p)
 	return nil
@@ -218,7 +221,8 @@ func (e *Engine) requestSync(p *peerState) {
 		nss = append(nss, ns)
 	}
 	slices.Sort(nss)
-	p.needSync = map[string]bool{}
+	causes := p.needSync
+	p.needSync = map[string]SyncCause{}
 	authority := p.authority
 	p.authority = nil
 	msg := &wire.Message{Kind: wire.KindSyncRequest, Reply: true}
@@ -229,13 +233,14 @@ func (e *Engine) requestSync(p *peerState) {
 		nc, err := e.namespaceContext(ns)
 		if err != nil {
 			e.stateErr(p, fmt.Errorf("replica: asking %s for a sync of %s: %w", p.ID, ns, err))
-			p.needSync[ns] = true // try again next tick
+			p.needSync[ns] = causes[ns] // try again next tick
 			continue
 		}
 		msg.Contexts = append(msg.Contexts, nc)
 		a := p.asked[ns]
-		a.at, a.tries = e.now, a.tries+1
+		a.at, a.tries, a.cause = e.now, a.tries+1, causes[ns]
 		p.asked[ns] = a
+		e.syncStats.Asked[causes[ns]]++
 	}
 	if len(msg.Contexts) == 0 {
 		return

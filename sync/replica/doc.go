@@ -100,8 +100,9 @@
 // that namespace from the peer since the batch left: that answer already
 // carried what the batch did), on request (RequestSync: catch-up), when a
 // peer joins or comes back as a new incarnation (Peer.Incarnation:
-// restarted, its old queue and batches in flight dropped), and every
-// AntiEntropyInterval with one random peer. Requests ask for the
+// restarted, its old queue and batches in flight dropped), for what a
+// broadcast tree lost (gap.go, "Trees"), and every AntiEntropyInterval
+// with one random peer. Requests ask for the
 // responder's context back, so one exchange repairs both directions; so
 // of a pair that both see a join, the smaller id asks at once and the
 // other only if no request came within RetransmitAfter (a join only it
@@ -137,25 +138,19 @@
 // on the wire / K·(N−1)·delta 2.99 → 2.20. The genuine new reader is found
 // by the writer that granted it, which had asked about it at every write
 // before; a live delta reaching a reader still without the grant is
-// refused, and askAuthority repairs that in one exchange.) Except over a
-// broadcast tree: there a first write still syncs with every reader never
-// asked about, as before, because the tree acks nothing and those syncs
-// repaired its losses soonest (without them the simulator's slowest node,
-// seeds 1 and 2 with trees, converged 95 s and 65 s after the last fault,
-// not 5 s and 9–15 s; what repairs a tree's losses otherwise is the
-// trees' to improve). Those syncs wait RetransmitAfter, until the tree
-// has brought the reader the write (and go not at all to a reader that
-// asks first): asked at once, the reader's context came back without
-// the write, and the answer sent it again beside the tree's copy. In
-// mnemo sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3, seeds
-// 1/2/3: sync answers 49.3/49.5/51.6 MB → 40.3/39.3/42.0 MB, bytes on
-// the wire / minimum 3.95/4.07/4.11 → 3.68/3.74/3.80, virtual time to
-// converge after the last fault 15.3/15.2/65.2 → 9.5/5.3/45.4 s.
-// Without these syncs (a silence between two tree neighbours asking
-// for one instead) 3.23/3.23/3.10, but 35 s to converge on each seed: a
-// reader lacking a namespace's whole history waited for anti-entropy;
-// and syncing with the writer's tree links only: 3.19/3.12 but 95/65 s
-// on seeds 1/2.
+// refused, and askAuthority repairs that in one exchange.) Over a
+// broadcast tree too, since the tree's losses have repairs of their own
+// (gap.go, "Trees"). Until then a first write there synced every reader
+// never asked about, RetransmitAfter later: in mnemo sim --nodes 100
+// --ops 1000 --loss 0.1 --partitions 3, seed 1, 16,974 of the 23,632
+// namespaces asked for in sync requests, and each reader was sent back
+// whatever it lacked then, mostly what the tree was still bringing it
+// (sync answers 40.3 MB). They repaired the tree's losses, partitions'
+// above all, by chance: without them and without gap.go the slowest
+// node converged 95 s after the last fault (seed 1), and the sim's
+// per-second count of holders lacking dots showed ~300 of them lacking
+// ~10,000 dots of a partition that had healed, repaired only as
+// anti-entropy happened to pick a writer.
 //
 // # Checks on arrival
 //
@@ -234,10 +229,32 @@
 //     first write, or every link lost) sends direct (TreeStats.Direct).
 //   - Acks, the per-peer queues and their digest-sync fallback stay for
 //     direct sends; a tree-carried delta is not acked. What the tree
-//     loses — a payload it gives up (GraftTries, MaxMissing) or never
-//     hears of (every copy and announcement to a node lost, ~p^5) — is
-//     repaired by anti-entropy and the syncs of joins, as a lost batch,
-//     and sooner when the author writes again: a relayed delta that must
+//     loses — a payload it gives up (GraftTries, MaxMissing), never hears
+//     of (every copy and announcement to a node lost, ~p^5), or that a
+//     partition kept from the other side — is repaired by digest syncs
+//     the engine asks for itself (gap.go), each only while no writer owes
+//     this node a sync of the namespace already: a tree link that speaks
+//     again after two seconds of silence while this node sent it the
+//     tree's traffic (a partition healed) syncs the trees' namespaces
+//     with that peer, one peer per namespace per heal (CauseHeal); a
+//     payload the tree gave up syncs with one of its announcers
+//     (CauseGaveUp); and a reader's context (a reader sends no content)
+//     that holds dots this node lacks makes it ask the author of most of
+//     them (CauseGap), whose answer brings everything of the namespace
+//     this node lacks. A silence counts only on the trees' payloads,
+//     announcements, wants, grafts and prunes: counted on every frame
+//     (bindings, shuffles go to peers that need not answer), seed 1 saw
+//     9,381 "heals" in three partitions, counted so 2,546, bunched at
+//     the heals. In mnemo sim --nodes 100 --ops 1000 --loss 0.1
+//     --partitions 3, seeds 1/2/3, with the first write's syncs gone
+//     (Just become a reader): bytes on the wire / minimum 3.68/3.74/
+//     3.80 → 2.96/2.96/2.84 (seed 1: sync frames 50.7 → 25.4 MB, 23,632
+//     → 4,875 requests); virtual time to converge after the last fault
+//     9.5/5.3/45.4 → 18.5/8.0/15.2 s; the CI sweep's worst 144.9 →
+//     79.4 s, 500/500 clean. With the first write's syncs gone and gap.go
+//     asking a writer only, 95/45 s on seeds 1/2; adding the heals,
+//     11/9 s. The repairs come sooner still when the
+//     author writes again: a relayed delta that must
 //     be held (it depends on writes not here) makes this node ask its
 //     author for a digest sync at once (TreeStats.Repairs), as an ack
 //     timeout does for a direct send. The simulator's sweep found the

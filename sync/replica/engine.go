@@ -297,7 +297,7 @@ type peerState struct {
 	// the round trip measured from acks (retransmit.go)
 	srtt, rttvar time.Duration
 	rttSamples   int
-	needSync     map[string]bool
+	needSync     map[string]SyncCause
 	// authority: namespaces of needSync asked of the peer though this
 	// node cannot tell it may read them (askAuthority)
 	authority map[string]bool
@@ -313,13 +313,15 @@ type peerState struct {
 	joining map[string]time.Time
 	// joinWait: namespaces to sync with a peer that has just joined, left
 	// to the peer (the smaller id) to ask first until joinAt.
-	joinWait map[string]bool
+	joinWait map[string]SyncCause
 	joinAt   time.Time
 	// told: the peer's context of each namespace held, as it last told
 	// it (agreement.go); nil until it tells one.
 	told map[string]toldContext
 	// heard: when the peer's last message arrived (retransmit.go)
 	heard time.Time
+	// unanswered: the first frame sent to the peer since it last spoke (gap.go)
+	unanswered time.Time
 	// acked: the last batches acked to the peer; ackLost: when one came again (sendAck)
 	acked   [ackRing]uint64
 	ackedN  int
@@ -339,6 +341,7 @@ type asking struct {
 	at    time.Time
 	tries int
 	want  *crdt.Context
+	cause SyncCause // of the request (SyncStats)
 }
 
 // syncTries bounds the requests in a row for one namespace that a peer
@@ -377,6 +380,7 @@ type Engine struct {
 	// replica set reaches Config.TreeThreshold or a peer speaks of one.
 	trees     map[string]*tree
 	treeStats TreeStats
+	syncStats SyncStats
 	// treeOut: tree payloads waiting for releaseTree.
 	treeOut []treeSend
 }
@@ -425,7 +429,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 			if ok {
 				e.peerGone(p.ID) // restarted: its links in the trees went with it
 			}
-			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]bool{}, answered: map[string]time.Time{}, asked: map[string]asking{}, readable: map[string]bool{}, joining: map[string]time.Time{}}
+			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]SyncCause{}, answered: map[string]time.Time{}, asked: map[string]asking{}, readable: map[string]bool{}, joining: map[string]time.Time{}}
 			ps.stats.Peer = p.ID
 			e.peers[p.ID] = ps
 			e.order = nil
@@ -434,15 +438,15 @@ func (e *Engine) SetPeers(peers []Peer) {
 			// for the context back) repairs both ways: the node with the
 			// smaller id asks at once, the other only if no request has
 			// come by joinAt (a join that only it saw, or a request lost).
-			ps.joinWait = map[string]bool{}
+			ps.joinWait = map[string]SyncCause{}
 			ps.joinAt = e.now.Add(e.cfg.RetransmitAfter)
 			for _, ns := range e.st.Namespaces() {
 				ps.readable[ns] = e.pol.PeerMayRead(p, ns)
 				if ps.readable[ns] {
 					if e.cfg.Self < p.ID {
-						ps.needSync[ns] = true
+						needSyncOf(ps, ns, CauseJoin)
 					} else {
-						ps.joinWait[ns] = true
+						ps.joinWait[ns] = CauseJoin
 					}
 				}
 			}
@@ -456,7 +460,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 			for _, ns := range e.st.Namespaces() {
 				switch may := e.pol.PeerMayRead(p, ns); {
 				case may && !ps.readable[ns]:
-					ps.needSync[ns] = true
+					needSyncOf(ps, ns, CauseNewReader)
 					ps.readable[ns] = true
 				case !may:
 					ps.readable[ns] = false
@@ -540,24 +544,14 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 			if known && !fresh {
 				// The peer has just become a reader (a grant): it lacks the
 				// namespace's history, not only this delta.
-				p.needSync[ns] = true
+				needSyncOf(p, ns, CauseNewReader)
 				p.joining[ns] = e.now
 				continue
 			}
-			if overTree && !fresh {
-				// Over a tree, a peer never asked about is synced too (the
-				// tree acks nothing: these syncs repair its losses soonest),
-				// once the tree has brought it this delta (doc.go, "Just
-				// become a reader"); not if it asks first (answerSync).
-				if len(p.joinWait) == 0 {
-					p.joinAt = e.now.Add(e.cfg.RetransmitAfter)
-				}
-				p.joinWait[ns] = true
-				continue
-			}
 			// Never asked about: this node did not hold ns when the peer
-			// joined, nor since (doc.go, "Just become a reader"). The peer is taken for a
-			// reader it already was.
+			// joined, nor since (doc.go, "Just become a reader"). The
+			// peer is taken for a reader it already was, over a tree as
+			// over direct sends.
 		}
 		live = append(live, id)
 	}
@@ -575,7 +569,7 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 }
 
 func (e *Engine) enqueue(p *peerState, ns string, d *crdt.Map, size int, from uint64) {
-	if p.needSync[ns] {
+	if p.needSync[ns] != causeNone {
 		return // a digest sync is pending for ns: it will carry this too
 	}
 	if t, ok := p.joining[ns]; ok {
@@ -586,7 +580,7 @@ func (e *Engine) enqueue(p *peerState, ns string, d *crdt.Map, size int, from ui
 	}
 	if p.qDeltas+1 > e.cfg.QueueMaxDeltas || p.qBytes+size > e.cfg.QueueMaxBytes {
 		e.overflow(p)
-		p.needSync[ns] = true
+		needSyncOf(p, ns, CauseOverflow)
 		return
 	}
 	if i, ok := p.index[ns]; ok {
@@ -604,7 +598,7 @@ func (e *Engine) enqueue(p *peerState, ns string, d *crdt.Map, size int, from ui
 // overflow drops the queue and schedules digest sync of what it held.
 func (e *Engine) overflow(p *peerState) {
 	for _, q := range p.queue {
-		p.needSync[q.ns] = true
+		needSyncOf(p, q.ns, CauseOverflow)
 	}
 	p.queue, p.index, p.qDeltas, p.qBytes = nil, map[string]int{}, 0, 0
 	p.stats.Fallbacks++
@@ -698,6 +692,9 @@ func (e *Engine) flush(p *peerState) {
 }
 
 func (e *Engine) send(to PeerID, m *wire.Message) {
+	if p := e.peers[to]; p != nil {
+		p.sent(e.now, m)
+	}
 	e.ready.Messages = append(e.ready.Messages, Envelope{To: to, Msg: m})
 }
 
@@ -713,8 +710,8 @@ func (e *Engine) Tick(now time.Time) {
 		p := e.peers[id]
 		e.checkInflight(p, now)
 		if len(p.joinWait) > 0 && !now.Before(p.joinAt) {
-			for ns := range p.joinWait {
-				p.needSync[ns] = true
+			for ns, c := range p.joinWait {
+				needSyncOf(p, ns, c)
 			}
 			clear(p.joinWait)
 		}
@@ -730,7 +727,7 @@ func (e *Engine) Tick(now time.Time) {
 			case a.tries >= syncTries:
 				delete(p.asked, ns) // anti-entropy's turn
 			default:
-				p.needSync[ns] = true // asked again (requestSync counts the try)
+				needSyncOf(p, ns, CauseRetry) // asked again (requestSync counts the try)
 			}
 		}
 	}
@@ -745,7 +742,7 @@ func (e *Engine) Tick(now time.Time) {
 		p := e.peers[ids[e.rng.IntN(len(ids))]]
 		for _, ns := range e.st.Namespaces() {
 			if e.pol.PeerMayRead(p.Peer, ns) {
-				p.needSync[ns] = true
+				needSyncOf(p, ns, CauseAntiEntropy)
 			}
 		}
 	}

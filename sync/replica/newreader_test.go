@@ -116,12 +116,14 @@ func TestRefusedForWantOfAuthorityAsksAuthor(t *testing.T) {
 }
 
 // Over a broadcast tree, a node's first write in a namespace it learnt
-// late still syncs with the readers it never asked about (the tree acks
-// nothing, and those syncs repair what it lost soonest), but
-// RetransmitAfter later, once the tree has brought them the write:
-// asked at once, each reader's context came back without the write and
-// the answer sent it a second time beside the tree's copy.
-func TestFirstWriteOverTreeSyncsReaders(t *testing.T) {
+// late goes over the tree alone, as over direct sends: the readers it
+// never asked about are taken for the readers they were, and no sync
+// goes to them. (Those syncs, RetransmitAfter after the write, used to
+// repair the tree's losses: 17,000 of the 23,600 sync requests in mnemo
+// sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3, each reader
+// sent back whatever it lacked, in flight over the tree or not; gap.go
+// repairs those losses now.)
+func TestFirstWriteOverTreeNoSync(t *testing.T) {
 	c := treeCluster(t, 8, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 27)
 	var sent []*wire.Message // n1's sync messages
 	c.drop = func(from, _ PeerID, m *wire.Message) bool {
@@ -131,27 +133,11 @@ func TestFirstWriteOverTreeSyncsReaders(t *testing.T) {
 		return false
 	}
 	c.write(1, "team://a", "m1", "title", "n1's first write")
-	c.pump(10)
-	if len(sent) > 0 {
-		t.Fatalf("n1 synced at once on its first write over the tree: %d messages", len(sent))
-	}
-	c.settle(500 * time.Millisecond)
+	c.settle(1500 * time.Millisecond)
 	if !c.converged("team://a") {
 		t.Fatal("the tree did not bring n1's write")
 	}
-	c.settle(time.Second)
-	for _, m := range sent {
-		if m.Kind == wire.KindSyncReply && len(m.Deltas) > 0 {
-			t.Fatalf("n1's sync answer sent %d namespace deltas the tree had brought", len(m.Deltas))
-		}
-	}
-	requests := 0
-	for _, m := range sent {
-		if m.Kind == wire.KindSyncRequest {
-			requests++
-		}
-	}
-	if requests != len(c.nodes)-1 {
-		t.Fatalf("n1 sent %d sync requests within a second and a half of its first write over the tree; want one to each of the %d readers", requests, len(c.nodes)-1)
+	if len(sent) > 0 {
+		t.Fatalf("n1 sent %d sync messages within a second and a half of its first write over the tree; want none", len(sent))
 	}
 }

@@ -22,7 +22,7 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 		return fmt.Errorf("%w: %s", ErrUnknownPeer, from)
 	}
 	e.release() // what was applied since the last input may free held deltas
-	p.heard = e.now
+	e.heardFrom(p)
 	switch m.Kind {
 	case wire.KindTree:
 		e.stepTree(p, m)
@@ -64,6 +64,7 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 		// What this reply brings may complete what held deltas wait for:
 		// they are released once it is applied (Advance).
 		for _, nd := range m.Deltas {
+			e.countAnswer(p, nd)
 			e.receiveDelta(p, nd, false)
 		}
 		if len(m.Contexts) > 0 {
@@ -165,7 +166,7 @@ func (e *Engine) checkDelta(nd wire.NamespaceDelta, kind wire.Kind, key ed25519.
 // may send nothing) and, while that is owed, no other.
 func (e *Engine) askAuthority(p *peerState, ns string) {
 	if _, owed := p.asked[ns]; !owed {
-		p.needSync[ns] = true
+		needSyncOf(p, ns, CauseAuthority)
 		if p.authority == nil {
 			p.authority = map[string]bool{}
 		}
@@ -190,7 +191,7 @@ func (e *Engine) holdFrom(from PeerID, origin crdt.ReplicaID, ns string, d *crdt
 		old := e.pending[0]
 		e.pending = e.pending[1:]
 		if op, ok := e.peers[old.from]; ok {
-			op.needSync[old.ns] = true
+			needSyncOf(op, old.ns, CauseHeld)
 			op.stats.Fallbacks++
 		}
 	}

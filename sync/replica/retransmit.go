@@ -75,7 +75,7 @@ func (e *Engine) fallBack(p *peerState, f inflight) {
 		if t, ok := p.answered[ns]; ok && t.After(f.first) {
 			continue
 		}
-		p.needSync[ns] = true
+		needSyncOf(p, ns, CauseAckTimeout)
 		fell = true
 	}
 	if fell {

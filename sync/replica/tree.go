@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/epidemic"
@@ -92,6 +93,8 @@ type tree struct {
 	// honest relay would have let through (signature, seals, authorship,
 	// decoding): they are kept out of this tree until they restart.
 	distrusted map[PeerID]bool
+	// healed: when ns was last synced for a peer back from a silence (gap.go)
+	healed time.Time
 }
 
 // relayed is a relayed delta checked in Step, waiting for the tree to
@@ -377,6 +380,9 @@ func (e *Engine) drainTree(t *tree, rl *relayed) {
 		for _, env := range r.Messages {
 			e.sendTree(t, env)
 		}
+		for _, m := range r.GaveUp {
+			e.gaveUp(t, m)
+		}
 	}
 }
 
@@ -415,8 +421,11 @@ func (e *Engine) askAuthor(author PeerID, ns string) {
 	if o == nil {
 		return
 	}
-	if _, owed := o.asked[ns]; !owed && !o.needSync[ns] {
-		e.treeStats.Repairs++
+	if _, owed := o.asked[ns]; !owed {
+		if o.needSync[ns] == causeNone {
+			e.treeStats.Repairs++
+		}
+		needSyncOf(o, ns, CauseTreeRepair)
 	}
 	// As a direct delta refused for want of the author's grant does
 	// (askAuthority): this node may not know yet that the author may read

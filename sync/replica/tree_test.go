@@ -47,9 +47,8 @@ func isPayload(m *wire.Message) bool {
 func TestTreeCarriesLiveDeltasAboveThreshold(t *testing.T) {
 	const n = 16
 	c := treeCluster(t, n, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 3)
-	// Over a tree, a node's first write of a namespace it got from others
-	// still syncs with every reader it has never asked about (LocalDelta):
-	// each writer writes once before the count.
+	// Each writer writes once before the count (its tree's first
+	// broadcast floods while the tree settles).
 	for w := range 4 {
 		c.write(w, "team://a", fmt.Sprintf("w%d", w), "title", "warm-up")
 		c.settle(time.Second)
