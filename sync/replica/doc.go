@@ -254,12 +254,13 @@
 //     79.4 s, 500/500 clean. With the first write's syncs gone and gap.go
 //     asking a writer only, 95/45 s on seeds 1/2; adding the heals,
 //     11/9 s. Open: go test ./sim -run TestScaleFigures -scale
-//     100/300/0.1, whose tracked updates are the project's set-up writes
-//     at t=0, reaches the last two nodes in 20.1 s, not 1.08 s: the
-//     first write's syncs were what reached them (put back, 1.2 s), not
-//     the tree, and neither a tree without links yet nor tree traffic
-//     refused before the node held the namespace is why (both tried:
-//     no change). The repairs come sooner still when the
+//     100/300/0.1, whose tracked update is the project's last set-up
+//     write at t=0, reaches its last node (n51, no tree link; its sync
+//     exchanges at t=0 and the retries at 10 s lost or unanswered) in
+//     20.1 s, not 1.08 s: the first write's syncs were what reached it
+//     (put back, 1.2 s), not the tree, and neither a tree without links
+//     yet nor tree traffic refused before the node held the namespace
+//     is why (both tried: no change). The repairs come sooner still when the
 //     author writes again: a relayed delta that must
 //     be held (it depends on writes not here) makes this node ask its
 //     author for a digest sync at once (TreeStats.Repairs), as an ack
