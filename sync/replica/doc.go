@@ -260,7 +260,12 @@
 //     20.1 s, not 1.08 s: the first write's syncs were what reached it
 //     (put back, 1.2 s), not the tree, and neither a tree without links
 //     yet nor tree traffic refused before the node held the namespace
-//     is why (both tried: no change). The repairs come sooner still when the
+//     is why (both tried: no change). Traced: the four sync requests
+//     that reached for n51 at 10 s were all lost (10% loss each), and no
+//     other frame came to it until 20 s: a node holding none of a
+//     namespace yet has no tree of it (refreshTrees walks the
+//     namespaces the state holds), so nothing links it in; making trees
+//     for the namespaces the policy says to hold would. The repairs come sooner still when the
 //     author writes again: a relayed delta that must
 //     be held (it depends on writes not here) makes this node ask its
 //     author for a digest sync at once (TreeStats.Repairs), as an ack
