@@ -110,8 +110,9 @@
 // answer grafts (replica.Config.Payloads, payloads.go: the same immutable
 // bytes, named by their SHA-256, at every holder; each node's tree keeps
 // its own entry, round, sender and timers). The
-// send check reads only each frame's kind and namespaces
-// (wire.Codec.Peek); the receiver decodes the frame whole, as a node does.
+// send check and the count of tree frames by kind read only each frame's
+// kind, namespaces and tree kind (wire.Codec.Peek); the receiver decodes
+// the frame whole, as a node does.
 //
 // # What is checked (Report.Violations, first violated first; check.go)
 //

@@ -266,7 +266,7 @@ const (
 const connWindow = 10 * time.Second
 
 // count records one frame sent from one node to another.
-func (s *Sim) count(from, to int, kind wire.Kind, frame []byte) {
+func (s *Sim) count(from, to int, g wire.Glance, frame []byte) {
 	c := &s.wire
 	if c.peers[0] == nil {
 		for k := range c.peers {
@@ -283,7 +283,7 @@ func (s *Sim) count(from, to int, kind wire.Kind, frame []byte) {
 		c.windowEnd = s.now + connWindow
 	}
 	class := connDirect
-	switch kind {
+	switch g.Kind {
 	case wire.KindSyncRequest:
 		c.syncReqMsgs++
 		c.syncReqBytes += uint64(len(frame))
@@ -294,13 +294,13 @@ func (s *Sim) count(from, to int, kind wire.Kind, frame []byte) {
 		class = connBindings
 	case wire.KindTree:
 		class = connOverlay
-		if m, err := s.codec.Decode(frame); err == nil && m.Tree != nil {
-			k := min(int(m.Tree.Kind), len(c.treeMsgs)-1)
-			c.treeMsgs[k]++
-			c.treeBytes[k] += uint64(len(frame))
-			if epidemic.Kind(k) <= epidemic.KindPrune {
-				class = connTree
-			}
+		// The tree kind as Peek read it: decoding every tree frame whole
+		// here was 1.8% of a 100-node run's CPU.
+		k := min(int(g.TreeKind), len(c.treeMsgs)-1)
+		c.treeMsgs[k]++
+		c.treeBytes[k] += uint64(len(frame))
+		if epidemic.Kind(k) <= epidemic.KindPrune {
+			class = connTree
 		}
 	}
 	for _, k := range []int{connAll, class} {

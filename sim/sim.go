@@ -256,17 +256,23 @@ func (s *Sim) send(from *simNode, addr string, frame []byte) {
 	}
 	// Peek, not Decode: the checks need the kind and the namespaces only,
 	// and the receiver decodes the frame again.
-	kind, nss, err := s.codec.Peek(frame)
+	g, err := s.codec.Peek(frame)
 	if err != nil {
 		s.violate("send: %s sent an undecodable frame: %v", from.id, err)
 		return
 	}
-	if kind == wire.KindTree && len(s.relay.hostile) > 0 {
-		if frame = s.relayFrame(from, to, nss, frame); frame == nil {
+	if g.Kind == wire.KindTree && len(s.relay.hostile) > 0 {
+		sent := frame
+		if frame = s.relayFrame(from, to, g.Namespaces, frame); frame == nil {
 			return // a hostile relay dropped it (trees.go)
 		}
+		if &frame[0] != &sent[0] { // altered: count what goes out
+			if ag, err := s.codec.Peek(frame); err == nil {
+				g.TreeKind = ag.TreeKind
+			}
+		}
 	}
-	s.post(from, to, kind, nss, frame)
+	s.post(from, to, g, frame)
 }
 
 // post puts a frame the node sends on the network: it is counted, checked
@@ -274,7 +280,8 @@ func (s *Sim) send(from *simNode, addr string, frame []byte) {
 // policy lets read it, and that was granted read at some point), traced,
 // and then dropped (loss, partition), duplicated or delivered after the
 // link's latency.
-func (s *Sim) post(from *simNode, to int, kind wire.Kind, nss []string, frame []byte) {
+func (s *Sim) post(from *simNode, to int, g wire.Glance, frame []byte) {
+	kind := g.Kind
 	s.stats.messages++
 	s.stats.bytes += uint64(len(frame))
 	switch kind {
@@ -294,8 +301,8 @@ func (s *Sim) post(from *simNode, to int, kind wire.Kind, nss []string, frame []
 		s.stats.treeMsgs++
 		s.stats.treeBytes += uint64(len(frame))
 	}
-	s.count(from.idx, to, kind, frame)
-	for _, ns := range nss {
+	s.count(from.idx, to, g, frame)
+	for _, ns := range g.Namespaces {
 		s.checkMayReceive(from, to, ns, kind)
 	}
 	var hdr [8]byte

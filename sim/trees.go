@@ -270,10 +270,10 @@ func (s *Sim) postMessage(from *simNode, to int, m *wire.Message) {
 		s.violate("encode relay attack: %v", err)
 		return
 	}
-	kind, nss, err := s.codec.Peek(frame)
+	g, err := s.codec.Peek(frame)
 	if err != nil {
 		s.violate("peek relay attack: %v", err)
 		return
 	}
-	s.post(from, to, kind, nss, frame)
+	s.post(from, to, g, frame)
 }

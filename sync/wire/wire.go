@@ -284,7 +284,17 @@ type Codec struct {
 	encMu sync.Mutex
 	enc   *zstd.Encoder
 	dec   *zstd.Decoder
+	// last is the last body compressed (up to lastMax bytes) and what it
+	// compressed to, under encMu: a node relaying a delta down its
+	// broadcast tree encodes the very same message for each eager peer,
+	// and compression is a pure function of the body, so the same body
+	// is compressed once (the frames stay byte for byte the same).
+	last, lastPacked []byte
 }
+
+// lastMax bounds the body the Codec keeps to compress again: a relayed
+// delta fits; a large sync answer, made for one peer, is not kept.
+const lastMax = 64 << 10
 
 // NewCodec returns a codec with the given frame limit (0 = DefaultMaxFrame).
 func NewCodec(maxFrame int) *Codec {
@@ -306,7 +316,15 @@ func (c *Codec) compress(body []byte) []byte {
 		c.enc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
 			zstd.WithLowerEncoderMem(true)) // only fails on invalid options
 	}
-	return c.enc.EncodeAll(body, make([]byte, 1, 1+len(body)/2))
+	if len(body) <= lastMax && bytes.Equal(body, c.last) {
+		return append(make([]byte, 0, len(c.lastPacked)), c.lastPacked...)
+	}
+	packed := c.enc.EncodeAll(body, make([]byte, 1, 1+len(body)/2))
+	if len(body) <= lastMax {
+		c.last = append(c.last[:0], body...)
+		c.lastPacked = append(c.lastPacked[:0], packed...)
+	}
+	return packed
 }
 
 // Encode returns the frame for m.
@@ -378,39 +396,55 @@ func (c *Codec) Decode(frame []byte) (*Message, error) {
 	return &m, nil
 }
 
-// Peek returns a frame's kind and the namespace of each delta it carries,
-// without copying out the deltas or decoding any other field: for a
-// reader of every frame sent that needs no more (the simulator's read
-// check). Of a frame Encode made it returns what Decode would; it checks
-// only what it reads, so it takes frames Decode refuses for their other
-// fields. Errors match ErrCorrupt.
-func (c *Codec) Peek(frame []byte) (Kind, []string, error) {
+// Glance is what Peek reads of a frame: its kind, the namespace of each
+// delta it carries, and a KindTree message's epidemic kind (Tree.Kind).
+type Glance struct {
+	Kind       Kind
+	Namespaces []string
+	TreeKind   uint8 // a KindTree message's Tree.Kind; 0 for other kinds
+}
+
+// Peek returns a frame's kind, the namespace of each delta it carries and
+// its tree kind, without copying out the deltas or decoding any other
+// field: for a reader of every frame sent that needs no more (the
+// simulator's read check and its count of tree frames by kind). Of a frame
+// Encode made it returns what Decode would; it checks only what it reads,
+// so it takes frames Decode refuses for their other fields. Errors match
+// ErrCorrupt.
+func (c *Codec) Peek(frame []byte) (Glance, error) {
 	body, err := c.body(frame)
 	if err != nil {
-		return 0, nil, err
+		return Glance{}, err
 	}
 	type namespaceOnly struct {
 		Namespace string `msgpack:"n"` // NamespaceDelta's; the rest is skipped
 	}
+	type kindOnly struct {
+		Kind uint8 `msgpack:"k"` // Tree's; the rest is skipped
+	}
 	var m struct {
 		Kind   Kind            `msgpack:"k"`
 		Deltas []namespaceOnly `msgpack:"d,omitempty"`
+		Tree   *kindOnly       `msgpack:"e,omitempty"`
 	}
 	dec := msgpack.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&m); err != nil {
-		return 0, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return Glance{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	if err := checkKind(m.Kind); err != nil {
-		return 0, nil, err
+		return Glance{}, err
 	}
-	var nss []string
+	g := Glance{Kind: m.Kind}
 	for _, d := range m.Deltas {
 		if err := checkDeltaNamespace(d.Namespace); err != nil {
-			return 0, nil, err
+			return Glance{}, err
 		}
-		nss = append(nss, d.Namespace)
+		g.Namespaces = append(g.Namespaces, d.Namespace)
 	}
-	return m.Kind, nss, nil
+	if m.Tree != nil && m.Kind == KindTree {
+		g.TreeKind = m.Tree.Kind
+	}
+	return g, nil
 }
 
 // body returns a frame's body, decompressed, once the frame passed the

@@ -44,6 +44,8 @@ func TestPeek(t *testing.T) {
 	c := NewCodec(0)
 	for _, m := range []*Message{
 		{Kind: KindAck, Seq: 7},
+		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 1, Round: 2}, Deltas: []NamespaceDelta{{Namespace: "team://x", Delta: []byte(strings.Repeat("memory text ", 200)), Sig: make([]byte, 64), Author: "ab"}}},
+		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 11, Peer: "p", TTL: 2, Peers: []string{"a", "b"}}},
 		{Kind: KindSyncReply, Deltas: []NamespaceDelta{{Namespace: "team://a", Delta: []byte(strings.Repeat("memory text ", 200))}, {Namespace: "project://p", Delta: []byte{1}, From: 3, Sig: make([]byte, 64)}},
 			Contexts: []NamespaceContext{{Namespace: "team://a", Context: []byte{1}, RetSum: make([]byte, 32)}}},
 	} {
@@ -51,9 +53,13 @@ func TestPeek(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, nss, err := c.Peek(f)
+		g, err := c.Peek(f)
+		k, nss := g.Kind, g.Namespaces
 		if err != nil || k != m.Kind || len(nss) != len(m.Deltas) {
 			t.Fatalf("Peek: %v, %v, %v; want %v and %d namespaces", k, nss, err, m.Kind, len(m.Deltas))
+		}
+		if want := treeKind(m); g.TreeKind != want {
+			t.Fatalf("Peek: tree kind %d, want %d", g.TreeKind, want)
 		}
 		for i, ns := range nss {
 			if ns != m.Deltas[i].Namespace {
@@ -71,14 +77,14 @@ func TestPeek(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := c.Peek(f); !errors.Is(err, ErrCorrupt) {
+		if _, err := c.Peek(f); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: Peek gave %v, want ErrCorrupt", name, err)
 		}
 		if _, err := c.Decode(f); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: Decode gave %v, want ErrCorrupt", name, err)
 		}
 	}
-	if _, _, err := c.Peek([]byte{Version << 4}); !errors.Is(err, ErrCorrupt) {
+	if _, err := c.Peek([]byte{Version << 4}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("a 1-byte frame: %v, want ErrCorrupt", err)
 	}
 }
@@ -108,6 +114,39 @@ func TestConcurrentEncodes(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A body compressed again (the same relayed delta for each eager peer)
+// gives the very frame compressing it anew gives, in a slice of its own:
+// changing one frame changes no other, and a different body between two
+// equal ones is compressed for itself.
+func TestSameBodyCompressedOnce(t *testing.T) {
+	c := NewCodec(0)
+	msg := func(text string) *Message {
+		return &Message{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 1, Round: 2},
+			Deltas: []NamespaceDelta{{Namespace: "team://x", Delta: []byte(strings.Repeat(text, 100)), Sig: make([]byte, 64), Author: "ab"}}}
+	}
+	first, err := c.Encode(msg("relayed delta "))
+	if err != nil || first[0]&flagZstd == 0 {
+		t.Fatalf("first frame: %v, compressed %v", err, err == nil && first[0]&flagZstd != 0)
+	}
+	want := bytes.Clone(first)
+	again, _ := c.Encode(msg("relayed delta "))
+	fresh, _ := NewCodec(0).Encode(msg("relayed delta "))
+	if !bytes.Equal(again, want) || !bytes.Equal(fresh, want) {
+		t.Fatal("the same message gave another frame")
+	}
+	first[len(first)-1] ^= 0xff // the loop may hand a frame to code that writes it
+	again[len(again)-1] ^= 0xff
+	third, _ := c.Encode(msg("relayed delta "))
+	if !bytes.Equal(third, want) {
+		t.Fatal("changing one frame changed another")
+	}
+	other, _ := c.Encode(msg("another delta "))
+	m, err := c.Decode(other)
+	if err != nil || !bytes.Equal(m.Deltas[0].Delta, []byte(strings.Repeat("another delta ", 100))) {
+		t.Fatalf("a different body: %v", err)
+	}
 }
 
 func TestDecodeRejects(t *testing.T) {
@@ -171,14 +210,15 @@ func FuzzDecode(f *testing.F) {
 		f.Add(fr)
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		kind, nss, perr := c.Peek(frame)
+		g, perr := c.Peek(frame)
+		kind, nss := g.Kind, g.Namespaces
 		if perr != nil && !errors.Is(perr, ErrCorrupt) {
 			t.Fatalf("Peek: error outside ErrCorrupt: %v", perr)
 		}
 		m, err := c.Decode(frame)
 		if err == nil && perr == nil {
-			if kind != m.Kind || len(nss) != len(m.Deltas) {
-				t.Fatalf("Peek: %v with %d deltas, Decode: %v with %d", kind, len(nss), m.Kind, len(m.Deltas))
+			if kind != m.Kind || len(nss) != len(m.Deltas) || g.TreeKind != treeKind(m) {
+				t.Fatalf("Peek: %v with %d deltas (tree kind %d), Decode: %v with %d (%d)", kind, len(nss), g.TreeKind, m.Kind, len(m.Deltas), treeKind(m))
 			}
 			for i, ns := range nss {
 				if ns != m.Deltas[i].Namespace {
@@ -313,4 +353,12 @@ func FuzzParseRelayBytes(f *testing.F) {
 			t.Fatal("parsed relay bytes do not encode back to themselves")
 		}
 	})
+}
+
+// treeKind is a decoded message's tree kind as Peek reports it.
+func treeKind(m *Message) uint8 {
+	if m.Kind == KindTree && m.Tree != nil {
+		return m.Tree.Kind
+	}
+	return 0
 }
