@@ -271,3 +271,47 @@ func TestGaveUpReported(t *testing.T) {
 		t.Fatalf("%d wants, %d given up; want %d wants, then given up once", wants, n.Stats().GaveUp, n.Config().GraftTries)
 	}
 }
+
+// The received ids keep their entries in blocks and name them by number:
+// as the blocks forgotten go, every remembered id still finds its own
+// entry, payload and askers, and every forgotten one none.
+func TestReceivedFindsItsEntriesAsBlocksGo(t *testing.T) {
+	c := Config{Self: "a", CacheMaxIDs: 1500, PayloadMaxBytes: 1 << 20}
+	c.withDefaults()
+	r := newReceived(&c)
+	at := time.Unix(1_800_000_000, 0)
+	idOf := func(i int) MsgID { return MsgID{byte(i), byte(i >> 8), byte(i >> 16), 1} }
+	const total = 6000
+	for i := range total {
+		var asked []PeerID
+		if i%7 == 0 {
+			asked = []PeerID{PeerID(rune('a' + i%26))}
+		}
+		e := r.add(entry{id: idOf(i), at: at, payload: []byte{byte(i)}, round: i, origin: "o"}, asked)
+		if e == nil || e.id != idOf(i) || e.round != i {
+			t.Fatalf("add %d returned %+v", i, e)
+		}
+	}
+	if r.len() != c.CacheMaxIDs {
+		t.Fatalf("%d ids remembered, want %d", r.len(), c.CacheMaxIDs)
+	}
+	for i := range total {
+		e := r.get(idOf(i))
+		kept := i >= total-c.CacheMaxIDs
+		if (e != nil) != kept {
+			t.Fatalf("id %d: remembered %v, want %v", i, e != nil, kept)
+		}
+		if !kept {
+			if r.askedOf(idOf(i)) != nil {
+				t.Fatalf("id %d forgotten but its askers kept", i)
+			}
+			continue
+		}
+		if e.id != idOf(i) || e.round != i || len(e.payload) != 1 || e.payload[0] != byte(i) {
+			t.Fatalf("id %d found entry %+v", i, e)
+		}
+		if got := r.askedOf(idOf(i)); (i%7 == 0) != (len(got) == 1) {
+			t.Fatalf("id %d: askers %v", i, got)
+		}
+	}
+}

@@ -68,7 +68,7 @@ func (n *Node) Broadcast(id MsgID, payload []byte) bool {
 		return false
 	}
 	self := n.cfg.Self
-	n.rcv.add(id, &entry{at: n.now, payload: payload, origin: self})
+	n.rcv.add(entry{id: id, at: n.now, payload: payload, origin: self}, nil)
 	var skip []PeerID
 	if ms := n.missing[id]; ms != nil {
 		skip = ms.announcers
@@ -122,7 +122,7 @@ func (n *Node) onGossip(from PeerID, m Message) {
 	t := n.tree(m.Origin)
 	if e := n.rcv.get(m.ID); e != nil {
 		n.stats.Duplicates++
-		if !contains(e.asked, from) && n.link(from) != nil {
+		if !contains(n.rcv.askedOf(m.ID), from) && n.link(from) != nil {
 			// A push of a payload already here: origin's tree has a
 			// cycle through from, or a slower path than the one that
 			// won. Cut it: both ends make the link lazy in that tree
@@ -133,17 +133,16 @@ func (n *Node) onGossip(from PeerID, m Message) {
 		}
 		return
 	}
-	e := &entry{at: n.now, payload: m.Payload, round: m.Round, from: from, origin: m.Origin}
-	var skip []PeerID
+	var skip, asked []PeerID
 	ms := n.missing[m.ID]
 	if ms != nil {
-		skip, e.asked = ms.announcers, ms.asked
+		skip, asked = ms.announcers, ms.asked
 		n.dropMissing(m.ID)
 	}
-	n.rcv.add(m.ID, e)
+	e := n.rcv.add(entry{id: m.ID, at: n.now, payload: m.Payload, round: m.Round, from: from, origin: m.Origin}, asked)
 	n.stats.Delivered++
 	n.ready.Deliver = append(n.ready.Deliver, Delivery{ID: m.ID, Payload: m.Payload, Origin: m.Origin, From: from, Round: m.Round})
-	if contains(e.asked, from) && n.link(from) != nil && !contains(t.eager, from) {
+	if contains(asked, from) && n.link(from) != nil && !contains(t.eager, from) {
 		// Pulled before origin's tree brought it (lost, or late): the
 		// link that answered joins the tree; the eager copy, if it still
 		// comes, prunes the slower link.
@@ -192,7 +191,7 @@ func (n *Node) onIHave(from PeerID, anns []Announcement) {
 // came by by Threshold hops, from's link joins the origin's tree and the
 // other leaves it.
 func (n *Node) optimize(e *entry, from PeerID, round int) {
-	if n.cfg.Threshold < 0 || e.from == "" || e.from == from || contains(e.asked, e.from) || e.round-(round+1) < n.cfg.Threshold {
+	if n.cfg.Threshold < 0 || e.from == "" || e.from == from || contains(n.rcv.askedOf(e.id), e.from) || e.round-(round+1) < n.cfg.Threshold {
 		return
 	}
 	if n.link(from) == nil || n.link(e.from) == nil {
