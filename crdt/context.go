@@ -93,22 +93,52 @@ func (c *Context) addSpan(r ReplicaID, sp span) {
 	c.spans[r] = slices.Replace(s, i, j, sp)
 }
 
-// Join adds every dot of o.
+// Join adds every dot of o. A context that holds them all already is left
+// as it is (not copied if Clone shared it), and so is each replica's list
+// that holds o's.
 func (c *Context) Join(o *Context) {
-	if len(o.spans) == 0 {
+	if len(o.spans) == 0 || c.covers(o) {
 		return
 	}
 	c.own()
 	for r, os := range o.spans {
-		if len(c.spans[r]) == 0 {
+		cs := c.spans[r]
+		switch {
+		case len(cs) == 0:
 			if c.spans == nil {
 				c.spans = make(map[ReplicaID][]span)
 			}
 			c.spans[r] = slices.Clone(os)
-			continue
+		case !spansCover(cs, os):
+			c.spans[r] = unionSpans(cs, os)
 		}
-		c.spans[r] = unionSpans(c.spans[r], os)
 	}
+}
+
+// covers reports whether c holds every dot of o.
+func (c *Context) covers(o *Context) bool {
+	for r, os := range o.spans {
+		if !spansCover(c.spans[r], os) {
+			return false
+		}
+	}
+	return true
+}
+
+// spansCover reports whether the intervals a hold every counter of the
+// intervals b (both sorted, disjoint and non-adjacent: each of b lies
+// within one of a).
+func spansCover(a, b []span) bool {
+	i := 0
+	for _, sp := range b {
+		for i < len(a) && a[i].hi < sp.lo {
+			i++
+		}
+		if i == len(a) || a[i].lo > sp.lo || a[i].hi < sp.hi {
+			return false
+		}
+	}
+	return true
 }
 
 func unionSpans(a, b []span) []span {

@@ -104,6 +104,35 @@ func TestContextRandom(t *testing.T) {
 		b, rb := build()
 		agree("a", a, ra)
 
+		// Joining a part of a, with or without one more dot, agrees with
+		// the reference; a join that adds nothing leaves the spans a clone
+		// shares with a shared (copies nothing).
+		part, rp := NewContext(), map[Dot]bool{}
+		for d := range ra {
+			if rng.IntN(2) == 0 {
+				part.Add(d)
+				rp[d] = true
+			}
+		}
+		if rng.IntN(2) == 0 {
+			d := Dot{pick(rng, reps), 1 + uint64(rng.IntN(26))}
+			part.Add(d)
+			rp[d] = true
+		}
+		ap, rap, covered := a.Clone(), map[Dot]bool{}, true
+		for d := range ra {
+			rap[d] = true
+		}
+		for d := range rp {
+			covered = covered && ra[d]
+			rap[d] = true
+		}
+		ap.Join(part)
+		agree("a ⊔ part of a", ap, rap)
+		if covered && !a.IsEmpty() && !ap.shared.Load() {
+			t.Fatal("joining dots a holds copied its spans")
+		}
+
 		back, err := DecodeContext(a.Encode(), Limits{})
 		if err != nil || !back.Equal(a) || !a.Equal(back) {
 			t.Fatalf("codec: %v", err)
