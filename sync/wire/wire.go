@@ -363,7 +363,7 @@ func (c *Codec) Encode(m *Message) ([]byte, error) {
 
 // Decode parses a frame. Errors match ErrCorrupt.
 func (c *Codec) Decode(frame []byte) (*Message, error) {
-	body, err := c.body(frame)
+	body, err := c.body(frame, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -412,45 +412,34 @@ type Glance struct {
 // so it takes frames Decode refuses for their other fields. Errors match
 // ErrCorrupt.
 func (c *Codec) Peek(frame []byte) (Glance, error) {
-	body, err := c.body(frame)
+	buf := peekBufs.Get().(*[]byte)
+	defer peekBufs.Put(buf)
+	body, err := c.body(frame, (*buf)[:0])
 	if err != nil {
 		return Glance{}, err
 	}
-	type namespaceOnly struct {
-		Namespace string `msgpack:"n"` // NamespaceDelta's; the rest is skipped
+	if frame[0]&flagZstd != 0 && cap(body) > cap(*buf) && cap(body) <= 1<<20 {
+		*buf = body[:0] // decompressed here: keep the larger buffer, up to 1 MiB
 	}
-	type kindOnly struct {
-		Kind uint8 `msgpack:"k"` // Tree's; the rest is skipped
-	}
-	var m struct {
-		Kind   Kind            `msgpack:"k"`
-		Deltas []namespaceOnly `msgpack:"d,omitempty"`
-		Tree   *kindOnly       `msgpack:"e,omitempty"`
-	}
-	dec := msgpack.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&m); err != nil {
-		return Glance{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	if err := checkKind(m.Kind); err != nil {
+	g, err := peekBody(body)
+	if err != nil {
 		return Glance{}, err
 	}
-	g := Glance{Kind: m.Kind}
-	for _, d := range m.Deltas {
-		if err := checkDeltaNamespace(d.Namespace); err != nil {
+	if err := checkKind(g.Kind); err != nil {
+		return Glance{}, err
+	}
+	for _, ns := range g.Namespaces {
+		if err := checkDeltaNamespace(ns); err != nil {
 			return Glance{}, err
 		}
-		g.Namespaces = append(g.Namespaces, d.Namespace)
-	}
-	if m.Tree != nil && m.Kind == KindTree {
-		g.TreeKind = m.Tree.Kind
 	}
 	return g, nil
 }
 
-// body returns a frame's body, decompressed, once the frame passed the
-// checks every frame must: its size, version and flags, and every
-// msgpack length against the bytes.
-func (c *Codec) body(frame []byte) ([]byte, error) {
+// body returns a frame's body, decompressed (appended to dst), once the
+// frame passed the checks every frame must: its size, version and flags,
+// and every msgpack length against the bytes.
+func (c *Codec) body(frame, dst []byte) ([]byte, error) {
 	if len(frame) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(frame))
 	}
@@ -465,7 +454,7 @@ func (c *Codec) body(frame []byte) ([]byte, error) {
 	case 0:
 	case flagZstd:
 		var err error
-		body, err = c.dec.DecodeAll(body, nil)
+		body, err = c.dec.DecodeAll(body, dst)
 		if err != nil {
 			return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 		}

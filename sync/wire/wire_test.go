@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +87,51 @@ func TestPeek(t *testing.T) {
 	}
 	if _, err := c.Peek([]byte{Version << 4}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("a 1-byte frame: %v, want ErrCorrupt", err)
+	}
+	// A field Peek reads, given twice, is refused (Decode would keep the
+	// last); one it skips is not.
+	for name, body := range map[string][]byte{
+		"kind twice":   {0x82, 0xa1, 'k', 0x01, 0xa1, 'k', 0x04},
+		"deltas twice": {0x83, 0xa1, 'k', 0x01, 0xa1, 'd', 0x90, 0xa1, 'd', 0x90},
+	} {
+		if _, err := c.Peek(append([]byte{Version << 4}, body...)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
+	if g, err := c.Peek([]byte{Version << 4, 0x82, 0xa1, 'k', 0x04, 0xa1, 'q', 0x07}); err != nil || g.Kind != Kind(4) {
+		t.Errorf("a kind and a field skipped: %v, %v", g, err)
+	}
+}
+
+// Peek decompresses into buffers it reuses: peeking frames compressed and
+// not, in turn, changes none of them.
+func TestPeekLeavesFramesAlone(t *testing.T) {
+	c := NewCodec(0)
+	var frames, want [][]byte
+	for i := range 20 {
+		noise := make([]byte, 4000) // incompressible: the frame is the body, with room to spare
+		_, _ = rand.NewChaCha8([32]byte{byte(i)}).Read(noise)
+		m := &Message{Kind: KindDeltas, Seq: uint64(i), Deltas: []NamespaceDelta{{Namespace: "team://a", Delta: noise}}}
+		if i%2 == 1 {
+			m = &Message{Kind: KindDeltas, Seq: uint64(i), Deltas: []NamespaceDelta{{Namespace: "team://b", Delta: []byte(strings.Repeat(fmt.Sprint("delta ", i), 100+10*i))}}}
+		}
+		f, err := c.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames, want = append(frames, f), append(want, bytes.Clone(f))
+	}
+	for range 2 {
+		for _, f := range frames {
+			if _, err := c.Peek(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range frames {
+		if !bytes.Equal(frames[i], want[i]) {
+			t.Fatalf("frame %d changed by Peek", i)
+		}
 	}
 }
 
