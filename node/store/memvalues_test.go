@@ -93,3 +93,42 @@ func TestValueTableSharesEqualKeys(t *testing.T) {
 		t.Fatal("two stores hold two copies of an equal key")
 	}
 }
+
+// Entries whose hashes collide are each kept whole: every store reads its
+// own key and value back, and an equal entry is still shared.
+func TestValueTableCollisions(t *testing.T) {
+	values := NewValueTable()
+	values.hash = func(key, val []byte) uint64 { return 7 } // every entry collides
+	a, b := NewSharedMemKV(values), NewSharedMemKV(values)
+	write := func(kv *MemKV, key, val string) {
+		t.Helper()
+		if err := kv.Update(func(w Writer) error { return w.Set([]byte(key), []byte(val)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(kv *MemKV, key string) []byte {
+		t.Helper()
+		var v []byte
+		if err := kv.View(func(r Reader) error { var err error; v, err = r.Get([]byte(key)); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	write(a, "k1", "one")
+	write(b, "k1", "another") // the same key, another value
+	write(b, "k2", "two")
+	write(a, "k2", "two")
+	for _, c := range []struct {
+		kv       *MemKV
+		key, val string
+	}{{a, "k1", "one"}, {a, "k2", "two"}, {b, "k1", "another"}, {b, "k2", "two"}} {
+		if got := read(c.kv, c.key); string(got) != c.val {
+			t.Fatalf("%s: %q, want %q", c.key, got, c.val)
+		}
+	}
+	write(b, "k3", "three")
+	write(a, "k3", "three")
+	if &read(a, "k3")[0] != &read(b, "k3")[0] {
+		t.Fatal("an equal entry is not shared")
+	}
+}
