@@ -253,14 +253,29 @@
 // At 100 × 10k (seed 1, profiles at e2b2575): 2.3M frames; ApplyRemote
 // 31% of the CPU (the store's Apply 20%, reindexing 10%), the engine's
 // Step 26% (tree messages 13%, sync answers 7%), encoding frames 7%,
-// allocation and collection ~20%; crdt.Map.Records, decoding a delta's
-// records again for each pass over them (the store's two, the engine's,
-// surgery's and acl's checks), is 13% in all. Peak RSS is about five
-// times the live heap (GCPercent 400). The live heap at the end is 730 MB
-// (908 MB before the shared payloads and the copy index without a map per
-// source): the search indexes ~210 MB, the trees' received ids ~150 MB
-// (sync/epidemic: per id and node an entry, a map slot and a queue slot,
-// kept CacheTTL, 10 min), the stores ~100 MB. With that live heap a
-// GOMEMLIMIT of 900 MiB collects without end (over 580 s of CPU where the
-// run takes 184 s; stopped), so 1 GiB needs a live heap of a third of it.
+// allocation and collection ~20%; crdt.Map.Records is 13% cumulative
+// but decodes nothing (it sorts a delta's ids; the delta was decoded once,
+// by the engine's checkDelta, crdt.DecodeMap ~2%): under it is each pass's
+// own work — the store's joins at build (pendDeltas) and its index writes
+// at commit (applyTo), the engine's and acl's permission checks. Peak RSS
+// is about five times the live heap (GCPercent 400). The live heap at the
+// end is 650 MB at 70a6cea (753 MB at 76c8503; 908 MB before the shared
+// payloads and the copy index without a map per source): the trees'
+// received ids 123 MB (sync/epidemic: per id and node a 120-byte entry in
+// a block and a map slot, kept CacheTTL, 10 min; 149 MB when each id had
+// an entry object beside a queue slot), the search indexes ~150 MB, the
+// stores ~100 MB. With a live heap of 730 MB a GOMEMLIMIT of 900 MiB
+// collects without end (over 580 s of CPU where the run takes 184 s;
+// stopped), so 1 GiB needs a live heap of a third of it.
+//
+// From 76c8503 to 70a6cea, in the simulator's plumbing and the node's
+// write path, with the trace hash and digests unchanged: the send check
+// and the count of tree frames by kind read a frame with a hand-written
+// Peek instead of decoding it (Decode in the count, msgpack reflection in
+// Peek: 4% of the CPU, 5% of what was allocated), a codec compresses a
+// body it has just compressed once (a relayed delta goes to each eager
+// peer; 41% of compressions were repeats), a context join that adds
+// nothing copies nothing, and the shared ValueTable hashes with maphash
+// instead of SHA-256. At 100 × 10k: 234 → 218 s of CPU, peak RSS 4.29 →
+// 3.59 GB, 52.7 → 45.9 GB allocated (README).
 package sim
