@@ -1,6 +1,9 @@
 package epidemic
 
-import "time"
+import (
+	"encoding/binary"
+	"time"
+)
 
 // received remembers the payloads this node has received, so each is
 // delivered once, and keeps the recent ones to answer grafts. Both are
@@ -16,15 +19,19 @@ import "time"
 // heap, and an entry of its own beside its queue slot cost 112 bytes and
 // an object for the collector to mark per id. Blocks, not one slice: a
 // slice grown by doubling held up to twice the entries it had, and these
-// are 120 bytes. The few entries a KindWant pulled keep their askers aside
-// (asked).
+// are 120 bytes. The map is keyed by an id's first 8 bytes (a slot of 16
+// bytes, not 40), and the entry it names is compared whole: an id whose
+// first 8 bytes a remembered id has already (by chance, or made so by a
+// peer: 2^32 tries) goes in a map of its own (clash). The few entries a
+// KindWant pulled keep their askers aside (asked).
 type received struct {
 	maxIDs   int
 	ttl      time.Duration
 	pTTL     time.Duration
 	maxBytes int
 
-	m      map[MsgID]uint64 // id → its number in order of receipt
+	m      map[uint64]uint64 // an id's first 8 bytes → its number in order of receipt
+	clash  map[MsgID]uint64  // ids whose first 8 bytes another id had in m
 	blocks [][]entry        // entries first..next-1, blockLen a block
 	first  uint64           // the number of blocks[0][0]
 	head   uint64           // the first remembered; first ≤ head ≤ next
@@ -52,7 +59,7 @@ type entry struct {
 }
 
 func newReceived(c *Config) *received {
-	return &received{maxIDs: c.CacheMaxIDs, ttl: c.CacheTTL, pTTL: c.PayloadTTL, maxBytes: c.PayloadMaxBytes, m: map[MsgID]uint64{}, asked: map[MsgID][]PeerID{}}
+	return &received{maxIDs: c.CacheMaxIDs, ttl: c.CacheTTL, pTTL: c.PayloadTTL, maxBytes: c.PayloadMaxBytes, m: map[uint64]uint64{}, clash: map[MsgID]uint64{}, asked: map[MsgID][]PeerID{}}
 }
 
 // at is entry number i (first ≤ i < next).
@@ -61,13 +68,20 @@ func (r *received) at(i uint64) *entry {
 	return &r.blocks[i/blockLen][i%blockLen]
 }
 
+// short is the key of id in m.
+func short(id MsgID) uint64 { return binary.LittleEndian.Uint64(id[:8]) }
+
 // get returns id's entry, or nil.
 func (r *received) get(id MsgID) *entry {
-	i, ok := r.m[id]
-	if !ok {
-		return nil
+	if i, ok := r.m[short(id)]; ok {
+		if e := r.at(i); e.id == id {
+			return e
+		}
 	}
-	return r.at(i)
+	if i, ok := r.clash[id]; ok {
+		return r.at(i)
+	}
+	return nil
 }
 
 // add remembers e (received at e.at, pulled from the peers in asked) and
@@ -78,7 +92,11 @@ func (r *received) add(e entry, asked []PeerID) *entry {
 	}
 	last := &r.blocks[len(r.blocks)-1]
 	*last = append(*last, e)
-	r.m[e.id] = r.next
+	if _, taken := r.m[short(e.id)]; taken {
+		r.clash[e.id] = r.next
+	} else {
+		r.m[short(e.id)] = r.next
+	}
 	r.next++
 	if len(asked) > 0 {
 		r.asked[e.id] = asked
@@ -99,7 +117,11 @@ func (r *received) trim(now time.Time) {
 			break
 		}
 		r.dropPayload(q)
-		delete(r.m, q.id)
+		if i, ok := r.m[short(q.id)]; ok && i == r.head {
+			delete(r.m, short(q.id))
+		} else {
+			delete(r.clash, q.id)
+		}
 		delete(r.asked, q.id)
 		*q = entry{}
 		r.head++

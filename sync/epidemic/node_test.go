@@ -315,3 +315,29 @@ func TestReceivedFindsItsEntriesAsBlocksGo(t *testing.T) {
 		}
 	}
 }
+
+// Ids that share their first 8 bytes (the map's key) are each found, as
+// they come and go, and none is left behind in the map of clashes.
+func TestReceivedIDsSharingTheirFirstBytes(t *testing.T) {
+	c := Config{Self: "a", CacheMaxIDs: 100, PayloadMaxBytes: 1 << 20}
+	c.withDefaults()
+	r := newReceived(&c)
+	at := time.Unix(1_800_000_000, 0)
+	idOf := func(i int) MsgID { return MsgID{byte(i % 3), 8: byte(i), 9: byte(i >> 8), 31: 1} } // three prefixes
+	const total = 1000
+	for i := range total {
+		if r.get(idOf(i)) != nil {
+			t.Fatalf("id %d found before it came", i)
+		}
+		r.add(entry{id: idOf(i), at: at, round: i}, nil)
+		for j := max(0, i-c.CacheMaxIDs-5); j <= i; j++ {
+			e := r.get(idOf(j))
+			if kept := j > i-c.CacheMaxIDs; (e != nil) != kept || kept && (e.id != idOf(j) || e.round != j) {
+				t.Fatalf("after %d: id %d found %+v, want it remembered %v", i, j, e, kept)
+			}
+		}
+	}
+	if len(r.m)+len(r.clash) != c.CacheMaxIDs {
+		t.Fatalf("%d ids keyed, %d clashing; %d remembered", len(r.m), len(r.clash), c.CacheMaxIDs)
+	}
+}
