@@ -259,16 +259,17 @@
 // own work — the store's joins at build (pendDeltas) and its index writes
 // at commit (applyTo), the engine's and acl's permission checks. Peak RSS
 // is about five times the live heap (GCPercent 400). The live heap at the
-// end is 650 MB at 70a6cea (753 MB at 76c8503; 908 MB before the shared
-// payloads and the copy index without a map per source): the trees'
-// received ids 123 MB (sync/epidemic: per id and node a 120-byte entry in
-// a block and a map slot, kept CacheTTL, 10 min; 149 MB when each id had
-// an entry object beside a queue slot), the search indexes ~150 MB, the
-// stores ~100 MB. With a live heap of 730 MB a GOMEMLIMIT of 900 MiB
+// end is 644 MB at a0cd768 (753 MB at 76c8503; 908 MB before the shared
+// payloads and the copy index without a map per source): the search
+// indexes ~150 MB, the trees' received ids 100 MB (sync/epidemic: per id
+// and node a 120-byte entry in a block, 71 MB, and a 16-byte map slot,
+// 12 MB, kept CacheTTL, 10 min; their askers 17 MB; 149 MB when each id
+// had an entry object beside a queue slot and a 32-byte key), the stores
+// ~100 MB. With a live heap of 730 MB a GOMEMLIMIT of 900 MiB
 // collects without end (over 580 s of CPU where the run takes 184 s;
 // stopped), so 1 GiB needs a live heap of a third of it.
 //
-// From 76c8503 to 70a6cea, in the simulator's plumbing and the node's
+// From 76c8503 to a0cd768, in the simulator's plumbing and the node's
 // write path, with the trace hash and digests unchanged: the send check
 // and the count of tree frames by kind read a frame with a hand-written
 // Peek instead of decoding it (Decode in the count, msgpack reflection in
@@ -276,6 +277,7 @@
 // body it has just compressed once (a relayed delta goes to each eager
 // peer; 41% of compressions were repeats), a context join that adds
 // nothing copies nothing, and the shared ValueTable hashes with maphash
-// instead of SHA-256. At 100 × 10k: 234 → 218 s of CPU, peak RSS 4.29 →
-// 3.59 GB, 52.7 → 45.9 GB allocated (README).
+// instead of SHA-256, and the trees' received ids take less memory. At
+// 100 × 10k: 234 → 218 s of CPU, peak RSS 4.29 → 3.59 GB, 52.7 → 45.9
+// GB allocated (70a6cea); then 3.58 → 3.36 GB (a0cd768; README).
 package sim
