@@ -32,12 +32,12 @@ type received struct {
 
 	m      map[uint64]uint64 // an id's first 8 bytes → its number in order of receipt
 	clash  map[MsgID]uint64  // ids whose first 8 bytes another id had in m
-	blocks [][]entry        // entries first..next-1, blockLen a block
-	first  uint64           // the number of blocks[0][0]
-	head   uint64           // the first remembered; first ≤ head ≤ next
-	pHead  uint64           // entries from pHead on may hold their payload; head ≤ pHead
-	next   uint64           // the number the next id gets
-	bytes  int              // payload bytes held
+	blocks [][]entry         // entries first..next-1, blockLen a block
+	first  uint64            // the number of blocks[0][0]
+	head   uint64            // the first remembered; first ≤ head ≤ next
+	pHead  uint64            // entries from pHead on may hold their payload; head ≤ pHead
+	next   uint64            // the number the next id gets
+	bytes  int               // payload bytes held
 	// asked: for the ids pulled by a KindWant, the peers asked; their
 	// answers are not pushes.
 	asked map[MsgID][]PeerID
