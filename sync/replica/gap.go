@@ -2,6 +2,7 @@ package replica
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -26,7 +27,10 @@ const healSilence = 2 * time.Second
 // told a context of ns holding dots this node lacks. The author of most
 // of those dots that is a peer and may write ns is asked for a digest
 // sync of ns (its answer brings every dot of ns this node lacks and it
-// holds, whoever wrote it), unless a writer owes one already.
+// holds, whoever wrote it), unless a writer owes one already; when no
+// author is a peer now (it left, or crashed and was retired), the first
+// peer that may write ns is asked instead (a writer holds what reached
+// the readers, as they hold only what writers sent).
 func (e *Engine) askWriterFor(ns string, theirs *crdt.Context) {
 	missing := e.st.Context(ns).Missing(theirs)
 	if len(missing) == 0 || e.syncOwed(ns) {
@@ -34,17 +38,31 @@ func (e *Engine) askWriterFor(ns string, theirs *crdt.Context) {
 	}
 	lack := map[crdt.ReplicaID]uint64{}
 	for _, r := range missing {
-		lack[r.Replica] += r.To - r.From + 1
+		// Saturating: a claimed range may span all of uint64.
+		if n := r.To - r.From + 1; n == 0 || lack[r.Replica] > math.MaxUint64-n {
+			lack[r.Replica] = math.MaxUint64
+		} else {
+			lack[r.Replica] += n
+		}
 	}
-	var best *peerState
+	var best, anyWriter *peerState
 	for _, id := range e.sortedPeers() {
 		q := e.peers[id]
-		if n := lack[q.Replica]; n > 0 && e.pol.ReplicaMayWrite(q.Replica, ns) && (best == nil || n > lack[best.Replica]) {
+		if !e.pol.ReplicaMayWrite(q.Replica, ns) {
+			continue
+		}
+		if anyWriter == nil {
+			anyWriter = q
+		}
+		if n := lack[q.Replica]; n > 0 && (best == nil || n > lack[best.Replica]) {
 			best = q
 		}
 	}
 	if best == nil {
-		return // written by no peer now: anti-entropy's
+		best = anyWriter
+	}
+	if best == nil {
+		return // no peer may write ns now: anti-entropy's
 	}
 	needSyncOf(best, ns, CauseGap)
 	e.askAuthority(best, ns)
@@ -112,13 +130,17 @@ func (e *Engine) gaveUp(t *tree, m epidemic.Missed) {
 
 // syncOwed reports whether a sync of ns is asked for, owed or about to be
 // asked of a peer that may write ns (a reader's answer brings no
-// content).
+// content). A request counts only while its answer may still come: sent
+// less than RetransmitAfter ago, or to a peer heard from since. One to a
+// writer that went silent (crashed and not yet retired, or cut off) is
+// retried until its tries run out, and meanwhile must not hold back the
+// repairs other peers' evidence asks for.
 func (e *Engine) syncOwed(ns string) bool {
 	for _, q := range e.peers {
 		if !e.pol.ReplicaMayWrite(q.Replica, ns) {
 			continue
 		}
-		if _, owed := q.asked[ns]; owed {
+		if a, owed := q.asked[ns]; owed && (e.now.Sub(a.at) < e.cfg.RetransmitAfter || q.heard.After(a.at)) {
 			return true
 		}
 		if q.needSync[ns] != causeNone {
