@@ -112,8 +112,7 @@ func (r *mpReader) small() (uint8, error) {
 	case c <= 0x7f:
 		return c, nil
 	case c == 0xcc:
-		v, err := r.be(1)
-		return uint8(v), err
+		return r.next() // a value, not a length: not bounded by the body
 	}
 	return 0, errPeek
 }

@@ -248,6 +248,7 @@ func FuzzDecode(f *testing.F) {
 		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 1, Round: 2}, Deltas: []NamespaceDelta{{Namespace: "team://x", Delta: []byte{1}, Sig: make([]byte, 64), Author: "ab"}}},
 		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 2, IHave: []Announcement{{ID: make([]byte, TreeIDSize), Round: 3}}}},
 		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 11, Peer: "p", TTL: 2, Peers: []string{"a", "b"}}},
+		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 241}}, // a kind past 127, in a body shorter than it
 	} {
 		fr, err := c.Encode(m)
 		if err != nil {
@@ -281,6 +282,9 @@ func FuzzDecode(f *testing.F) {
 		again, err := c.Encode(m)
 		if err != nil {
 			return // a valid message may be too large to re-frame under the limit
+		}
+		if g, err := c.Peek(again); err != nil || g.Kind != m.Kind || g.TreeKind != treeKind(m) {
+			t.Fatalf("Peek of a frame Encode made: %+v, %v; Decode: %v (tree kind %d)", g, err, m.Kind, treeKind(m))
 		}
 		m2, err := c.Decode(again)
 		if err != nil || m2.Kind != m.Kind || m2.Seq != m.Seq || len(m2.Deltas) != len(m.Deltas) || len(m2.Contexts) != len(m.Contexts) {
