@@ -259,7 +259,7 @@
 // own work — the store's joins at build (pendDeltas) and its index writes
 // at commit (applyTo), the engine's and acl's permission checks. Peak RSS
 // is about five times the live heap (GCPercent 400). The live heap at the
-// end is 644 MB at a0cd768 (753 MB at 76c8503; 908 MB before the shared
+// end is 644 MB at 0022b65 (753 MB at 76c8503; 908 MB before the shared
 // payloads and the copy index without a map per source): the search
 // indexes ~150 MB, the trees' received ids 100 MB (sync/epidemic: per id
 // and node a 120-byte entry in a block, 71 MB, and a 16-byte map slot,
@@ -269,7 +269,7 @@
 // collects without end (over 580 s of CPU where the run takes 184 s;
 // stopped), so 1 GiB needs a live heap of a third of it.
 //
-// From 76c8503 to a0cd768, in the simulator's plumbing and the node's
+// From 76c8503 to 0022b65, in the simulator's plumbing and the node's
 // write path, with the trace hash and digests unchanged: the send check
 // and the count of tree frames by kind read a frame with a hand-written
 // Peek instead of decoding it (Decode in the count, msgpack reflection in
@@ -279,5 +279,5 @@
 // nothing copies nothing, and the shared ValueTable hashes with maphash
 // instead of SHA-256, and the trees' received ids take less memory. At
 // 100 × 10k: 234 → 218 s of CPU, peak RSS 4.29 → 3.59 GB, 52.7 → 45.9
-// GB allocated (70a6cea); then 3.58 → 3.36 GB (a0cd768; README).
+// GB allocated (97944be); then 3.58 → 3.36 GB (0022b65; README).
 package sim
