@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -90,21 +91,15 @@ func TestAckTimeoutSkipsSyncAnsweredSince(t *testing.T) {
 	}
 }
 
-// A sync answer that carries content is not acknowledged, so when it is
-// lost the side that lacks the content asks again: the requester's
-// context showed dots it lacks, and after an ack timeout without them it
-// asks for a sync itself — at most syncTries times in a row, then
-// anti-entropy's turn. (The simulator found a projection view that a node
-// refused once and then never got: the repair's answer was lost, and
-// anti-entropy took more than five minutes to pick that peer.)
-func TestLostSyncAnswerAskedAgain(t *testing.T) {
-	const ns = "team://a"
-	now := time.Unix(1_800_000_000, 0)
+// loseSyncAnswer: n1 asks n0 for a sync of ns, n0 answers with its
+// (empty) context, and n1's answer, carrying a record n0 lacks, is lost.
+func loseSyncAnswer(t *testing.T, cfg Config, ns string) (e0, e1 *Engine, st0 *MemState, now time.Time) {
+	t.Helper()
+	now = time.Unix(1_800_000_000, 0)
 	st0, st1 := NewMemState(), NewMemState()
 	st1.Map(ns)
-	cfg := Config{AntiEntropyInterval: time.Hour, AckTimeout: 10 * time.Second}
-	e0 := New(testConfig(cfg, "n0", 0), st0, openPolicy{})
-	e1 := New(testConfig(cfg, "n1", 1), st1, openPolicy{})
+	e0 = New(testConfig(cfg, "n0", 0), st0, openPolicy{})
+	e1 = New(testConfig(cfg, "n1", 1), st1, openPolicy{})
 	peers := []Peer{testPeer("n0", 0), testPeer("n1", 1)}
 	e0.SetPeers(peers)
 	e1.SetPeers(peers)
@@ -118,9 +113,6 @@ func TestLostSyncAnswerAskedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	sealInto(st1.Map(ns), ns, d, s1)
-
-	// n1 asks n0 for a sync of ns; n0 answers with its (empty) context;
-	// n1's answer, carrying m1, is lost.
 	if err := e1.RequestSync("n0", ns); err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +122,52 @@ func TestLostSyncAnswerAskedAgain(t *testing.T) {
 	for _, env := range e0.Ready().Messages {
 		_ = e1.Step("n0", env.Msg)
 	}
-	lost := e1.Ready().Messages
-	if len(lost) == 0 {
+	if lost := e1.Ready().Messages; len(lost) == 0 {
 		t.Fatal("n1 sent nothing for n0's context")
 	}
+	return e0, e1, st0, now
+}
+
+// The first time a sync goes unanswered it is asked again after a couple
+// of round trips' wait (syncRetryWait), not AckTimeout; the tries after
+// that wait AckTimeout, so that they still span a partition.
+func TestLostSyncAnswerAskedAgainSoonOnce(t *testing.T) {
+	const ns = "team://a"
+	cfg := Config{AntiEntropyInterval: time.Hour, AckTimeout: 10 * time.Second, RetransmitAfter: time.Second}
+	e0, _, _, now := loseSyncAnswer(t, cfg, ns)
+	now = now.Add(1900 * time.Millisecond)
+	e0.Tick(now)
+	if got := syncRequests(e0.Ready()); got != 0 {
+		t.Fatalf("%d sync requests 1.9 s after the answer was lost, want none yet", got)
+	}
+	now = now.Add(200 * time.Millisecond)
+	e0.Tick(now)
+	if got := syncRequests(e0.Ready()); got != 1 {
+		t.Fatalf("%d sync requests 2.1 s after the answer was lost, want 1", got)
+	}
+	now = now.Add(9 * time.Second)
+	e0.Tick(now)
+	if got := syncRequests(e0.Ready()); got != 0 {
+		t.Fatalf("%d sync requests 9 s after the first retry, want none (AckTimeout)", got)
+	}
+	now = now.Add(1100 * time.Millisecond)
+	e0.Tick(now)
+	if got := syncRequests(e0.Ready()); got != 1 {
+		t.Fatalf("%d sync requests AckTimeout after the first retry, want 1", got)
+	}
+}
+
+// A sync answer that carries content is not acknowledged, so when it is
+// lost the side that lacks the content asks again: the requester's
+// context showed dots it lacks, and after an ack timeout without them it
+// asks for a sync itself — at most syncTries times in a row, then
+// anti-entropy's turn. (The simulator found a projection view that a node
+// refused once and then never got: the repair's answer was lost, and
+// anti-entropy took more than five minutes to pick that peer.)
+func TestLostSyncAnswerAskedAgain(t *testing.T) {
+	const ns = "team://a"
+	cfg := Config{AntiEntropyInterval: time.Hour, AckTimeout: 10 * time.Second}
+	e0, e1, st0, now := loseSyncAnswer(t, cfg, ns)
 	for try := 1; try <= syncTries; try++ {
 		now = now.Add(10 * time.Second)
 		e0.Tick(now)
@@ -170,5 +204,53 @@ func TestLostSyncAnswerAskedAgain(t *testing.T) {
 	e0.Tick(now.Add(time.Minute))
 	if got := syncRequests(e0.Ready()); got != 0 {
 		t.Fatalf("%d sync requests once answered, want none", got)
+	}
+}
+
+// An answer still arriving in batches is not a lost one: each batch of it
+// moves the request's clock, so a slow answer is not asked for again
+// while it comes (only a silence of syncRetryWait is).
+func TestSyncAnswerInBatchesNotAskedAgain(t *testing.T) {
+	const ns = "team://a"
+	now := time.Unix(1_800_000_000, 0)
+	st0, st1 := NewMemState(), NewMemState()
+	cfg := Config{AntiEntropyInterval: time.Hour, AckTimeout: 10 * time.Second, RetransmitAfter: time.Second, BatchMaxBytes: 1}
+	e0 := New(testConfig(cfg, "n0", 0), st0, openPolicy{})
+	e1 := New(testConfig(cfg, "n1", 1), st1, openPolicy{})
+	peers := []Peer{testPeer("n0", 0), testPeer("n1", 1)}
+	e0.SetPeers(peers)
+	e1.SetPeers(peers)
+	e0.Tick(now)
+	e1.Tick(now)
+	e0.Ready()
+	e1.Ready()
+	s1, r1 := testSigner(1)
+	for i := range 4 {
+		d, err := st1.Map(ns).Set(r1, crdt.Timestamp(5+i), fmt.Sprint("m", i), "title", []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealInto(st1.Map(ns), ns, d, s1)
+	}
+	st0.Map(ns)
+	if err := e0.RequestSync("n1", ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range e0.Ready().Messages {
+		_ = e1.Step("n0", env.Msg)
+	}
+	batches := e1.Ready().Messages
+	if len(batches) < 3 {
+		t.Fatalf("the answer came in %d messages, want batches", len(batches))
+	}
+	// One batch every 1.5 s: never 2 s without one, but the last after
+	// more than 2 s of the request.
+	for i, env := range batches[:len(batches)-1] {
+		now = now.Add(1500 * time.Millisecond)
+		_ = e0.Step("n1", env.Msg)
+		e0.Tick(now)
+		if got := syncRequests(e0.Ready()); got != 0 {
+			t.Fatalf("asked again while batch %d of %d of the answer came", i+1, len(batches))
+		}
 	}
 }

@@ -350,7 +350,7 @@ type asking struct {
 // waited for anti-entropy to pick that peer again, on average once every
 // (peers × AntiEntropyInterval) — the simulator found seeds where it took
 // more than five minutes.
-const syncTries = 3
+const syncTries = 4
 
 // Engine is the replication state machine of one node. It is not safe for
 // concurrent use: one goroutine drives it.
@@ -723,7 +723,7 @@ func (e *Engine) Tick(now time.Time) {
 			switch {
 			case a.want != nil && len(e.st.Context(ns).Missing(a.want)) == 0:
 				delete(p.asked, ns) // everything the peer had is here
-			case now.Sub(a.at) < e.cfg.AckTimeout:
+			case now.Sub(a.at) < p.syncRetryWait(e.cfg, a):
 			case a.tries >= syncTries:
 				delete(p.asked, ns) // anti-entropy's turn
 			default:

@@ -61,6 +61,14 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 			a.want = theirs
 			p.asked[nc.Namespace] = a
 		}
+		// A batch of an answer still coming: its request is being
+		// answered, not lost (syncRetryWait).
+		for _, nd := range m.Deltas {
+			if a, ok := p.asked[nd.Namespace]; ok && a.want == nil {
+				a.at = e.now
+				p.asked[nd.Namespace] = a
+			}
+		}
 		// What this reply brings may complete what held deltas wait for:
 		// they are released once it is applied (Advance).
 		for _, nd := range m.Deltas {

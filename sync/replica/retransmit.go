@@ -162,3 +162,17 @@ func (e *Engine) sendAck(p *peerState, seq uint64) {
 		p.stats.AcksTwice++
 	}
 }
+
+// syncRetryWait is how long the sync request a goes without an answer
+// (or a batch of one) before it is asked again: until it has been asked
+// again once, twice the wait before a batch's first resend; then
+// AckTimeout. A request or answer lost once then costs a couple of round
+// trips, not AckTimeout (a node that missed a namespace's tree waited
+// 10 s per loss), while the later tries still span a partition as long as
+// before (syncTries counts the early one too).
+func (p *peerState) syncRetryWait(cfg Config, a asking) time.Duration {
+	if a.cause != CauseRetry {
+		return min(2*p.retransmitWait(cfg), cfg.AckTimeout)
+	}
+	return cfg.AckTimeout
+}
