@@ -66,6 +66,16 @@ func hold(s *Store, kv *groupKV, id string, release chan struct{}) <-chan error 
 	return start(s, set("team://held", id, 1, "ti", "held"))
 }
 
+// openStore opens a store over kv, failing t if it cannot.
+func openStore(t *testing.T, kv KV, opt Options) *Store {
+	t.Helper()
+	s, err := Open(kv, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // start runs fn as an Update in its own goroutine and waits until it is
 // queued (or running), so that requests queue in the order started.
 func start(s *Store, fn func(tx *Tx) error) <-chan error {
@@ -213,10 +223,7 @@ func TestGroupIsolatesFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ns = "team://a"
 		kv := &groupKV{KV: NewMemKV()}
-		s, err := Open(kv, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openStore(t, kv, Options{})
 		defer s.Close()
 		opened := kv.commits.Load()
 		release := make(chan struct{})
@@ -304,10 +311,7 @@ func TestGroupSplitsWhenTooBig(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ns = "team://a"
 		kv := &groupKV{KV: NewMemKV(), limit: 3000}
-		s, err := Open(kv, Options{GroupBytes: 1 << 30})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openStore(t, kv, Options{GroupBytes: 1 << 30})
 		defer s.Close()
 		opened := kv.commits.Load()
 		release := make(chan struct{})
@@ -360,10 +364,7 @@ func TestGroupQueueIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ns = "team://a"
 		kv := &groupKV{KV: NewMemKV()}
-		s, err := Open(kv, Options{MaxPending: 3, GroupMax: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openStore(t, kv, Options{MaxPending: 3, GroupMax: 2})
 		defer s.Close()
 		release := make(chan struct{})
 		held := hold(s, kv, "h5", release)

@@ -35,10 +35,15 @@ func (k *syncGateKV) Sync() error {
 	return k.MemKV.Sync()
 }
 
-func (k *syncGateKV) hold() chan struct{} {
+// hold makes the syncs wait until the returned release is called; the
+// syncs after it run at once.
+func (k *syncGateKV) hold() (release func()) {
 	g := make(chan struct{})
 	k.gate.Store(&g)
-	return g
+	return func() {
+		k.gate.Store(nil)
+		close(g)
+	}
 }
 
 func notDone(c <-chan error) bool {
@@ -59,10 +64,7 @@ func TestCommitWhileTheLastGroupSyncs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ns = "team://a"
 		kv := &syncGateKV{MemKV: NewMemKV()}
-		s, err := Open(kv, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openStore(t, kv, Options{})
 		defer s.Close()
 		edit(t, s, ns, "m0", 1, "ti", "v0")
 		before := s.Context(ns)
@@ -91,8 +93,7 @@ func TestCommitWhileTheLastGroupSyncs(t *testing.T) {
 			t.Fatal("Context shows a write not yet synced")
 		}
 
-		kv.gate.Store(nil)
-		close(release)
+		release()
 		for _, w := range []<-chan error{a, b, c} {
 			if err := <-w; err != nil {
 				t.Fatal(err)
@@ -120,10 +121,7 @@ func TestCrashBeforeTheSyncLosesOnlyUnacknowledged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ns = "team://a"
 		kv := &syncGateKV{MemKV: NewMemKV()}
-		s, err := Open(kv, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openStore(t, kv, Options{})
 		edit(t, s, ns, "m0", 1, "ti", "kept")
 		release := kv.hold()
 		a := start(s, set(ns, "a", 2, "ti", "A"))
@@ -135,8 +133,7 @@ func TestCrashBeforeTheSyncLosesOnlyUnacknowledged(t *testing.T) {
 		}()
 		synctest.Wait()
 		kv.PowerCut()
-		kv.gate.Store(nil)
-		close(release)
+		release()
 		for _, w := range []<-chan error{a, b} {
 			if err := <-w; !errors.Is(err, ErrSync) {
 				t.Fatalf("a write whose sync failed: %v, want ErrSync", err)
@@ -179,10 +176,7 @@ func TestClosureErrorWaitsForWhatItRead(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			const ns = "team://a"
 			kv := &syncGateKV{MemKV: NewMemKV()}
-			s, err := Open(kv, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := openStore(t, kv, Options{})
 			defer s.Close()
 			release := kv.hold()
 			a := start(s, set(ns, "a", 1, "ti", "A"))
@@ -197,8 +191,7 @@ func TestClosureErrorWaitsForWhatItRead(t *testing.T) {
 			if cut {
 				kv.PowerCut()
 			}
-			kv.gate.Store(nil)
-			close(release)
+			release()
 			<-a
 			got := <-answer
 			switch {
@@ -217,10 +210,7 @@ func TestClosureErrorWaitsForTheWritesQueuedBeforeIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ns = "team://a"
 		kv := &groupKV{KV: NewMemKV()}
-		s, err := Open(kv, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openStore(t, kv, Options{})
 		defer s.Close()
 		release := make(chan struct{})
 		held := hold(s, kv, "h", release)
