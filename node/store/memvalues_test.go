@@ -12,25 +12,11 @@ func TestValueTableSharesEqualValues(t *testing.T) {
 	values := NewValueTable()
 	a, b := NewSharedMemKV(values), NewSharedMemKV(values)
 	buf := []byte("the same record bytes")
-	set := func(kv *MemKV, key string, v []byte) {
-		t.Helper()
-		if err := kv.Update(func(w Writer) error { return w.Set([]byte(key), v) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	get := func(kv *MemKV, key string) []byte {
-		t.Helper()
-		var v []byte
-		if err := kv.View(func(r Reader) error { var err error; v, err = r.Get([]byte(key)); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	set(a, "k", buf)
-	set(b, "k", buf)
-	set(b, "other key", buf)
+	memSet(t, a, "k", buf)
+	memSet(t, b, "k", buf)
+	memSet(t, b, "other key", buf)
 	buf[0] = 'X' // the caller reuses its buffer
-	va, vb, vo := get(a, "k"), get(b, "k"), get(b, "other key")
+	va, vb, vo := memGet(t, a, "k"), memGet(t, b, "k"), memGet(t, b, "other key")
 	if string(va) != "the same record bytes" || string(vb) != string(va) || string(vo) != string(va) {
 		t.Fatalf("values %q, %q and %q", va, vb, vo)
 	}
@@ -40,8 +26,8 @@ func TestValueTableSharesEqualValues(t *testing.T) {
 	if values.Len() != 2 { // ("k", the value) and ("other key", the value)
 		t.Fatalf("table holds %d entries, want 2", values.Len())
 	}
-	set(a, "k", []byte("changed in a"))
-	if string(get(b, "k")) != "the same record bytes" {
+	memSet(t, a, "k", []byte("changed in a"))
+	if string(memGet(t, b, "k")) != "the same record bytes" {
 		t.Fatal("a write in one store changed another's value")
 	}
 	for _, key := range []string{"k", "other key"} {
@@ -57,7 +43,7 @@ func TestValueTableSharesEqualValues(t *testing.T) {
 		runtime.GC()
 		runtime.Gosched()
 	}
-	if string(get(a, "k")) != "changed in a" {
+	if string(memGet(t, a, "k")) != "changed in a" {
 		t.Fatal("a value still held was lost")
 	}
 }
@@ -100,35 +86,39 @@ func TestValueTableCollisions(t *testing.T) {
 	values := NewValueTable()
 	values.hash = func(key, val []byte) uint64 { return 7 } // every entry collides
 	a, b := NewSharedMemKV(values), NewSharedMemKV(values)
-	write := func(kv *MemKV, key, val string) {
-		t.Helper()
-		if err := kv.Update(func(w Writer) error { return w.Set([]byte(key), []byte(val)) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read := func(kv *MemKV, key string) []byte {
-		t.Helper()
-		var v []byte
-		if err := kv.View(func(r Reader) error { var err error; v, err = r.Get([]byte(key)); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	write(a, "k1", "one")
-	write(b, "k1", "another") // the same key, another value
-	write(b, "k2", "two")
-	write(a, "k2", "two")
+	memSet(t, a, "k1", []byte("one"))
+	memSet(t, b, "k1", []byte("another")) // the same key, another value
+	memSet(t, b, "k2", []byte("two"))
+	memSet(t, a, "k2", []byte("two"))
 	for _, c := range []struct {
 		kv       *MemKV
 		key, val string
 	}{{a, "k1", "one"}, {a, "k2", "two"}, {b, "k1", "another"}, {b, "k2", "two"}} {
-		if got := read(c.kv, c.key); string(got) != c.val {
+		if got := memGet(t, c.kv, c.key); string(got) != c.val {
 			t.Fatalf("%s: %q, want %q", c.key, got, c.val)
 		}
 	}
-	write(b, "k3", "three")
-	write(a, "k3", "three")
-	if &read(a, "k3")[0] != &read(b, "k3")[0] {
+	memSet(t, b, "k3", []byte("three"))
+	memSet(t, a, "k3", []byte("three"))
+	if &memGet(t, a, "k3")[0] != &memGet(t, b, "k3")[0] {
 		t.Fatal("an equal entry is not shared")
 	}
+}
+
+// memSet writes key=v in kv, failing t if it cannot.
+func memSet(t *testing.T, kv *MemKV, key string, v []byte) {
+	t.Helper()
+	if err := kv.Update(func(w Writer) error { return w.Set([]byte(key), v) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// memGet reads key's value in kv, failing t if it cannot.
+func memGet(t *testing.T, kv *MemKV, key string) []byte {
+	t.Helper()
+	var v []byte
+	if err := kv.View(func(r Reader) error { var err error; v, err = r.Get([]byte(key)); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
