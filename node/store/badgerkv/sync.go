@@ -83,18 +83,14 @@ func (k *KV) syncLogs(fid *uint32, ext string, name func(uint32) string) error {
 	}
 	newest := *fid
 	for _, e := range entries {
-		base, ok := strings.CutSuffix(e.Name(), ext)
-		if !ok {
+		n, ok := logNumber(e.Name(), ext)
+		if !ok || n < *fid {
 			continue
 		}
-		n, err := strconv.ParseUint(base, 10, 32)
-		if err != nil || uint32(n) < *fid {
-			continue
-		}
-		if err := k.fsync(filepath.Join(k.dir, name(uint32(n)))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := k.fsync(filepath.Join(k.dir, name(n))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("badgerkv: sync: %w", err)
 		}
-		newest = max(newest, uint32(n))
+		newest = max(newest, n)
 	}
 	if newest > *fid {
 		// A log created since the last Sync: Badger does not sync the
@@ -120,14 +116,21 @@ func (k *KV) findLogs() error {
 			ext string
 			fid *uint32
 		}{{memExt, &k.memFid}, {vlogExt, &k.vlogFid}} {
-			base, ok := strings.CutSuffix(e.Name(), l.ext)
-			if !ok {
-				continue
-			}
-			if n, err := strconv.ParseUint(base, 10, 32); err == nil && uint32(n) > *l.fid {
-				*l.fid = uint32(n)
+			if n, ok := logNumber(e.Name(), l.ext); ok && n > *l.fid {
+				*l.fid = n
 			}
 		}
 	}
 	return nil
+}
+
+// logNumber is the number of the log named name with extension ext; ok
+// is false for any other file.
+func logNumber(name, ext string) (n uint32, ok bool) {
+	base, ok := strings.CutSuffix(name, ext)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(base, 10, 32)
+	return uint32(v), err == nil
 }
