@@ -134,3 +134,17 @@ func logNumber(name, ext string) (n uint32, ok bool) {
 	v, err := strconv.ParseUint(base, 10, 32)
 	return uint32(v), err == nil
 }
+
+// fdatasync syncs the file or directory at path (syncData: sync_linux.go,
+// sync_other.go).
+func fdatasync(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = syncData(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
