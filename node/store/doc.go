@@ -27,7 +27,7 @@
 // must not be computed at once: writes are built one at a time. But each
 // used to wait for its own sync under the one write mutex, so writers
 // queued one fsync each. Now a write (Update's closure, Apply's deltas)
-// goes through three stages (group.go):
+// goes through four stages (group.go):
 //
 //  1. Build, one write at a time (Store.build): the closure runs against
 //     the committed state — a long-lived snapshot of the KV and the
