@@ -65,7 +65,7 @@ var (
 // Open opens (creating if needed) Badger in dir, tuned for a sidecar:
 // memtables of opt.MemTableSize (two), no block cache unless
 // opt.BlockCacheSize, no index cache, value-log files of 64 MiB,
-// values over 64 KiB in the value log, no compression, two
+// values of 64 KiB or more in the value log, no compression, two
 // compactors. Every Update is synced unless opt.NoSync; Badger itself
 // never syncs a commit (SyncWrites off): the KV does, in Sync (sync.go).
 //
@@ -124,7 +124,7 @@ func openBadger(dir string, opt Options) (*badger.DB, error) {
 		mem = 8 << 20
 	}
 	cache := max(opt.BlockCacheSize, 0)
-	// Values over 64 KiB go to the value log on disk; smaller ones (every
+	// Values of 64 KiB or more go to the value log on disk; smaller ones (every
 	// memory short of a maximal one) stay in the LSM tree, whose blocks are
 	// not compressed. Every search hit is a point read of a block. With
 	// zstd level 1 its decompression was 17% of the CPU of GET /v1/search

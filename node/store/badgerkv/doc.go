@@ -1,6 +1,6 @@
 // Package badgerkv is the store.KV of a node: Badger in the node's data
-// directory, tuned for a sidecar (small memtables, no caches, values over
-// 64 KiB in the value log, tables not compressed). Badger does not sync
+// directory, tuned for a sidecar (small memtables, no caches, values of
+// 64 KiB or more in the value log, tables not compressed). Badger does not sync
 // its commits: the KV does (Update, and Sync for the store's group
 // commit, which syncs many commits at once; sync.go says why it syncs the
 // logs itself rather than through DB.Sync), so an acknowledged write
