@@ -135,25 +135,21 @@ func TestLostSyncAnswerAskedAgainSoonOnce(t *testing.T) {
 	const ns = "team://a"
 	cfg := Config{AntiEntropyInterval: time.Hour, AckTimeout: 10 * time.Second, RetransmitAfter: time.Second}
 	e0, _, _, now := loseSyncAnswer(t, cfg, ns)
-	now = now.Add(1900 * time.Millisecond)
-	e0.Tick(now)
-	if got := syncRequests(e0.Ready()); got != 0 {
-		t.Fatalf("%d sync requests 1.9 s after the answer was lost, want none yet", got)
-	}
-	now = now.Add(200 * time.Millisecond)
-	e0.Tick(now)
-	if got := syncRequests(e0.Ready()); got != 1 {
-		t.Fatalf("%d sync requests 2.1 s after the answer was lost, want 1", got)
-	}
-	now = now.Add(9 * time.Second)
-	e0.Tick(now)
-	if got := syncRequests(e0.Ready()); got != 0 {
-		t.Fatalf("%d sync requests 9 s after the first retry, want none (AckTimeout)", got)
-	}
-	now = now.Add(1100 * time.Millisecond)
-	e0.Tick(now)
-	if got := syncRequests(e0.Ready()); got != 1 {
-		t.Fatalf("%d sync requests AckTimeout after the first retry, want 1", got)
+	for _, step := range []struct {
+		wait time.Duration
+		want int
+		when string
+	}{
+		{1900 * time.Millisecond, 0, "1.9 s after the answer was lost (not yet)"},
+		{200 * time.Millisecond, 1, "2.1 s after the answer was lost"},
+		{9 * time.Second, 0, "9 s after the first retry (AckTimeout not yet)"},
+		{1100 * time.Millisecond, 1, "AckTimeout after the first retry"},
+	} {
+		now = now.Add(step.wait)
+		e0.Tick(now)
+		if got := syncRequests(e0.Ready()); got != step.want {
+			t.Fatalf("%d sync requests %s, want %d", got, step.when, step.want)
+		}
 	}
 }
 
