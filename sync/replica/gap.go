@@ -1,9 +1,7 @@
 package replica
 
 import (
-	"maps"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
@@ -92,8 +90,7 @@ func (e *Engine) heardFrom(p *peerState) {
 		return
 	}
 	e.syncStats.Heals++
-	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
-		t := e.trees[ns]
+	for ns, t := range e.trees { // each namespace on its own: any order
 		if !e.pol.PeerMayRead(p.Peer, ns) || !e.pol.ShouldHold(ns) || e.syncOwed(ns) || e.now.Sub(t.healed) < healSilence {
 			continue
 		}
