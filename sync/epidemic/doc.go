@@ -124,7 +124,8 @@
 // mnemo, digest sync). A payload announced here and given up (every
 // announcer asked GraftTries times, or MaxMissing reached) is reported in
 // Ready.GaveUp with its announcers, so the application can repair it at
-// once from one of them rather than wait for its anti-entropy. Links are made when others fail, while payloads
+// once from one of them rather than wait for its anti-entropy. Links are
+// made when others fail, while payloads
 // are under way, so a payload can pass before a node's new links exist: a
 // new link is sent announcements of the payloads received in the last
 // RecentAnnounce (at most a batch), and its far end asks for what it

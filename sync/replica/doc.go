@@ -88,7 +88,8 @@
 // only what the delta's own records hold, so a batch claiming a removed
 // dot without the record it was removed from, arriving when that
 // record's batch is lost, would move the requester past a removal the
-// record never saw (sim/doc.go, Found 6; a larger answer still splits). No batch claims a dot of a record still to come,
+// record never saw (sim/doc.go, Found 6; a larger answer still splits). No
+// batch claims a dot of a record still to come,
 // so a lost batch is found missing again by the next sync. The answer ends
 // with the responder's context, and the requester holds its request owed
 // until its own context covers that one (if the responder may write the
@@ -215,7 +216,8 @@
 //   - One overlay per namespace, of its readers only: a tree is offered
 //     (epidemic Hint) the peers that may read the namespace and reports
 //     failed those that no longer may (on each local delta at or above the
-//     threshold, membership change and anti-entropy round). Tree messages from a peer that may not read the
+//     threshold, membership change and anti-entropy round). Tree messages
+//     from a peer that may not read the
 //     namespace are dropped, and a payload is sent only to a peer that may
 //     read it now — else it is withheld and the peer dropped from the
 //     tree: no relay sends a memory to a node whose principal may not read
@@ -272,7 +274,8 @@
 //     other frame came to it until 20 s: a node holding none of a
 //     namespace yet has no tree of it (refreshTrees walks the
 //     namespaces the state holds), so nothing links it in; making trees
-//     for the namespaces the policy says to hold would. The repairs come sooner still when the
+//     for the namespaces the policy says to hold would. The repairs come
+//     sooner still when the
 //     author writes again: a relayed delta that must
 //     be held (it depends on writes not here) makes this node ask its
 //     author for a digest sync at once (TreeStats.Repairs), as an ack
