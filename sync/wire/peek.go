@@ -82,10 +82,21 @@ func (r *mpReader) str() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var n int
+	n, isStr, err := r.strLen(c)
+	if !isStr || err != nil || n > len(r.b)-r.off {
+		return nil, errPeek
+	}
+	s := r.b[r.off : r.off+n]
+	r.off += n
+	return s, nil
+}
+
+// strLen reads the length of a string whose code is c, and reports
+// whether c is a string's.
+func (r *mpReader) strLen(c byte) (n int, isStr bool, err error) {
 	switch {
 	case c >= 0xa0 && c <= 0xbf:
-		n = int(c & 0x1f)
+		return int(c & 0x1f), true, nil
 	case c == 0xd9:
 		n, err = r.be(1)
 	case c == 0xda:
@@ -93,14 +104,9 @@ func (r *mpReader) str() ([]byte, error) {
 	case c == 0xdb:
 		n, err = r.be(4)
 	default:
-		return nil, errPeek
+		return 0, false, nil
 	}
-	if err != nil || n > len(r.b)-r.off {
-		return nil, errPeek
-	}
-	s := r.b[r.off : r.off+n]
-	r.off += n
-	return s, nil
+	return n, true, err
 }
 
 // small reads a positive integer below 256.
@@ -123,20 +129,20 @@ func (r *mpReader) skip(depth int) error {
 	if err != nil || depth < 0 {
 		return errPeek
 	}
-	n, elems := 0, 0
+	n, isStr, err := r.strLen(c)
+	elems := 0
 	switch {
+	case isStr:
 	case c <= 0x7f, c >= 0xe0, c == 0xc0, c == 0xc2, c == 0xc3:
 	case c >= 0x80 && c <= 0x8f:
 		elems = 2 * int(c&0x0f)
 	case c >= 0x90 && c <= 0x9f:
 		elems = int(c & 0x0f)
-	case c >= 0xa0 && c <= 0xbf:
-		n = int(c & 0x1f)
-	case c == 0xc4, c == 0xd9:
+	case c == 0xc4:
 		n, err = r.be(1)
-	case c == 0xc5, c == 0xda:
+	case c == 0xc5:
 		n, err = r.be(2)
-	case c == 0xc6, c == 0xdb:
+	case c == 0xc6:
 		n, err = r.be(4)
 	case c == 0xcc, c == 0xd0:
 		n = 1
