@@ -91,7 +91,7 @@ func (e *Engine) heardFrom(p *peerState) {
 	}
 	e.syncStats.Heals++
 	for ns, t := range e.trees { // each namespace on its own: any order
-		if !e.pol.PeerMayRead(p.Peer, ns) || !e.pol.ShouldHold(ns) || e.syncOwed(ns) || e.now.Sub(t.healed) < healSilence {
+		if !e.pol.PeerMayRead(p.Peer, ns) || !e.pol.ShouldHold(ns) || e.now.Sub(t.healed) < healSilence || e.syncOwed(ns) {
 			continue
 		}
 		t.healed = e.now
