@@ -13,6 +13,7 @@ import (
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/sync/replica"
 )
 
 // finalHolders are the nodes that must hold ns once the network is quiet:
@@ -443,6 +444,8 @@ func (s *Sim) tamperOne() {
 type totals struct {
 	applied, rejected, fallbacks, retransmits uint64
 	maxQueue                                  int
+	trees                                     replica.TreeStats // broadcast trees' counters (trees.go)
+	syncs                                     replica.SyncStats // digest syncs by cause (trees.go)
 }
 
 func (s *Sim) totals() totals {
@@ -453,10 +456,14 @@ func (s *Sim) totals() totals {
 		t.fallbacks += n.dead.fallbacks
 		t.retransmits += n.dead.retransmits
 		t.maxQueue = max(t.maxQueue, n.dead.maxQueue)
+		t.trees.Add(n.dead.trees)
+		t.syncs.Add(n.dead.syncs)
 		if n.up {
 			st := n.loop.Status(false)
 			t.applied += st.Applied
 			t.rejected += st.Rejected
+			t.trees.Add(st.Trees)
+			t.syncs.Add(st.Syncs)
 			for _, p := range st.Peers {
 				t.fallbacks += p.Fallbacks
 				t.retransmits += p.Retransmits

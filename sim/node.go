@@ -47,10 +47,8 @@ type simNode struct {
 	member     bool
 	stalled    bool
 	inbox      []*event
-	inc        int               // incarnation: a crash loses what is in flight to the node
-	dead       totals            // counters of the loops lost in crashes
-	deadTrees  replica.TreeStats // their broadcast trees' counters (trees.go)
-	deadSyncs  replica.SyncStats // their digest syncs by cause (trees.go)
+	inc        int    // incarnation: a crash loses what is in flight to the node
+	dead       totals // counters of the loops lost in crashes
 }
 
 func (s *Sim) newNode(i int) (*simNode, error) {
@@ -205,8 +203,8 @@ func (s *Sim) crash(n *simNode) {
 		n.dead.fallbacks += p.Fallbacks
 		n.dead.retransmits += p.Retransmits
 	}
-	n.deadTrees.Add(st.Trees)
-	n.deadSyncs.Add(st.Syncs)
+	n.dead.trees.Add(st.Trees)
+	n.dead.syncs.Add(st.Syncs)
 	n.dead.applied += st.Applied
 	n.dead.rejected += st.Rejected
 	n.loop.Close()

@@ -99,7 +99,7 @@ func (s *Sim) report(wall time.Duration) *Report {
 		SyncMessages: s.stats.syncMsgs, SyncBytes: s.stats.syncBytes,
 		BindingMsgs: s.stats.bindingMsgs, BindingBytes: s.stats.bindingBytes,
 		AckMessages: s.stats.ackMsgs, AckBytes: s.stats.ackBytes,
-		TreeMessages: s.stats.treeMsgs, TreeBytes: s.stats.treeBytes, Trees: s.treeTotals(), Syncs: s.syncTotals(), Relays: s.relay.counts,
+		TreeMessages: s.stats.treeMsgs, TreeBytes: s.stats.treeBytes, Trees: t.trees, Syncs: t.syncs, Relays: s.relay.counts,
 		DeltasApplied: t.applied, MinDeltaBytes: s.stats.minDeltaBytes, StateBytes: s.stats.stateBytes,
 		Fallbacks: t.fallbacks, Retransmits: t.retransmits, MaxQueue: t.maxQueue, QueueBound: s.cfg.Engine.QueueMaxDeltas,
 		Rejected: t.rejected, Dropped: s.stats.dropped, WallMS: wall.Milliseconds(),

@@ -14,31 +14,7 @@ import (
 // sets of Config.Engine.TreeThreshold holders or more over epidemic trees
 // (sync/replica/doc.go, "Trees"); the simulator counts their frames like
 // the others and sums the engines' tree counters, the crashed
-// incarnations' included.
-
-// treeTotals sums every node's tree counters over its incarnations.
-func (s *Sim) treeTotals() replica.TreeStats {
-	var t replica.TreeStats
-	for _, n := range s.nodes {
-		t.Add(n.deadTrees)
-		if n.up {
-			t.Add(n.loop.Status(false).Trees)
-		}
-	}
-	return t
-}
-
-// syncTotals sums every node's digest sync counters over its incarnations.
-func (s *Sim) syncTotals() replica.SyncStats {
-	var t replica.SyncStats
-	for _, n := range s.nodes {
-		t.Add(n.deadSyncs)
-		if n.up {
-			t.Add(n.loop.Status(false).Syncs)
-		}
-	}
-	return t
-}
+// incarnations' included (totals, check.go).
 
 // writeTrees prints the wire bytes against the minimum and the trees'
 // figures (Report.WriteText).
