@@ -406,7 +406,8 @@
 //
 // Up to 8 points in a side array and a frontier per term were tighter but
 // added 1.2 MiB of heap (38.4 MiB at 100k, BenchmarkIndexHeap100k), and
-// at the node's 96 MiB soft memory limit the collector's goal sits only
+// at the node's soft memory limit then (96 MiB; 80 MiB since issue 15's
+// fifth round) the collector's goal sat only
 // ~5 MB above the live heap at 100k: GODEBUG=gctrace=1 mnemo bench search
 // --settle 1s counted 350–414 collections over 2,000 searches against
 // 175–191 before (with the HTTP answer buffers then in a sync.Pool, which
