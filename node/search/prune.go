@@ -239,10 +239,10 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 	// While pruning, a document that only one essential term holds, at a
 	// frequency under that term's skipTF, cannot rank whatever its length
 	// (rareTF): it is passed without being visited. With one essential
-	// term left, its rare postings are passed in a tight loop.
-	skipping := false
+	// term left, its rare postings are passed in a tight loop. skipTF is
+	// set wherever pruning is, so pruning is when to skip.
 	for {
-		if skipping && e == len(cur)-1 {
+		if pruning && e == len(cur)-1 {
 			for c := &cur[e]; !c.done && c.it.tf2 < c.skipTF; {
 				c.next()
 			}
@@ -260,7 +260,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 		if d == ^uint32(0) {
 			break
 		}
-		if skipping && at >= 0 && cur[at].it.tf2 < cur[at].skipTF {
+		if pruning && at >= 0 && cur[at].it.tf2 < cur[at].skipTF {
 			cur[at].next()
 			continue
 		}
@@ -364,7 +364,6 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 			for i := e; i < len(cur); i++ {
 				cur[i].skipTF = cur[i].rareTF(theta, upto[e], avgdl)
 			}
-			skipping = true
 		}
 	}
 	return h.drain(sc), total
