@@ -74,8 +74,8 @@ func (s *Sim) spreads() []Spread {
 	for _, sp := range s.tracked {
 		var ts []time.Duration
 		maxHops := 0
-		for _, i := range slices.Sorted(maps.Keys(sp.got)) {
-			ts = append(ts, sp.got[i])
+		for i, t := range sp.got {
+			ts = append(ts, t)
 			maxHops = max(maxHops, sp.hops[i])
 		}
 		slices.Sort(ts)
