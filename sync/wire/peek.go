@@ -1,9 +1,6 @@
 package wire
 
-import (
-	"fmt"
-	"sync"
-)
+import "fmt"
 
 // Peek reads a frame's body by hand rather than through msgpack's
 // reflection: run on every frame the simulator sends, decoding into a
@@ -14,10 +11,6 @@ import (
 // Encode writes for those fields — a map at the top, a positive integer
 // kind, an array of maps with a string "n", a map or nil "e" with an
 // integer "k" — and refuses the rest, and a key of those given twice.
-
-// peekBufs holds the buffers Peek decompresses into: the namespaces it
-// returns are copies, so a buffer is free again when Peek returns.
-var peekBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // mpReader reads msgpack values at off.
 type mpReader struct {

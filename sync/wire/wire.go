@@ -290,6 +290,9 @@ type Codec struct {
 	// and compression is a pure function of the body, so the same body
 	// is compressed once (the frames stay byte for byte the same).
 	last, lastPacked []byte
+	// peekBufs holds the buffers Peek decompresses into: the namespaces
+	// it returns are copies, so a buffer is free again when Peek returns.
+	peekBufs sync.Pool
 }
 
 // lastMax bounds the body the Codec keeps to compress again: a relayed
@@ -412,8 +415,11 @@ type Glance struct {
 // so it takes frames Decode refuses for their other fields. Errors match
 // ErrCorrupt.
 func (c *Codec) Peek(frame []byte) (Glance, error) {
-	buf := peekBufs.Get().(*[]byte)
-	defer peekBufs.Put(buf)
+	buf, _ := c.peekBufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	defer c.peekBufs.Put(buf)
 	body, err := c.body(frame, (*buf)[:0])
 	if err != nil {
 		return Glance{}, err
