@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -28,7 +29,8 @@ const searchAbout = "search: opens a node in a new temporary data directory, as 
 	"connection with seeded 2–3-word queries drawn as document words are:\n" +
 	"--queries right after the load, --searches more, and --queries again after\n" +
 	"--settle. Prints p50/p95/p99/max, the process's CPU time per search (node\n" +
-	"and client: steadier than the latency on a shared machine) and its resident\n" +
+	"and client: steadier than the latency on a shared machine), the collections\n" +
+	"the runtime ran meanwhile (gcs: a search overlapping one is slower) and its resident\n" +
 	"memory after the searches from /proc/self/status (with the share of Badger's\n" +
 	"mapped files; then again right after the hand-back of their pages that the\n" +
 	"node does every minute), under the soft memory limit mnemo node sets (the\n" +
@@ -99,15 +101,15 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer stopProfile()
 	qs := newTextGen(1).queryGen(2)
-	row := "%-22s %7s %8s %8s %8s %8s %10s %9s\n"
-	fmt.Fprintf(stdout, row, "run", "queries", "p50", "p95", "p99", "max", "cpu/search", "mean hits")
+	row := "%-22s %7s %8s %8s %8s %8s %10s %9s %4s\n"
+	fmt.Fprintf(stdout, row, "run", "queries", "p50", "p95", "p99", "max", "cpu/search", "mean hits", "gcs")
 	report := func(name string, count int) error {
 		r, err := b.run(ctx, qs, count)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, row, name, strconv.Itoa(r.n), ms(r.p50), ms(r.p95), ms(r.p99), ms(r.max),
-			fmt.Sprintf("%.0fµs", float64(r.cpu)/float64(time.Microsecond)/float64(max(r.n, 1))), fmt.Sprintf("%.0f", r.meanTotal))
+			fmt.Sprintf("%.0fµs", float64(r.cpu)/float64(time.Microsecond)/float64(max(r.n, 1))), fmt.Sprintf("%.0f", r.meanTotal), strconv.FormatUint(r.gcs, 10))
 		return nil
 	}
 	if err := report(first, *queries); err != nil {
@@ -148,6 +150,10 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 type searchBench struct {
 	base, token string
 	hc          *http.Client
+	// body holds the last answer read (do): the client runs in the node's
+	// process, and a new buffer per answer (io.ReadAll) was garbage the
+	// node's collector paid for.
+	body bytes.Buffer
 }
 
 // load imports count memories from g in batches, spread over four
@@ -175,12 +181,16 @@ func (b *searchBench) load(ctx context.Context, g *textGen, count, batch int) er
 type searchResult struct {
 	benchResult
 	meanTotal float64
+	gcs       uint64 // collections the process ran meanwhile
 }
 
 // run times count searches from qs, one after another.
 func (b *searchBench) run(ctx context.Context, qs *textGen, count int) (searchResult, error) {
 	lats := make([]time.Duration, 0, count)
 	totals := 0
+	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(gc)
+	gc0 := gc[0].Value.Uint64()
 	cpu0 := cpuTime()
 	for range count {
 		q := url.Values{"q": {qs.query()}, "limit": {"10"}}
@@ -201,13 +211,16 @@ func (b *searchBench) run(ctx context.Context, qs *textGen, count int) (searchRe
 		}
 	}
 	cpu := cpuTime() - cpu0
+	metrics.Read(gc)
 	slices.Sort(lats)
 	at := func(p float64) time.Duration { return lats[int(float64(len(lats)-1)*p)] }
 	r := searchResult{benchResult: benchResult{n: len(lats), cpu: cpu, p50: at(0.5), p95: at(0.95), p99: at(0.99), max: lats[len(lats)-1]},
-		meanTotal: float64(totals) / float64(len(lats))}
+		meanTotal: float64(totals) / float64(len(lats)), gcs: gc[0].Value.Uint64() - gc0}
 	return r, nil
 }
 
+// do sends a request and returns the answer's body, valid until the next
+// call.
 func (b *searchBench) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
@@ -226,10 +239,11 @@ func (b *searchBench) do(ctx context.Context, method, path string, body []byte) 
 		return nil, err
 	}
 	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
+	b.body.Reset()
+	if _, err := b.body.ReadFrom(resp.Body); err != nil {
 		return nil, err
 	}
+	out := b.body.Bytes()
 	if resp.StatusCode/100 != 2 {
 		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(out))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -61,10 +62,13 @@ func TestBenchSearch(t *testing.T) {
 		rows := 0
 		for _, l := range strings.Split(out.String(), "\n") {
 			f := strings.Fields(l)
-			if len(f) >= 8 && strings.HasSuffix(f[len(f)-2], "µs") {
+			if len(f) >= 9 && strings.HasSuffix(f[len(f)-3], "µs") {
 				rows++
-				if hits := f[len(f)-1]; hits == "0" {
+				if hits := f[len(f)-2]; hits == "0" {
 					t.Errorf("run %d: row %q: no hits", i, l)
+				}
+				if _, err := strconv.ParseUint(f[len(f)-1], 10, 64); err != nil {
+					t.Errorf("run %d: row %q: collections: %v", i, l, err)
 				}
 			}
 		}
