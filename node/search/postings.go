@@ -177,6 +177,15 @@ func (it *postingIter) next() bool {
 	return true
 }
 
+// decodeAt decodes the posting at buf[i], whose delta is taken from slot:
+// postingIter.next for loops that keep the iterator in locals. i must be
+// below len(buf).
+func decodeAt(buf []byte, i int, slot uint32) (next int, s, tf2 uint32) {
+	it := postingIter{buf: buf, i: i, slot: slot}
+	it.next()
+	return it.i, it.slot, it.tf2
+}
+
 func (it *postingIter) uvarint() uint64 {
 	b := it.buf[it.i]
 	it.i++

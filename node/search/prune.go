@@ -56,11 +56,63 @@ func (c *termCursor) seekTo(s uint32) {
 		bl := &c.blocks[j-1]
 		c.it.i, c.it.slot, c.idx = int(bl.off), bl.base, (j-1)*blockLen-1
 	}
+	c.scanTo(s)
+}
+
+// scanTo moves past the current posting to the first at or after slot s,
+// decoding each on the way: c.next in a loop, with the iterator in locals
+// and the postings of one-byte deltas (one byte for one content
+// occurrence, two with a frequency byte under 128) decoded inline. A search of
+// common words decodes most of their lists here and in skipRare;
+// postingIter.next is too large to inline, and a call per posting with the
+// cursor in memory cost ~10% of such a search (BenchmarkSearch100kAsBench).
+func (c *termCursor) scanTo(s uint32) {
+	buf, i, slot, tf2, idx := c.it.buf, c.it.i, c.it.slot, c.it.tf2, c.idx
 	for {
-		if c.next(); c.done || c.it.slot >= s {
-			return
+		idx++
+		if i >= len(buf) {
+			c.done = true
+			break
+		}
+		if b := buf[i]; b < 0x80 && b&1 == 1 {
+			i, slot, tf2 = i+1, slot+uint32(b>>1), tfOne
+		} else if b < 0x80 && i+1 < len(buf) && buf[i+1] < 0x80 {
+			i, slot, tf2 = i+2, slot+uint32(b>>1), uint32(buf[i+1])
+		} else {
+			i, slot, tf2 = decodeAt(buf, i, slot)
+		}
+		if slot >= s {
+			break
 		}
 	}
+	c.it.i, c.it.slot, c.it.tf2, c.idx = i, slot, tf2, idx
+}
+
+// skipRare passes the postings under skipTF (rareTF), as c.next in a loop
+// would, with the iterator in locals (see scanTo).
+func (c *termCursor) skipRare() {
+	if c.done || c.it.tf2 >= c.skipTF {
+		return
+	}
+	buf, i, slot, tf2, idx, skip := c.it.buf, c.it.i, c.it.slot, c.it.tf2, c.idx, c.skipTF
+	for {
+		idx++
+		if i >= len(buf) {
+			c.done = true
+			break
+		}
+		if b := buf[i]; b < 0x80 && b&1 == 1 {
+			i, slot, tf2 = i+1, slot+uint32(b>>1), tfOne
+		} else if b < 0x80 && i+1 < len(buf) && buf[i+1] < 0x80 {
+			i, slot, tf2 = i+2, slot+uint32(b>>1), uint32(buf[i+1])
+		} else {
+			i, slot, tf2 = decodeAt(buf, i, slot)
+		}
+		if tf2 >= skip {
+			break
+		}
+	}
+	c.it.i, c.it.slot, c.it.tf2, c.idx = i, slot, tf2, idx
 }
 
 // firstBlockFrom returns the first block at or after j whose base is not
@@ -243,9 +295,7 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 	// set wherever pruning is, so pruning is when to skip.
 	for {
 		if pruning && e == len(cur)-1 {
-			for c := &cur[e]; !c.done && c.it.tf2 < c.skipTF; {
-				c.next()
-			}
+			cur[e].skipRare()
 		}
 		d, at := ^uint32(0), 0 // at: the essential term at d, if only one is
 		for i := e; i < len(cur); i++ {

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -265,5 +266,75 @@ func TestRareTF(t *testing.T) {
 	}
 	if checked < 1000 {
 		t.Fatalf("only %d cases with a threshold to check", checked)
+	}
+}
+
+// TestScanAgreesWithNext: scanTo and skipRare, which decode with the
+// iterator in locals and the one- and two-byte postings inline, leave the
+// cursor where a loop of next leaves it — slot, frequency, index, byte
+// offset and done — on lists with every encoding: one content occurrence
+// (one byte), a frequency byte, deltas and frequencies of several bytes.
+func TestScanAgreesWithNext(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for round := range 300 {
+		var p postings
+		s := uint32(rng.IntN(3))
+		for range 1 + rng.IntN(300) {
+			switch rng.IntN(4) {
+			case 0:
+				s += 1 + uint32(rng.IntN(3))
+			case 1:
+				s += 1 + uint32(rng.IntN(70))
+			case 2:
+				s += 1 + uint32(rng.IntN(100_000))
+			default:
+				s++
+			}
+			tf := uint32(tfOne)
+			switch rng.IntN(4) {
+			case 0:
+				tf = 1 + uint32(rng.IntN(10))
+			case 1:
+				tf = 1 + uint32(rng.IntN(400))
+			}
+			p.add(s, tf, 1+uint32(rng.IntN(200)))
+		}
+		start := func() termCursor {
+			c := termCursor{it: postingIter{buf: p.buf}, idx: -1, blocks: p.blocks, last: p.last, ubBlock: -1}
+			c.next()
+			return c
+		}
+		same := func(what string, got, want *termCursor) {
+			t.Helper()
+			if got.done != want.done || got.idx != want.idx || got.it.i != want.it.i ||
+				(!want.done && (got.it.slot != want.it.slot || got.it.tf2 != want.it.tf2)) {
+				t.Fatalf("round %d: %s: done %v idx %d at %d slot %d tf %d, want done %v idx %d at %d slot %d tf %d", round, what,
+					got.done, got.idx, got.it.i, got.it.slot, got.it.tf2, want.done, want.idx, want.it.i, want.it.slot, want.it.tf2)
+			}
+		}
+		got, want := start(), start()
+		for !want.done {
+			target := want.it.slot + uint32(rng.IntN(200))
+			if rng.IntN(10) == 0 {
+				target += uint32(rng.IntN(200_000))
+			}
+			got.scanTo(target)
+			for ok := true; ok; ok = !want.done && want.it.slot < target {
+				want.next()
+			}
+			same(fmt.Sprintf("scanTo(%d)", target), &got, &want)
+		}
+		got, want = start(), start()
+		for !want.done {
+			skip := uint32(rng.IntN(12))
+			got.skipTF, want.skipTF = skip, skip
+			got.skipRare()
+			for !want.done && want.it.tf2 < skip {
+				want.next()
+			}
+			same(fmt.Sprintf("skipRare(%d)", skip), &got, &want)
+			got.next()
+			want.next()
+		}
 	}
 }
