@@ -144,6 +144,33 @@
 // the postings, and the lookups into the low tiers cost what the walk
 // saved.
 //
+// The slowest twentieth of those queries are words each in 40-99% of the
+// documents, where nearly every posting of every list is decoded, most of
+// them in the non-essential lookups (seekTo) and in the one-essential-term
+// skip: postingIter.next is too large to inline, so each posting was a
+// call with the cursor in memory (25% and 15% of a CPU profile of those
+// queries). Both now decode with the cursor in locals and the postings of
+// a one-byte delta (one byte, or two with a frequency byte) inline
+// (scanTo, skipRare; TestScanAgreesWithNext checks them against next).
+// BenchmarkSearch100kAsBench against 59f4746, alternately 3× (load
+// 6-8): CPU per query 233-238 → 222-226 µs, mean 221-225 → 208-214, p95
+// 597-611 → 527-537, p99 1,074-1,085 → 962-1,001 µs. Not kept: the same
+// fast path in termCursor.next, which then no longer inlines (mean
+// 210-215 → 213-219 µs); blocks of 32 postings instead of 64 (p95
+// 546-551 → 513-527 µs, mean within 2%, for 1.7 MiB more heap at 100k:
+// 32.6 → 34.3 MiB, which the soft limit turns into collections); a
+// threshold raised when pruning starts to the tenth best score of a few
+// documents scored in full (a safe lower bound; a throwaway test on the
+// same 2,000 queries, each query's least of 5 runs, p95 557-567 µs
+// before): the final threshold itself, known for free, would give p95
+// 398-416 µs; the best single-term scores (the tenth largest contribution
+// of any one term) only 537, as the slow queries' tenth hits hold several
+// of their words; each term's 10 / 30 / 100 best documents scored in
+// full 517 / 462 / 433 µs, not counting finding them (a list kept per
+// common term, not tried); and scoring the best documents of each term's
+// best 2-8 blocks, found at query time, cost more than it saved (597-710
+// µs).
+//
 // The total is the price. Counting every match means visiting every
 // posting of every term — what pruning avoids — so Search counts exactly
 // up to ExactTotal and past it returns the matches it counted: a lower
