@@ -362,7 +362,13 @@ func (ix *Index) searchPruned(sc *scratch, m *matcher, terms []string, limit int
 					contrib[c.lex] = v
 					partial += v
 				}
-				c.next()
+				// c.next, its commonest posting inline (see scanTo).
+				if i := c.it.i; i < len(c.it.buf) && c.it.buf[i]&0x81 == 1 {
+					c.it.i, c.it.slot, c.it.tf2 = i+1, c.it.slot+uint32(c.it.buf[i]>>1), tfOne
+					c.idx++
+				} else {
+					c.next()
+				}
 			}
 		}
 		if isDead {
