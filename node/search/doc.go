@@ -154,9 +154,14 @@
 // (scanTo, skipRare; TestScanAgreesWithNext checks them against next).
 // BenchmarkSearch100kAsBench against 59f4746, alternately 3× (load
 // 6-8): CPU per query 233-238 → 222-226 µs, mean 221-225 → 208-214, p95
-// 597-611 → 527-537, p99 1,074-1,085 → 962-1,001 µs. Not kept: the same
+// 597-611 → 527-537, p99 1,074-1,085 → 962-1,001 µs. The essential
+// terms' step past a scored document decodes the commonest posting inline
+// too (alternately 5×, load 8-9: mean 205 → 200 µs, p99 955 → 937, medians).
+// Not kept: the same
 // fast path in termCursor.next, which then no longer inlines (mean
-// 210-215 → 213-219 µs); blocks of 32 postings instead of 64 (p95
+// 210-215 → 213-219 µs); eight one-byte postings of one occurrence tested
+// and passed at once in a 64-bit word (mean 200-204 → 209-222 µs: such
+// runs are rare in common words' lists); blocks of 32 postings instead of 64 (p95
 // 546-551 → 513-527 µs, mean within 2%, for 1.7 MiB more heap at 100k:
 // 32.6 → 34.3 MiB, which the soft limit turns into collections); a
 // threshold raised when pruning starts to the tenth best score of a few
@@ -166,10 +171,13 @@
 // 398-416 µs; the best single-term scores (the tenth largest contribution
 // of any one term) only 537, as the slow queries' tenth hits hold several
 // of their words; each term's 10 / 30 / 100 best documents scored in
-// full 517 / 462 / 433 µs, not counting finding them (a list kept per
-// common term, not tried); and scoring the best documents of each term's
-// best 2-8 blocks, found at query time, cost more than it saved (597-710
-// µs).
+// full 517 / 462 / 433 µs, not counting finding them; scoring the best
+// documents of each term's best 2-8 blocks, found at query time, cost
+// more than it saved (597-710 µs); and so did each common term's (in
+// 1/16 of the documents or more) 30 or 10 best documents, kept per term
+// and scored in full before the walk (mean 195-207 → 207-220 and 196-203
+// → 210-211 µs, p99 903-952 → 974-1,038 µs, against the inline decoding
+// below): their lookups cost more than the earlier start saved.
 //
 // The total is the price. Counting every match means visiting every
 // posting of every term — what pruning avoids — so Search counts exactly
