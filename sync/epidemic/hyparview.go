@@ -75,6 +75,27 @@ func (n *Node) addActive(p PeerID) {
 	})
 }
 
+// Reannounce queues announcements to p, an active peer, of those of ids
+// received here that p neither sent nor broadcast (their payloads kept or
+// not): the driver's news that they may have been lost on their way to p
+// (a link silent for long: a partition that healed). p asks for what it
+// lacks (KindWant), which tells the driver that the link lost them. It
+// returns the ids queued: none when p is not an active peer.
+func (n *Node) Reannounce(p PeerID, ids ...MsgID) []MsgID {
+	l := n.link(p)
+	if l == nil {
+		return nil
+	}
+	var out []MsgID
+	for _, id := range ids {
+		if e := n.rcv.get(id); e != nil && e.origin != p && e.from != p {
+			n.announce(l, Announcement{ID: id, Round: e.round})
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // removeActive takes p out of the active view, dropping its waiting
 // announcements, and returns its link (nil if it was not there).
 func (n *Node) removeActive(p PeerID) *link {
