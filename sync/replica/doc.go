@@ -274,7 +274,12 @@
 //     other frame came to it until 20 s: a node holding none of a
 //     namespace yet has no tree of it (refreshTrees walks the
 //     namespaces the state holds), so nothing links it in; making trees
-//     for the namespaces the policy says to hold would. The repairs come
+//     for the namespaces the policy says to hold would. Its neighbours'
+//     trees push to it, but a holder of none of a namespace refuses that
+//     traffic (it cannot tell who may read it: the grants travel in it);
+//     it now asks the peer it refused for a sync (CauseAuthority, one
+//     peer at a time), and the tracked update reaches every node in 595
+//     ms, not 2,756 ms (ratio to the model 1.44, not 6.67). The repairs come
 //     sooner still when the
 //     author writes again: a relayed delta that must
 //     be held (it depends on writes not here) makes this node ask its

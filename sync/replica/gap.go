@@ -149,3 +149,18 @@ func (e *Engine) syncOwed(ns string) bool {
 	}
 	return false
 }
+
+// askedAny reports whether a sync of ns is asked of any peer, writer or
+// not, and may still be answered (as syncOwed, for a node that cannot
+// tell who may write ns: it holds none of it).
+func (e *Engine) askedAny(ns string) bool {
+	for _, q := range e.peers {
+		if a, owed := q.asked[ns]; owed && (e.now.Sub(a.at) < e.cfg.RetransmitAfter || q.heard.After(a.at)) {
+			return true
+		}
+		if q.needSync[ns] != causeNone {
+			return true
+		}
+	}
+	return false
+}
