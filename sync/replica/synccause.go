@@ -28,11 +28,12 @@ const (
 	CauseGap                   // a reader's context held dots this node lacks: a writer asked (gap.go)
 	CauseHeal                  // a tree link spoke again after a silence: a partition healed (gap.go)
 	CauseGaveUp                // a tree gave up a payload this peer announced (gap.go)
+	CauseSpread                // content a sync brought, told to the tree's links (gap.go)
 	NumSyncCauses
 )
 
 var causeNames = [NumSyncCauses]string{"", "join", "new reader", "overflow", "ack timeout", "retry",
-	"anti-entropy", "authority", "tree repair", "held", "requested", "reverse", "gap", "heal", "gave up"}
+	"anti-entropy", "authority", "tree repair", "held", "requested", "reverse", "gap", "heal", "gave up", "spread"}
 
 func (c SyncCause) String() string {
 	if c < NumSyncCauses {
@@ -53,7 +54,11 @@ type SyncStats struct {
 	// was owed for (a requester sending what this node's context lacked).
 	Unasked      uint64 `json:"unasked"`
 	UnaskedBytes uint64 `json:"unasked_bytes"`
-	// Heals: peers heard again after a silence on the trees' links (gap.go).
+	// HealProbes: peers heard again after a silence on the trees' links,
+	// announced again what went to them during it (gap.go).
+	HealProbes uint64 `json:"heal_probes"`
+	// Heals: trees' links that lost payloads in such a silence (the peer
+	// asked for some of those announced again): a partition healed.
 	Heals uint64 `json:"heals"`
 }
 
@@ -66,6 +71,7 @@ func (s *SyncStats) Add(o SyncStats) {
 	}
 	s.Unasked += o.Unasked
 	s.UnaskedBytes += o.UnaskedBytes
+	s.HealProbes += o.HealProbes
 	s.Heals += o.Heals
 }
 
@@ -81,6 +87,7 @@ func needSyncOf(p *peerState, ns string, cause SyncCause) {
 // cause of the request it answers.
 func (e *Engine) countAnswer(p *peerState, nd wire.NamespaceDelta) {
 	a, ok := p.asked[nd.Namespace]
+	e.syncContent(nd.Namespace, a.cause)
 	if !ok {
 		e.syncStats.Unasked++
 		e.syncStats.UnaskedBytes += uint64(len(nd.Delta))

@@ -93,8 +93,16 @@ type tree struct {
 	// honest relay would have let through (signature, seals, authorship,
 	// decoding): they are kept out of this tree until they restart.
 	distrusted map[PeerID]bool
-	// healed: when ns was last synced for a peer back from a silence (gap.go)
-	healed time.Time
+	// sent: per peer, samples of the payloads and announcements this tree
+	// sent it since it last spoke; probed: peers back from a silence that
+	// were announced those again (gap.go). nil until the first.
+	sent   map[PeerID]*sentIDs
+	probed map[PeerID]probe
+	// spreadBase: ns's context before a sync brought content that
+	// repaired a gap, to be told to the links at the next Tick if it
+	// brought enough; spreadAt: when last told (gap.go)
+	spreadBase *crdt.Context
+	spreadAt   time.Time
 }
 
 // relayed is a relayed delta checked in Step, waiting for the tree to
@@ -113,6 +121,8 @@ func (e *Engine) treesOn() bool { return e.cfg.TreeThreshold > 0 }
 // caller drains t.
 func (t *tree) leave(id PeerID) {
 	delete(t.members, id)
+	delete(t.sent, id)
+	delete(t.probed, id)
 	t.node.PeerFailed(epidemic.PeerID(id))
 }
 
@@ -263,6 +273,7 @@ func (e *Engine) tickTrees() {
 		t := e.trees[ns]
 		t.node.Tick(e.now)
 		e.drainTree(t, nil)
+		e.spread(t)
 	}
 }
 
@@ -339,6 +350,14 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 			em.Origin = epidemic.PeerID(e.cfg.Self)
 		} else if op, ok := e.peers[PeerID(em.Origin)]; ok {
 			em.Origin = epidemic.PeerID(op.ID)
+		}
+	}
+	if em.Kind == epidemic.KindWant && t.probed != nil {
+		// A want of what a heal's probe announced again is its evidence,
+		// and the heal's sync brings the payload's writes (gap.go).
+		if em.IDs = e.wantFrom(p, t, em.IDs); len(em.IDs) == 0 {
+			e.drainTree(t, rl)
+			return
 		}
 	}
 	if err := t.node.Step(epidemic.PeerID(p.ID), em); err != nil {
@@ -456,6 +475,9 @@ func (e *Engine) sendTree(t *tree, env epidemic.Envelope) {
 		e.treeOut = append(e.treeOut, treeSend{ns: t.ns, env: env})
 		return
 	}
+	if env.Msg.Kind == epidemic.KindIHave && len(env.Msg.IHave) > 0 {
+		e.noteSent(t, e.peers[to], env.Msg.IHave[0].ID)
+	}
 	e.send(to, toWire(t.ns, env.Msg))
 }
 
@@ -488,6 +510,9 @@ func (e *Engine) releaseTree() {
 			m := toWire(ts.ns, ts.env.Msg)
 			p.stats.DeltasSent++
 			p.stats.BytesSent += uint64(len(m.Deltas[0].Delta))
+			if t := e.trees[ts.ns]; t != nil {
+				e.noteSent(t, p, ts.env.Msg.ID)
+			}
 			e.send(to, m)
 		}
 	}

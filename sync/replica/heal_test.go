@@ -1,0 +1,98 @@
+package replica
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// oneSided cuts a tree cluster of 12 in two (even and odd ids) while n0,
+// a writer on the even side, writes 40 times: every odd node is a reader, and
+// most of them have no link across the cut, so notice no silence. After
+// the cut heals, n2 (a writer that wrote nothing during it, so its delta
+// depends on nothing the odd side lacks) writes once: something crosses
+// again. Every node must hold everything within 5 s, with anti-entropy an
+// hour apart. cutFor is how long the cut lasts after the last write in
+// it: longer than epidemic PayloadTTL, the payloads announced again at
+// the heal are gone and only their ids are left.
+func oneSided(t *testing.T, seed uint64, cutFor time.Duration) {
+	_, w0 := testSigner(0)
+	_, w2 := testSigner(2)
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour},
+		writersPolicy{writers: map[crdt.ReplicaID]bool{w0: true, w2: true}}, seed)
+	side := func(id PeerID) int {
+		var i int
+		fmt.Sscanf(string(id), "n%d", &i)
+		return i % 2
+	}
+	cut := true
+	c.drop = func(from, to PeerID, _ *wire.Message) bool { return cut && side(from) != side(to) }
+	for i := range 40 { // 80 dots: above spreadMinDots
+		c.write(0, "team://a", fmt.Sprintf("p%d", i), "title", fmt.Sprintf("during %d", i))
+		c.settle(100 * time.Millisecond)
+	}
+	c.settle(cutFor)
+	if c.converged("team://a") {
+		t.Fatal("converged across the partition: the test cuts nothing")
+	}
+	cut = false
+	c.write(2, "team://a", "after", "title", "healed")
+	c.settle(5 * time.Second)
+	if !c.converged("team://a") {
+		var lack []PeerID
+		var s SyncStats
+		for _, nd := range c.nodes {
+			s.Add(nd.eng.SyncStats())
+			if !nd.st.Context("team://a").Equal(c.nodes[0].st.Context("team://a")) {
+				lack = append(lack, nd.id)
+			}
+		}
+		t.Fatalf("seed %d: %v lack writes 5 s after the heal (%d probes, %d heals, asked %v)", seed, lack, s.HealProbes, s.Heals, s.Asked)
+	}
+}
+
+// A one-sided partition with readers on both sides converges without
+// anti-entropy: each link across the cut that lost payloads is its own
+// heal (not only the first per namespace), and what it brings goes on
+// over the tree to the readers beyond it.
+func TestOneSidedPartitionReadersConverge(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		oneSided(t, seed, 3*time.Second)
+	}
+}
+
+// The same, with the cut lasting past the payloads' PayloadTTL: the heal
+// announces ids whose payloads are gone, and the sync brings them.
+func TestLongOneSidedPartitionReadersConverge(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		oneSided(t, seed, 35*time.Second)
+	}
+}
+
+// A leaf of the trees that is only pushed to says nothing back for
+// seconds at a time: that silence is no heal. Writes 3 s apart without
+// faults: peers are heard again after silences (probes), but none asks
+// for what is announced again, so no heal sync is asked for.
+func TestSilentLeafIsNoHeal(t *testing.T) {
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 5)
+	for i := range 6 {
+		c.write(i%3, "team://a", fmt.Sprintf("q%d", i), "title", "quiet")
+		c.settle(3 * time.Second)
+	}
+	if !c.converged("team://a") {
+		t.Fatal("not converged without faults")
+	}
+	var s SyncStats
+	for _, nd := range c.nodes {
+		s.Add(nd.eng.SyncStats())
+	}
+	if s.HealProbes == 0 {
+		t.Fatal("no peer heard again after a silence: the test probes nothing")
+	}
+	if s.Heals != 0 || s.Asked[CauseHeal] != 0 {
+		t.Fatalf("%d heals, %d namespaces asked for them, without a fault (%d probes)", s.Heals, s.Asked[CauseHeal], s.HealProbes)
+	}
+}
