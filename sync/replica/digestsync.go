@@ -59,7 +59,7 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 				// context is owed, and asked for again if it is lost
 				// (Tick), as our own requests are, until we hold what it
 				// had. (A reader sends no content: nothing is owed.)
-				p.asked[ns] = asking{at: e.now, tries: p.asked[ns].tries, want: have, cause: CauseReverse}
+				put(&p.asked, ns, asking{at: e.now, tries: p.asked[ns].tries, want: have, cause: CauseReverse})
 			}
 		}
 		if !e.pol.PeerMayRead(p.Peer, ns) {
@@ -136,7 +136,7 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			p.stats.BytesSent += uint64(msg.Size())
 			e.send(p.ID, msg)
 		}
-		p.answered[ns] = e.now
+		put(&p.answered, ns, e.now)
 		delete(p.joining, ns)
 	}
 	if len(own) > 0 {
@@ -239,7 +239,7 @@ func (e *Engine) requestSync(p *peerState) {
 		msg.Contexts = append(msg.Contexts, nc)
 		a := p.asked[ns]
 		a.at, a.tries, a.cause = e.now, a.tries+1, causes[ns]
-		p.asked[ns] = a
+		put(&p.asked, ns, a)
 		e.syncStats.Asked[causes[ns]]++
 	}
 	if len(msg.Contexts) == 0 {

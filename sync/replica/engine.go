@@ -322,8 +322,9 @@ type peerState struct {
 	heard time.Time
 	// unanswered: the first frame sent to the peer since it last spoke (gap.go)
 	unanswered time.Time
-	// acked: the last batches acked to the peer; ackLost: when one came again (sendAck)
-	acked   [ackRing]uint64
+	// acked: the last batches acked to the peer, nil until the first
+	// (sendAck); ackLost: when one came again
+	acked   *[ackRing]uint64
 	ackedN  int
 	ackLost time.Time
 	stats   PeerStats
@@ -358,7 +359,6 @@ type Engine struct {
 	cfg    Config
 	st     State
 	pol    Policy
-	codec  *wire.Codec
 	rng    *rand.Rand
 	peers  map[PeerID]*peerState
 	order  []PeerID // peers' ids sorted (sortedPeers), nil when peers changed since
@@ -409,7 +409,7 @@ func New(cfg Config, st State, pol Policy) *Engine {
 		}
 	}
 	return &Engine{
-		cfg: cfg, st: st, pol: pol, codec: wire.NewCodec(0),
+		cfg: cfg, st: st, pol: pol,
 		rng:   rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Replica))),
 		peers: map[PeerID]*peerState{},
 	}
@@ -429,7 +429,10 @@ func (e *Engine) SetPeers(peers []Peer) {
 			if ok {
 				e.peerGone(p.ID) // restarted: its links in the trees went with it
 			}
-			ps = &peerState{index: map[string]int{}, inflight: map[uint64]inflight{}, needSync: map[string]SyncCause{}, answered: map[string]time.Time{}, asked: map[string]asking{}, readable: map[string]bool{}, joining: map[string]time.Time{}}
+			// Only needSync and joinWait are made here (written by every
+			// path that marks a sync); the other maps stay nil until
+			// traffic with the peer needs them (put).
+			ps = &peerState{needSync: map[string]SyncCause{}}
 			ps.stats.Peer = p.ID
 			e.peers[p.ID] = ps
 			e.order = nil
@@ -441,8 +444,9 @@ func (e *Engine) SetPeers(peers []Peer) {
 			ps.joinWait = map[string]SyncCause{}
 			ps.joinAt = e.now.Add(e.cfg.RetransmitAfter)
 			for _, ns := range e.st.Namespaces() {
-				ps.readable[ns] = e.pol.PeerMayRead(p, ns)
-				if ps.readable[ns] {
+				may := e.pol.PeerMayRead(p, ns)
+				put(&ps.readable, ns, may)
+				if may {
 					if e.cfg.Self < p.ID {
 						needSyncOf(ps, ns, CauseJoin)
 					} else {
@@ -461,9 +465,9 @@ func (e *Engine) SetPeers(peers []Peer) {
 				switch may := e.pol.PeerMayRead(p, ns); {
 				case may && !ps.readable[ns]:
 					needSyncOf(ps, ns, CauseNewReader)
-					ps.readable[ns] = true
+					put(&ps.readable, ns, true)
 				case !may:
-					ps.readable[ns] = false
+					put(&ps.readable, ns, false)
 				}
 			}
 		}
@@ -535,17 +539,17 @@ func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
 	for i, id := range ids {
 		p := e.peers[id]
 		if !may[i] {
-			p.readable[ns] = false
+			put(&p.readable, ns, false)
 			continue
 		}
 		readers = append(readers, id)
 		if was, known := p.readable[ns]; !was {
-			p.readable[ns] = true
+			put(&p.readable, ns, true)
 			if known && !fresh {
 				// The peer has just become a reader (a grant): it lacks the
 				// namespace's history, not only this delta.
 				needSyncOf(p, ns, CauseNewReader)
-				p.joining[ns] = e.now
+				put(&p.joining, ns, e.now)
 				continue
 			}
 			// Never asked about: this node did not hold ns when the peer
@@ -587,7 +591,7 @@ func (e *Engine) enqueue(p *peerState, ns string, d *crdt.Map, size int, from ui
 		p.queue[i].delta.Join(d)
 		p.queue[i].from = min(p.queue[i].from, from)
 	} else {
-		p.index[ns] = len(p.queue)
+		put(&p.index, ns, len(p.queue))
 		p.queue = append(p.queue, queued{ns: ns, delta: d.Clone(), from: from})
 	}
 	p.qDeltas++
@@ -595,12 +599,23 @@ func (e *Engine) enqueue(p *peerState, ns string, d *crdt.Map, size int, from ui
 	p.stats.MaxQueueDepth = max(p.stats.MaxQueueDepth, p.qDeltas)
 }
 
+// put sets (*m)[k] = v, making the map on first use. A peer's maps stay
+// nil until traffic with it needs them: a node holds one peerState per
+// member, and at 300 simulated nodes the maps made eagerly for each were
+// a sixth of the live heap (sim/doc.go, "A thousand nodes").
+func put[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = make(map[K]V)
+	}
+	(*m)[k] = v
+}
+
 // overflow drops the queue and schedules digest sync of what it held.
 func (e *Engine) overflow(p *peerState) {
 	for _, q := range p.queue {
 		needSyncOf(p, q.ns, CauseOverflow)
 	}
-	p.queue, p.index, p.qDeltas, p.qBytes = nil, map[string]int{}, 0, 0
+	p.queue, p.index, p.qDeltas, p.qBytes = nil, nil, 0, 0
 	p.stats.Fallbacks++
 }
 
@@ -684,7 +699,7 @@ func (e *Engine) flush(p *peerState) {
 		}
 		p.nextSeq++
 		msg.Seq = p.nextSeq
-		p.inflight[msg.Seq] = inflight{first: e.now, sentAt: e.now, sends: 1, nss: nss, msg: msg, size: size}
+		put(&p.inflight, msg.Seq, inflight{first: e.now, sentAt: e.now, sends: 1, nss: nss, msg: msg, size: size})
 		p.stats.DeltasSent += uint64(len(nss))
 		p.stats.BytesSent += uint64(size)
 		e.send(p.ID, msg)

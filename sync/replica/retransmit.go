@@ -147,13 +147,16 @@ const (
 // batchAgain notes the arrival of p's batch seq: if it was acked
 // before, an ack of p's was lost.
 func (p *peerState) batchAgain(seq uint64, now time.Time) {
-	if seq != 0 && slices.Contains(p.acked[:], seq) {
+	if seq != 0 && p.acked != nil && slices.Contains(p.acked[:], seq) {
 		p.ackLost = now
 	}
 }
 
 // sendAck acknowledges p's batch seq: twice while p's acks are lost.
 func (e *Engine) sendAck(p *peerState, seq uint64) {
+	if p.acked == nil {
+		p.acked = new([ackRing]uint64)
+	}
 	p.acked[p.ackedN%ackRing] = seq
 	p.ackedN++
 	e.send(p.ID, &wire.Message{Kind: wire.KindAck, Seq: seq})
