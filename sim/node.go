@@ -243,12 +243,15 @@ func (s *Sim) setPeers() {
 			all = append(all, s.sighting(n))
 		}
 	}
+	// One membership for every member, sorted once and never written
+	// again: each real node keeps its own copy of what its gossip tells it.
+	cluster.SortMembers(all)
 	for _, n := range s.nodes {
 		if !n.up {
 			continue
 		}
 		if n.member {
-			n.loop.SetMembers(all)
+			n.loop.SetSortedMembers(all)
 		} else {
 			n.loop.SetMembers([]cluster.Sighting{s.sighting(n)})
 		}

@@ -44,13 +44,13 @@ func candidateOf(s Sighting) candidate {
 // pick, and, when the pick is not trusted and there is a choice, every
 // unproved one: a fresh node that finds a live incarnation and an
 // announced newer one it cannot reach must not stay on the newer.
-func choose(alive []Sighting, cur *Sighting, proved func(candidate) bool) (pick Sighting, prove []Sighting) {
+func choose(alive []*Sighting, cur *Sighting, proved func(candidate) bool) (pick *Sighting, prove []Sighting) {
 	sorted := slices.Clone(alive)
-	slices.SortFunc(sorted, func(a, b Sighting) int { // newest first; ties by address
+	slices.SortFunc(sorted, func(a, b *Sighting) int { // newest first; ties by address
 		return cmp.Or(cmp.Compare(b.Incarnation, a.Incarnation), cmp.Compare(a.Addr, b.Addr))
 	})
-	trusted := func(s Sighting) bool {
-		c := candidateOf(s)
+	trusted := func(s *Sighting) bool {
+		c := candidateOf(*s)
 		return proved(c) || cur != nil && c == candidateOf(*cur)
 	}
 	i := slices.IndexFunc(sorted, trusted)
@@ -60,7 +60,7 @@ func choose(alive []Sighting, cur *Sighting, proved func(candidate) bool) (pick 
 			continue
 		}
 		if s.Incarnation > pick.Incarnation || i < 0 && len(sorted) > 1 {
-			prove = append(prove, s)
+			prove = append(prove, *s)
 		}
 	}
 	return pick, prove
@@ -69,29 +69,31 @@ func choose(alive []Sighting, cur *Sighting, proved func(candidate) bool) (pick 
 // choosePeers picks the incarnation of each member to address (choose),
 // starts the proofs it wants, and picks again when the driver proves one at
 // once. ms is the membership; it returns the alive peers other than this
-// node, each as the sighting addressed.
-func (l *loop) choosePeers(ms []Sighting) map[replica.PeerID]Sighting {
-	byID := map[replica.PeerID][]Sighting{}
+// node, each as the sighting addressed: a pointer into ms, which the
+// loop keeps (l.sightings), not a copy per peer.
+func (l *loop) choosePeers(ms []Sighting) map[replica.PeerID]*Sighting {
+	byID := map[replica.PeerID][]*Sighting{}
 	alive := map[candidate]bool{}
-	for _, m := range ms {
+	for i := range ms {
+		m := &ms[i]
 		id := replica.PeerID(m.NodeID)
 		if id == l.self || m.State != StateAlive || len(m.PublicKey) != ed25519.PublicKeySize {
 			continue
 		}
 		byID[id] = append(byID[id], m)
-		alive[candidateOf(m)] = true
+		alive[candidateOf(*m)] = true
 	}
 	// Proofs of candidates no longer listed are forgotten (one that comes
 	// back is proved again); proofs in flight end on their own.
 	maps.DeleteFunc(l.proved, func(c candidate, _ bool) bool { return !alive[c] })
 	isProved := func(c candidate) bool { return l.proved[c] }
 	for {
-		chosen := make(map[replica.PeerID]Sighting, len(byID))
+		chosen := make(map[replica.PeerID]*Sighting, len(byID))
 		l.wanted = map[candidate]Sighting{}
 		for id, ss := range byID {
 			var cur *Sighting
 			if pi, ok := l.peers[id]; ok {
-				cur = &pi.member
+				cur = pi.member
 			}
 			pick, prove := choose(ss, cur, isProved)
 			chosen[id] = pick

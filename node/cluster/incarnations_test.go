@@ -45,9 +45,13 @@ func TestChooseIncarnation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			pick, prove := choose(tc.alive, tc.cur, func(c candidate) bool { return tc.proved[c] })
-			if candidateOf(pick) != candidateOf(tc.pick) {
-				t.Errorf("pick %+v, want %+v", candidateOf(pick), candidateOf(tc.pick))
+			var alive []*Sighting
+			for i := range tc.alive {
+				alive = append(alive, &tc.alive[i])
+			}
+			pick, prove := choose(alive, tc.cur, func(c candidate) bool { return tc.proved[c] })
+			if candidateOf(*pick) != candidateOf(tc.pick) {
+				t.Errorf("pick %+v, want %+v", candidateOf(*pick), candidateOf(tc.pick))
 			}
 			var got, want []candidate
 			for _, s := range prove {

@@ -136,10 +136,17 @@ type loop struct {
 	drv   driver
 
 	// local is written by the service's writers (onLocalDelta), any
-	// goroutine; overflow too.
+	// goroutine; overflow too. A Cluster's goroutine waits on the channel
+	// local; a Stepped, which nothing waits on, has none and queues in
+	// localQ under localMu instead, which grows only as far as it is used
+	// (a channel of LocalQueue slots is 96 KiB a node made at once: 91 MB
+	// of a 1,000-node simulation).
 	local    chan localDelta
-	overflow sync.Map    // ns → true: local deltas dropped, digest sync needed
-	stopped  atomic.Bool // closed: local deltas are ignored
+	localMu  sync.Mutex
+	localQ   []localDelta
+	spareQ   []localDelta // localQ's other buffer (takeLocal)
+	overflow sync.Map     // ns → true: local deltas dropped, digest sync needed
+	stopped  atomic.Bool  // closed: local deltas are ignored
 
 	// loop-owned
 	peers     map[replica.PeerID]peerInfo // the incarnation addressed, per alive member
@@ -155,7 +162,7 @@ type loop struct {
 	// (resyncRefused). At most maxRefused pairs; past that, anti-entropy.
 	refusedFrom map[replica.PeerID]map[string]bool
 	refusedN    int
-	senders     map[replica.PeerID]*sender
+	senders     map[replica.PeerID]sender // by value: one allocation less a peer
 	// syncWatches: this node's sync requests whose answer has not ended,
 	// by peer and namespace (observe.go; only with an Observer)
 	syncWatches map[syncKey]syncWatch
@@ -163,7 +170,9 @@ type loop struct {
 	applied, rejected, dropped, localOver, conflicts atomic.Uint64
 
 	knownMu sync.RWMutex
-	known   map[string]bool // public keys of live members
+	// known: the public keys of live members, as arrays (a string key
+	// was a 32-byte allocation more per member and node)
+	known map[[ed25519.PublicKeySize]byte]bool
 	// dir binds principals to the node keys that host them, from verified
 	// binding records only (bindings.go); byReplica indexes it.
 	dir           *acl.Directory
@@ -213,7 +222,7 @@ type sender struct {
 }
 
 type peerInfo struct {
-	member Sighting
+	member *Sighting // into the loop's sightings: a copy was 104 bytes a peer
 	peer   replica.Peer
 }
 
@@ -255,15 +264,17 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 		cfg: cfg, svc: cfg.Service, log: cfg.Logger.With("component", "cluster"), codec: cfg.Codec,
 		self:        replica.PeerID(cfg.Identity.NodeID()),
 		drv:         drv,
-		local:       make(chan localDelta, cfg.LocalQueue),
 		peers:       map[replica.PeerID]peerInfo{},
 		bx:          newBindingsExchange(cfg.Clock.Now()),
-		senders:     map[replica.PeerID]*sender{},
-		known:       map[string]bool{},
+		senders:     map[replica.PeerID]sender{},
+		known:       map[[ed25519.PublicKeySize]byte]bool{},
 		proved:      map[candidate]bool{},
 		proving:     map[candidate]bool{},
 		wanted:      map[candidate]Sighting{},
 		syncWatches: map[syncKey]syncWatch{},
+	}
+	if _, stepped := drv.(*Stepped); !stepped {
+		l.local = make(chan localDelta, cfg.LocalQueue)
 	}
 	if l.cfg.Incarnation == 0 {
 		l.cfg.Incarnation = uint64(cfg.Clock.Now().UnixNano())
@@ -303,19 +314,57 @@ func (l *loop) onLocalDelta(ns string, d *crdt.Map) {
 	if !memory.Replicated(ns) || l.stopped.Load() {
 		return
 	}
-	select {
-	case l.local <- localDelta{ns, d}:
-	default:
-		// The loop is behind: never block the writer; sync this namespace instead.
-		l.overflow.Store(ns, true)
-		l.localOver.Add(1)
+	if l.queueLocal(localDelta{ns, d}) {
+		return
 	}
+	// The loop is behind: never block the writer; sync this namespace instead.
+	l.overflow.Store(ns, true)
+	l.localOver.Add(1)
+}
+
+// queueLocal queues ld for the loop; false: the queue is full.
+func (l *loop) queueLocal(ld localDelta) bool {
+	if l.local != nil {
+		select {
+		case l.local <- ld:
+			return true
+		default:
+			return false
+		}
+	}
+	l.localMu.Lock()
+	defer l.localMu.Unlock()
+	if len(l.localQ) >= l.cfg.LocalQueue {
+		return false
+	}
+	l.localQ = append(l.localQ, ld)
+	return true
 }
 
 // takeLocal hands the engine every local delta waiting, and reports
 // whether there was any.
 func (l *loop) takeLocal() bool {
 	took := false
+	if l.local == nil {
+		for {
+			l.localMu.Lock()
+			q := l.localQ
+			if len(q) == 0 {
+				l.localMu.Unlock()
+				return took
+			}
+			l.localQ, l.spareQ = l.spareQ, nil
+			l.localMu.Unlock()
+			for _, ld := range q {
+				l.eng.LocalDelta(ld.ns, ld.d)
+			}
+			took = true
+			clear(q)
+			l.localMu.Lock()
+			l.spareQ = q[:0]
+			l.localMu.Unlock()
+		}
+	}
 	for {
 		select {
 		case ld := <-l.local:
@@ -426,7 +475,7 @@ func (l *loop) sendAll(msgs []replica.Envelope) {
 // or that its outlet drops is counted as dropped: the engine's ack timeout
 // turns a lost batch into a digest sync.
 func (l *loop) push(id replica.PeerID, kind wire.Kind, frame []byte) bool {
-	if s := l.senders[id]; s == nil || !s.out.push(frame) {
+	if s, ok := l.senders[id]; !ok || !s.out.push(frame) {
 		l.dropped.Add(1)
 		return false
 	}
@@ -455,17 +504,18 @@ func (l *loop) setMembers(ms []Sighting) {
 	}
 	// Every alive incarnation's key may connect: the old one's frames are
 	// the node's as much as the new one's.
-	known := map[string]bool{}
+	known := map[[ed25519.PublicKeySize]byte]bool{}
 	for _, m := range ms {
-		if m.State == StateAlive && replica.PeerID(m.NodeID) != l.self {
-			known[string(m.PublicKey)] = true
+		if m.State == StateAlive && replica.PeerID(m.NodeID) != l.self && len(m.PublicKey) == ed25519.PublicKeySize {
+			known[[ed25519.PublicKeySize]byte(m.PublicKey)] = true
 		}
 	}
 	l.peers = next
 	l.forgetSyncWatches(next)
 	l.bx.forget(func(id replica.PeerID) bool { // a member that comes back, or restarted, is asked again
 		pi, ok := next[id]
-		return !ok || l.senders[id] != nil && l.senders[id].inc != pi.member.Incarnation
+		s, sending := l.senders[id]
+		return !ok || sending && s.inc != pi.member.Incarnation
 	})
 	l.knownMu.Lock()
 	l.known = known
@@ -485,7 +535,7 @@ func (l *loop) setMembers(ms []Sighting) {
 	slices.Sort(joined)
 	for _, id := range joined {
 		m := next[id].member
-		l.senders[id] = &sender{addr: m.Addr, inc: m.Incarnation, out: l.drv.open(id, m.Addr, m.PublicKey)}
+		l.senders[id] = sender{addr: m.Addr, inc: m.Incarnation, out: l.drv.open(id, m.Addr, m.PublicKey)}
 	}
 	l.sendBindingsTo(joined, bindingsProbe) // tell the newcomers whom this node hosts, and ask for their digest
 	slices.SortFunc(peers, func(a, b replica.Peer) int { return strings.Compare(string(a.ID), string(b.ID)) })
@@ -505,7 +555,7 @@ func (l *loop) closeOutlets() {
 func (l *loop) knownKey(pub ed25519.PublicKey) bool {
 	l.knownMu.RLock()
 	defer l.knownMu.RUnlock()
-	return l.known[string(pub)]
+	return len(pub) == ed25519.PublicKeySize && l.known[[ed25519.PublicKeySize]byte(pub)]
 }
 
 // status reports the counters and the namespaces held, with peers the

@@ -124,10 +124,29 @@ func (s *Stepped) SetMembers(ms []Sighting) {
 	if s.stopped.Load() {
 		return
 	}
-	s.last = slices.Clone(ms)
-	slices.SortStableFunc(s.last, func(a, b Sighting) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	ms = slices.Clone(ms)
+	slices.SortStableFunc(ms, byNodeID)
+	s.SetSortedMembers(ms)
+}
+
+// SetSortedMembers is SetMembers for a membership ms already sorted by
+// node id (slices.SortStableFunc with byNodeID gives that order), which
+// the Stepped keeps as it is, without a copy: nobody may modify ms or the
+// adverts it holds afterwards. The simulator hands one membership to all
+// its nodes this way; a copy per node was 117 MB at 1,000 nodes.
+func (s *Stepped) SetSortedMembers(ms []Sighting) {
+	if s.stopped.Load() {
+		return
+	}
+	s.last = ms
 	s.step(func() { s.setMembers(s.last) })
 }
+
+// byNodeID orders sightings by node id.
+func byNodeID(a, b Sighting) int { return cmp.Compare(a.NodeID, b.NodeID) }
+
+// SortMembers sorts ms by node id as SetMembers does, for SetSortedMembers.
+func SortMembers(ms []Sighting) { slices.SortStableFunc(ms, byNodeID) }
 
 // Tick is what a Cluster does at each tick of its ticker, at the time
 // Config.Clock gives now: the engine's timers (ack timeouts,
@@ -216,11 +235,7 @@ func (s *Stepped) Close() {
 		return
 	}
 	s.closeOutlets()
-	for {
-		select {
-		case <-s.local:
-		default:
-			return
-		}
-	}
+	s.localMu.Lock()
+	s.localQ, s.spareQ = nil, nil
+	s.localMu.Unlock()
 }

@@ -577,3 +577,65 @@ func TestNoResendAtTheFirstTickOfWhatWasSentBefore(t *testing.T) {
 		}
 	}
 }
+
+// A Stepped's local queue holds Config.LocalQueue deltas; one more is not
+// queued but counted, and its namespace is digest-synced at the next tick,
+// so what overflowed still reaches the peers.
+func TestSteppedLocalQueueOverflowSyncs(t *testing.T) {
+	net := newSteppedNet(t, 2, 3, func(i int, c *Config) { c.LocalQueue = 2 })
+	net.join()
+	n0, n1 := net.nodes[0], net.nodes[1]
+	ctx := context.Background()
+	var ids []string
+	for i := range 3 { // not pumped: the third save's delta finds the queue full
+		r, err := n0.svc.Save(ctx, n0.me, memory.SaveRequest{Namespace: "team://core", Content: fmt.Sprintf("note %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	if got := n0.st.Status(false).LocalOverflow; got != 1 {
+		t.Fatalf("local overflows %d, want 1", got)
+	}
+	n0.st.Pump()
+	net.run()
+	if !n1.has(ids[0]) || !n1.has(ids[1]) || n1.has(ids[2]) {
+		t.Fatalf("before the tick: %v %v %v, want the two queued only", n1.has(ids[0]), n1.has(ids[1]), n1.has(ids[2]))
+	}
+	net.tick()
+	if !n1.has(ids[2]) {
+		t.Fatal("the delta the full queue dropped was not synced at the tick")
+	}
+}
+
+// SetSortedMembers with a membership sorted by SortMembers is SetMembers:
+// the same frames, in the same order, and the same Members.
+func TestSetSortedMembersIsSetMembers(t *testing.T) {
+	var hashes, members []string
+	for _, sorted := range []bool{false, true} {
+		net := newSteppedNet(t, 4, 5)
+		ms := net.members()
+		slices.Reverse(ms) // not in node id order
+		if sorted {
+			SortMembers(ms)
+		}
+		for _, nd := range net.nodes {
+			if sorted {
+				nd.st.SetSortedMembers(ms)
+			} else {
+				nd.st.SetMembers(ms)
+			}
+		}
+		net.run()
+		net.save(net.nodes[0], "team://core", "a note")
+		net.tick()
+		hashes = append(hashes, hex.EncodeToString(net.trace.Sum(nil)))
+		members = append(members, fmt.Sprint(net.nodes[0].st.Members()))
+	}
+	if hashes[0] != hashes[1] {
+		t.Fatalf("traces differ: %s (SetMembers) and %s (SetSortedMembers)", hashes[0], hashes[1])
+	}
+	if members[0] != members[1] {
+		t.Fatalf("members differ:\n%s (SetMembers)\n%s (SetSortedMembers)", members[0], members[1])
+	}
+}
