@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
@@ -176,13 +177,14 @@ func (b Binding) String() string {
 // than the binding it replaces, moves an agent. Not safe for concurrent
 // use.
 type Directory struct {
-	by    map[namespace.Address]Binding // the current binding of each principal
-	log   []Binding                     // every binding admitted, in order
-	seals *crdt.SealCache               // SetSeals; nil: verify each binding admitted
+	by    map[namespace.Address]int // the current binding of each principal: its index in log
+	log   []*Binding                // every binding admitted, in order; never modified
+	seals *crdt.SealCache           // SetSeals; nil: verify each binding admitted
+	table *BindingTable             // SetTable; nil: a copy of its own of each binding
 }
 
 // NewDirectory returns an empty directory.
-func NewDirectory() *Directory { return &Directory{by: map[namespace.Address]Binding{}} }
+func NewDirectory() *Directory { return &Directory{by: map[namespace.Address]int{}} }
 
 // SetSeals makes Admit look a binding's signature up in seals, and
 // remember it there once verified. A node admits each binding once, so it
@@ -190,20 +192,39 @@ func NewDirectory() *Directory { return &Directory{by: map[namespace.Address]Bin
 // verifies the same bindings with the same result.
 func (d *Directory) SetSeals(seals *crdt.SealCache) { d.seals = seals }
 
+// SetTable makes the directory keep t's copy of each binding it admits
+// (the bindings admitted already too) instead of one of its own. A node
+// needs none; the simulator shares one between its nodes, each of which
+// admits the very same N bindings (a copy each was N² bindings in all).
+func (d *Directory) SetTable(t *BindingTable) {
+	d.table = t
+	for i, b := range d.log {
+		d.log[i] = t.intern(b)
+	}
+}
+
+// current is p's binding, nil if none.
+func (d *Directory) current(p namespace.Address) *Binding {
+	if i, ok := d.by[p]; ok {
+		return d.log[i]
+	}
+	return nil
+}
+
 // Admit verifies b and adds it. changed reports whether a binding was added
 // or moved. A second claim by the key already bound, or a hand-over already
 // applied, is a no-op. Errors wrap ErrInvalid, ErrBadSignature or
 // ErrHostedElsewhere, and then nothing changes.
 func (d *Directory) Admit(b Binding) (changed bool, err error) {
-	cur, ok := d.by[b.Principal]
-	if ok && cur.same(b) {
+	cur := d.current(b.Principal)
+	if cur != nil && cur.same(b) {
 		return false, nil // verified when it was admitted: every member resends it every interval
 	}
 	if err := b.verify(d.seals); err != nil {
 		return false, err
 	}
 	switch {
-	case !ok:
+	case cur == nil:
 		// A hand-over for a principal this node never saw claimed binds
 		// it too: the previous host signed it away.
 	case bytes.Equal(cur.Key, b.Key):
@@ -213,9 +234,8 @@ func (d *Directory) Admit(b Binding) (changed bool, err error) {
 		return false, fmt.Errorf("%w: %s is hosted by node %s; node %s's claim does not count",
 			ErrHostedElsewhere, b.Principal, NodeIDOf(cur.Key), NodeIDOf(b.Key))
 	}
-	b.Key, b.From, b.Sig = slices.Clone(b.Key), slices.Clone(b.From), slices.Clone(b.Sig)
-	d.by[b.Principal] = b
-	d.log = append(d.log, b)
+	d.by[b.Principal] = len(d.log)
+	d.log = append(d.log, d.table.intern(&b))
 	return true, nil
 }
 
@@ -238,15 +258,17 @@ func (d *Directory) Hosted(p namespace.Address, key ed25519.PublicKey) bool {
 
 // KeyOf returns the key that hosts p; it is an acl.KeyLookup.
 func (d *Directory) KeyOf(p namespace.Address) (ed25519.PublicKey, bool) {
-	b, ok := d.by[p]
-	return b.Key, ok
+	if b := d.current(p); b != nil {
+		return b.Key, true
+	}
+	return nil, false
 }
 
 // PrincipalsOf lists, sorted, the principals key hosts.
 func (d *Directory) PrincipalsOf(key ed25519.PublicKey) []namespace.Address {
 	var out []namespace.Address
-	for p, b := range d.by {
-		if bytes.Equal(b.Key, key) {
+	for p, i := range d.by {
+		if bytes.Equal(d.log[i].Key, key) {
 			out = append(out, p)
 		}
 	}
@@ -255,9 +277,64 @@ func (d *Directory) PrincipalsOf(key ed25519.PublicKey) []namespace.Address {
 }
 
 // Bindings lists every binding admitted, hand-overs after what they
-// replace: admitted in this order, they rebuild the directory.
-func (d *Directory) Bindings() []Binding { return slices.Clone(d.log) }
+// replace: admitted in this order, they rebuild the directory. Their
+// slices are the directory's: callers must not modify them.
+func (d *Directory) Bindings() []Binding { return d.BindingsSince(0) }
 
 // BindingsSince is Bindings from the nth binding admitted on: a caller
 // indexing the directory reads only what it added since (it only appends).
-func (d *Directory) BindingsSince(n int) []Binding { return slices.Clone(d.log[min(n, len(d.log)):]) }
+func (d *Directory) BindingsSince(n int) []Binding {
+	log := d.log[min(n, len(d.log)):]
+	out := make([]Binding, len(log))
+	for i, b := range log {
+		out[i] = *b
+	}
+	return out
+}
+
+// BindingTable holds one immutable copy of each binding for the
+// directories that share it (Directory.SetTable), keyed by its encoding:
+// the simulator's nodes each admit every node's claim, and each kept its
+// own copy of every one (with the index by principal, 38 MB of the live
+// heap at 300 nodes). At most its capacity of bindings are shared; a
+// directory keeps its own copy of the rest. Safe for concurrent use; a
+// nil *BindingTable shares nothing.
+type BindingTable struct {
+	mu  sync.Mutex
+	max int
+	by  map[string]*Binding
+}
+
+// NewBindingTable returns a table of at most capacity bindings (default
+// 65536).
+func NewBindingTable(capacity int) *BindingTable {
+	if capacity <= 0 {
+		capacity = 1 << 16
+	}
+	return &BindingTable{max: capacity, by: map[string]*Binding{}}
+}
+
+// intern returns the table's copy of b (made from b if it has none), or,
+// without a table or past its capacity, a copy of b's own.
+func (t *BindingTable) intern(b *Binding) *Binding {
+	own := func() *Binding {
+		c := *b
+		c.Key, c.From, c.Sig = slices.Clone(b.Key), slices.Clone(b.From), slices.Clone(b.Sig)
+		return &c
+	}
+	if t == nil {
+		return own()
+	}
+	k := string(b.Encode())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.by[k]; ok {
+		return s
+	}
+	if len(t.by) >= t.max {
+		return own()
+	}
+	s := own()
+	t.by[k] = s
+	return s
+}

@@ -151,3 +151,51 @@ func TestDirectorySharedSeals(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectorySharedTable: directories sharing a BindingTable (as the
+// simulator's nodes do) keep one copy of a binding both admit, decide as
+// a directory without one, and, past the table's capacity, keep copies of
+// their own; the caller's slices are never kept.
+func TestDirectorySharedTable(t *testing.T) {
+	alice, bob := namespace.MustParse("agent://alice"), namespace.MustParse("agent://bob")
+	a, b, c := bindingIdentity(t, 1), bindingIdentity(t, 2), bindingIdentity(t, 3)
+	claimA, _ := NewBinding(a, alice, 10)
+	claimB, _ := NewBinding(b, bob, 10)
+	ho, _ := NewHandover(a, alice, c.Public, 30)
+	table := NewBindingTable(2)
+	d1, d2, own := NewDirectory(), NewDirectory(), NewDirectory()
+	d1.SetTable(table)
+	for _, d := range []*Directory{d1, own} {
+		for _, x := range []Binding{claimA, ho, claimB} {
+			if _, err := d.Admit(x); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := d2.Admit(claimA); err != nil {
+		t.Fatal(err)
+	}
+	d2.SetTable(table) // what it admitted before shares too
+	for _, x := range []Binding{ho, claimB} {
+		if _, err := d2.Admit(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d1.log[0] != d2.log[0] || d1.log[1] != d2.log[1] {
+		t.Fatal("two directories on one table keep two copies of a binding")
+	}
+	if d1.log[2] == d2.log[2] {
+		t.Fatal("a binding past the table's capacity is shared")
+	}
+	if &d1.log[0].Sig[0] == &claimA.Sig[0] || &own.log[0].Sig[0] == &claimA.Sig[0] {
+		t.Fatal("a directory keeps the caller's slices")
+	}
+	for _, d := range []*Directory{d1, d2} {
+		if !slices.EqualFunc(d.Bindings(), own.Bindings(), Binding.same) {
+			t.Fatal("a directory on a table lists other bindings than one without")
+		}
+		if k, _ := d.KeyOf(alice); !k.Equal(c.Public) || !d.Hosted(alice, a.Public) || len(d.PrincipalsOf(b.Public)) != 1 {
+			t.Fatal("a directory on a table decides otherwise than one without")
+		}
+	}
+}

@@ -68,10 +68,11 @@ func (q *eventQueue) Pop() any {
 // it is single-threaded and deterministic.
 type Sim struct {
 	cfg       Config
-	seals     *crdt.SealCache // the seals verified, for every node
-	deltaSigs *crdt.SealCache // the delta signatures verified, for every node
-	aclSigs   *acl.SigCache   // the acl record signatures verified, for every node
-	aclEvals  *acl.EvalCache  // the acl evaluations made, for every node
+	seals     *crdt.SealCache   // the seals verified, for every node
+	deltaSigs *crdt.SealCache   // the delta signatures verified, for every node
+	aclSigs   *acl.SigCache     // the acl record signatures verified, for every node
+	aclEvals  *acl.EvalCache    // the acl evaluations made, for every node
+	bindings  *acl.BindingTable // one copy of each binding, for every node's directory
 	// values holds once the stored values and keys equal between nodes
 	// (each node's store.MemKV shares it): converged nodes hold the same
 	// records under the same keys, which real nodes would each keep on
@@ -165,7 +166,7 @@ func New(cfg Config) (*Sim, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18), aclSigs: acl.NewSigCache(1 << 16), aclEvals: acl.NewEvalCache(256), values: store.NewValueTable(), payloads: newPayloadTable(),
+	s := &Sim{seals: crdt.NewSealCache(1 << 20), deltaSigs: crdt.NewSealCache(1 << 18), aclSigs: acl.NewSigCache(1 << 16), aclEvals: acl.NewEvalCache(256), bindings: acl.NewBindingTable(0), values: store.NewValueTable(), payloads: newPayloadTable(),
 		cfg:     cfg,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x6d6e656d6f)),
 		codec:   wire.NewCodec(0),

@@ -35,6 +35,10 @@ type Config struct {
 	// encoded before): the simulator does, since each codec's compressor
 	// keeps a history buffer the size of the largest frame it made.
 	Codec *wire.Codec
+	// Bindings, if set, keeps the one copy of each binding the loop's
+	// directory admits (acl.Directory.SetTable); default nil, a copy of
+	// its own. The simulator shares one between its nodes.
+	Bindings *acl.BindingTable
 
 	// StartTransport opens the node's frame transport; required by Start.
 	// node/cluster/realnet.Transport is QUIC (sync/quicnet).
@@ -280,6 +284,7 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 		l.cfg.Incarnation = uint64(cfg.Clock.Now().UnixNano())
 	}
 	l.loadBindings()
+	l.dir.SetTable(cfg.Bindings)
 	l.claimAgents()
 	ecfg := cfg.Engine
 	ecfg.Self, ecfg.Replica = l.self, cfg.Identity.ReplicaID()
