@@ -28,7 +28,9 @@ type KeyLookup func(principal namespace.Address) (key ed25519.PublicKey, ok bool
 // builds is an immutable snapshot.
 type Book struct {
 	keyOf KeyLookup
-	recs  map[namespace.Address]map[string]SignedRecord // root namespace -> id -> record
+	// recs: root namespace -> id -> record. The records are immutable
+	// once added; with a SigCache, the cache's copy (SigCache.verifyKept).
+	recs  map[namespace.Address]map[string]*SignedRecord
 	n     int
 	sigs  *SigCache  // nil: verify every time
 	evals *EvalCache // nil: evaluate every time
@@ -104,7 +106,7 @@ func (m *evalMemo) next() uint64 {
 
 // idsKey is the memo key of a root's records: their sorted ids and the
 // signatures kept (two valid signatures of one body: AddRecord).
-func idsKey(root namespace.Address, ids []string, recs map[string]SignedRecord) evalKey {
+func idsKey(root namespace.Address, ids []string, recs map[string]*SignedRecord) evalKey {
 	h := sha256.New()
 	for _, id := range ids {
 		h.Write([]byte(id))
@@ -123,7 +125,7 @@ func NewBook(keyOf KeyLookup) *Book {
 	if keyOf == nil {
 		keyOf = func(namespace.Address) (ed25519.PublicKey, bool) { return nil, false }
 	}
-	return &Book{keyOf: keyOf, recs: make(map[namespace.Address]map[string]SignedRecord), evaluated: make(map[namespace.Address]*nsState),
+	return &Book{keyOf: keyOf, recs: make(map[namespace.Address]map[string]*SignedRecord), evaluated: make(map[namespace.Address]*nsState),
 		memo: &evalMemo{m: map[evalKey]*nsState{}}}
 }
 
@@ -160,24 +162,25 @@ func (b *Book) AddRecord(r SignedRecord) error {
 	if old, ok := b.recs[r.Namespace][id]; ok && bytes.Equal(old.Sig, r.Sig) {
 		return nil
 	}
-	if err := b.sigs.VerifySignature(r); err != nil {
+	kept, keptID, err := b.sigs.verifyKept(r, id)
+	if err != nil {
 		return err
 	}
 	m := b.recs[r.Namespace]
 	if m == nil {
-		m = make(map[string]SignedRecord)
+		m = make(map[string]*SignedRecord)
 		b.recs[r.Namespace] = m
 	}
 	if old, ok := m[id]; ok {
 		// Same body, another valid signature: keep the smaller encoding so
 		// the book does not depend on arrival order.
 		if bytes.Compare(r.Encode(), old.Encode()) < 0 {
-			m[id] = cloneRecord(r)
+			m[id] = kept
 			delete(b.evaluated, r.Namespace)
 		}
 		return nil
 	}
-	m[id] = cloneRecord(r)
+	m[keptID] = kept
 	b.n++
 	delete(b.evaluated, r.Namespace)
 	return nil
@@ -246,7 +249,7 @@ func (b *Book) Records(ns namespace.Address) []SignedRecord {
 	m := b.recs[ns.Root()]
 	out := make([]SignedRecord, 0, len(m))
 	for _, id := range sortedKeys(m) {
-		out = append(out, cloneRecord(m[id]))
+		out = append(out, cloneRecord(*m[id]))
 	}
 	return out
 }

@@ -120,4 +120,13 @@
 // arrival, counted in the policy for that delta, then admitted to the
 // book); a SigCache given to the Book (Book.SetSigCache) makes all of
 // them share one ed25519 verification per record.
+//
+// Books that share a SigCache also share the records they hold: the
+// cache keeps one immutable copy of each record a Book adds through it,
+// and each Book keeps that pointer (the simulator's nodes, each of which
+// holds every grant of the namespaces it reads: one copy each was N²
+// records). Likewise directories that share a BindingTable
+// (Directory.SetTable) keep one copy of each binding. A Book's and a
+// Directory's records are never modified once held, so sharing changes
+// no answer.
 package acl

@@ -36,7 +36,7 @@ func NewEvalCache(capacity int) *EvalCache {
 
 // evaluate is evaluate(ns, recs, ids, keyOf), or the state an equal
 // evaluation left in c.
-func (c *EvalCache) evaluate(ns namespace.Address, m map[string]SignedRecord, ids []string, keyOf KeyLookup) *nsState {
+func (c *EvalCache) evaluate(ns namespace.Address, m map[string]*SignedRecord, ids []string, keyOf KeyLookup) *nsState {
 	if c == nil {
 		return evaluate(ns, recordsIn(m, ids), ids, keyOf)
 	}
@@ -61,10 +61,10 @@ func (c *EvalCache) evaluate(ns namespace.Address, m map[string]SignedRecord, id
 // recordsIn lists the records of m under ids, in that order: made only
 // when evaluate runs (a found evaluation needs none; at 100 simulated nodes
 // × 10k ops these lists were 1.6 GB of the 51 GB allocated).
-func recordsIn(m map[string]SignedRecord, ids []string) []SignedRecord {
+func recordsIn(m map[string]*SignedRecord, ids []string) []SignedRecord {
 	recs := make([]SignedRecord, 0, len(ids))
 	for _, id := range ids {
-		recs = append(recs, m[id])
+		recs = append(recs, *m[id])
 	}
 	return recs
 }
@@ -79,7 +79,7 @@ func (c *EvalCache) Evaluated() int {
 // evalCacheKey hashes what evaluate reads: the root, each record's id and
 // signature (the id covers the rest of the record) and the key the lookup
 // answers for its signer, or that it answers none.
-func evalCacheKey(ns namespace.Address, m map[string]SignedRecord, ids []string, keyOf KeyLookup) [32]byte {
+func evalCacheKey(ns namespace.Address, m map[string]*SignedRecord, ids []string, keyOf KeyLookup) [32]byte {
 	type answer struct {
 		signer namespace.Address
 		key    []byte

@@ -110,3 +110,50 @@ func TestSigCacheBounded(t *testing.T) {
 		t.Fatalf("nil cache, bad signature: %v", err)
 	}
 }
+
+// Books sharing a SigCache (the simulator's nodes) hold one copy of a
+// record each adds from its own decoding, and still decide alike; a Book
+// never keeps the slices of the record it was handed, with a cache or
+// without.
+func TestSigCacheKeepsOneCopyForItsBooks(t *testing.T) {
+	w := newWorld(t, "alice", "bob")
+	core := namespace.MustParse("team://core")
+	create := w.must(NewCreate(w.ids["alice"], agent("alice"), core, w.next()))
+	grant := w.must(NewGrant(w.ids["alice"], agent("alice"), core, agent("bob"), []Permission{Read}, nil, w.next()))
+	cache := NewSigCache(0)
+	var books []*Book
+	for i := range 3 {
+		b := NewBook(w.book.keyOf)
+		if i < 2 {
+			b.SetSigCache(cache)
+		}
+		for _, r := range []SignedRecord{create, grant} {
+			if _, err := b.Add(r.Encode()); err != nil { // a decoding of its own, as a node's
+				t.Fatal(err)
+			}
+		}
+		books = append(books, b)
+	}
+	id := grant.ID()
+	shared, other, own := books[0].recs[core][id], books[1].recs[core][id], books[2].recs[core][id]
+	if shared != other {
+		t.Fatal("two books on one cache hold two copies of a record")
+	}
+	if own == shared {
+		t.Fatal("a book without the cache holds the cache's copy")
+	}
+	for _, b := range books {
+		if !b.Policy().Allowed(agent("bob"), core, Read) {
+			t.Fatal("a book does not count the grant it holds")
+		}
+	}
+	for _, b := range []*Book{NewBook(w.book.keyOf), books[0]} {
+		r := cloneRecord(grant)
+		if err := b.AddRecord(r); err != nil {
+			t.Fatal(err)
+		}
+		if &b.recs[core][id].Sig[0] == &r.Sig[0] {
+			t.Fatal("a book keeps the slices of the record it was handed")
+		}
+	}
+}
