@@ -427,4 +427,10 @@
 // most Config.MaxSyncContexts namespaces (the rest are refused and counted,
 // ErrTooManyContexts), so a few hundred bytes asking about one namespace
 // fifty thousand times cost one answer.
+//
+// A node keeps a peerState per member whether or not the two ever
+// exchange a frame, so what it holds before the first frame is kept
+// small: a peer's maps and its ring of acked batches are made when
+// traffic first needs them (1.2 KB a pair when made at once, 1.28 GB of
+// a 1,000-node simulation's heap).
 package replica

@@ -288,6 +288,7 @@ type inflight struct {
 
 type peerState struct {
 	Peer
+	listed   uint64 // the last SetPeers that listed the peer (Engine.listed)
 	queue    []queued
 	index    map[string]int // ns → position in queue
 	qDeltas  int
@@ -361,6 +362,7 @@ type Engine struct {
 	pol    Policy
 	rng    *rand.Rand
 	peers  map[PeerID]*peerState
+	listed uint64   // SetPeers calls
 	order  []PeerID // peers' ids sorted (sortedPeers), nil when peers changed since
 	now    time.Time
 	nextAE time.Time
@@ -418,12 +420,15 @@ func New(cfg Config, st State, pol Policy) *Engine {
 // SetPeers replaces the membership. New peers get a digest sync of every
 // namespace they should hold; departed peers' queues are dropped.
 func (e *Engine) SetPeers(peers []Peer) {
-	seen := map[PeerID]bool{}
+	// Each peer listed is stamped with this call's number, and the peers
+	// left unstamped have departed: a set of the ids listed was N entries
+	// made at each call, and a node starting among N peers is called once
+	// per binding it admits.
+	e.listed++
 	for _, p := range peers {
 		if p.ID == e.cfg.Self {
 			continue
 		}
-		seen[p.ID] = true
 		ps, ok := e.peers[p.ID]
 		if !ok || ps.Incarnation != p.Incarnation {
 			if ok {
@@ -434,6 +439,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 			// traffic with the peer needs them (put).
 			ps = &peerState{needSync: map[string]SyncCause{}}
 			ps.stats.Peer = p.ID
+			ps.listed = e.listed
 			e.peers[p.ID] = ps
 			e.order = nil
 			ps.Peer = p
@@ -458,6 +464,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 		}
 		principalsChanged := !slices.Equal(ps.Principals, p.Principals)
 		ps.Peer = p
+		ps.listed = e.listed
 		if principalsChanged {
 			// What the peer may read follows the agents it hosts: a newly
 			// bound agent's namespaces reach it by a digest sync.
@@ -473,7 +480,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 		}
 	}
 	for _, id := range e.sortedPeers() {
-		if !seen[id] {
+		if e.peers[id].listed != e.listed {
 			delete(e.peers, id)
 			e.order = nil
 			e.peerGone(id)
