@@ -109,7 +109,17 @@
 // of each relayed delta's bytes that the nodes' broadcast trees keep to
 // answer grafts (replica.Config.Payloads, payloads.go: the same immutable
 // bytes, named by their SHA-256, at every holder; each node's tree keeps
-// its own entry, round, sender and timers). The
+// its own entry, round, sender and timers). Since issue 14, also what
+// every node holds once per other node, which made the whole N² (see "A
+// thousand nodes"): one copy of each acl record the nodes' books hold
+// (the shared SigCache keeps it: acl.SigCache, through memory.Config.ACLSigs;
+// each book still holds its own index of them and evaluates for itself),
+// one copy of each binding the nodes' directories admit
+// (cluster.Config.Bindings, acl.BindingTable; each directory keeps its own
+// log and index, and admits or refuses for itself), and one membership
+// list (cluster.Stepped.SetSortedMembers: the sorted sightings every
+// member is given, which each real node holds from its own gossip; each
+// loop still picks its peers and keeps its own state of each). The
 // send check and the count of tree frames by kind read only each frame's
 // kind, namespaces and tree kind (wire.Codec.Peek); the receiver decodes
 // the frame whole, as a node does.
@@ -280,4 +290,53 @@
 // instead of SHA-256, and the trees' received ids take less memory. At
 // 100 × 10k: 234 → 218 s of CPU, peak RSS 4.29 → 3.59 GB, 52.7 → 45.9
 // GB allocated (97944be); then 3.58 → 3.36 GB (0022b65; README).
+//
+// # A thousand nodes (issue 14)
+//
+// A node holds state per member whether the two exchange frames or not
+// (the engine's peerState, the loop's peer, sender and live key, the
+// directory's binding, the book's grants of a namespace all its members
+// read), so N simulated nodes hold N² of each. At f1b5b36, `mnemo sim
+// --nodes 1000 --ops 200 --seed 1` passed 10 GB of RSS 55 s into its
+// set-up (sim.New), with 2.3 GB live: the engine's peers 1.28 GB (1.2 KB
+// a pair: eight maps and a 256-byte ring made for each at once), the
+// loop's 414 MB, a copy of the membership per node 117 MB, a 4096-slot
+// channel of local deltas per node 91 MB. What was cut (each commit
+// quotes its figure): the engine's maps and ring made on first use and
+// departed peers found by a stamp, not an N-entry set made per call; the
+// loop's peers pointing into the membership it keeps, live keys as
+// arrays, senders by value, a Stepped's local queue growing with use; the
+// membership, directory bindings and book records shared as said above.
+// `mnemo sim --nodes 300 --ops 50 --seed 1`, one run each at load 6–8:
+// peak RSS 3.54 → 2.49 GB, user CPU 70.9 → 59.9 s, wall 2:21 → 1:22,
+// allocated 24.1 → 22.8 GB, live heap at the end 669 → 481 MB; same
+// report. At 1,000 nodes × 200 ops the set-up still had not ended after
+// 7 min (live heap 1.5 GB after 1 min and 2.0 GB after 6.5, peak RSS 9.4
+// GB, stopped): what remains there is the bindings exchange
+// (node/cluster/bindings.go), whose every binding admitted re-sorts,
+// re-hashes and re-stores all N held (reindexBindings, bindingsDigest,
+// saveBindings) and hands the engine all N peers again
+// (refreshPrincipals): N³ at a start of N nodes, 58% of all allocation
+// at 300 nodes (saveBindings alone 36%). Per pair at 1,000 nodes the
+// engine's peerState is 512 bytes (496, of which PeerStats 144 and four
+// time.Time 96) and the loop's three maps about 400 bytes (Go's maps at
+// 999 entries hold 2,048 slots); the GC at 400% keeps RSS about four
+// times the live heap, so under 8 GiB at 1,000 nodes needs a live heap
+// under 2 GB, or GOMEMLIMIT.
+//
+// Connections per node (the report's line: distinct peers a node
+// exchanged frames with): at 300 nodes × 50 ops, 299 of 299 over the run
+// and 127 (max 299) in any 10 s; by kind over the run, bindings 299 (each
+// node probes every member at its join and sends every member its digest
+// every BindingsInterval), overlay upkeep 136.5 (max 283: HyParView's
+// joins, shuffles and neighbor requests walk the passive views), sync
+// 42.6 (anti-entropy picks one random member every 10 s; a member that
+// joins or restarts is synced with for every namespace both hold), tree
+// links 37.4 (max 88, over the whole run and up to 5 trees a node),
+// direct deltas 2.7 (max 201: replica sets under TreeThreshold go
+// direct). At 100 × 1000 with loss and partitions: 99 of 99, 55.5 in
+// 10 s. Not measured at 1,000 (the run did not end); there the bindings
+// exchange keeps it at N−1 by construction, and anti-entropy and the
+// overlay's upkeep range over all members: only the tree links are
+// bounded by the HyParView-style views.
 package sim
