@@ -316,8 +316,11 @@
 // (node/cluster/bindings.go), whose every binding admitted re-sorts,
 // re-hashes and re-stores all N held (reindexBindings, bindingsDigest,
 // saveBindings) and hands the engine all N peers again
-// (refreshPrincipals): N³ at a start of N nodes, 58% of all allocation
-// at 300 nodes (saveBindings alone 36%). Per pair at 1,000 nodes the
+// (refreshPrincipals; replica.Engine.UpdatePeers takes only the peers
+// whose principals changed, and SetPeers under it was 7% of the CPU at
+// 300 nodes): N³ at a start of N nodes, 58% of all allocation and a
+// third of the CPU at 300 nodes (saveBindings alone 36% of the
+// allocation). Per pair at 1,000 nodes the
 // engine's peerState is 512 bytes (496, of which PeerStats 144 and four
 // time.Time 96) and the loop's three maps about 400 bytes (Go's maps at
 // 999 entries hold 2,048 slots); the GC at 400% keeps RSS about four

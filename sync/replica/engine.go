@@ -426,58 +426,7 @@ func (e *Engine) SetPeers(peers []Peer) {
 	// per binding it admits.
 	e.listed++
 	for _, p := range peers {
-		if p.ID == e.cfg.Self {
-			continue
-		}
-		ps, ok := e.peers[p.ID]
-		if !ok || ps.Incarnation != p.Incarnation {
-			if ok {
-				e.peerGone(p.ID) // restarted: its links in the trees went with it
-			}
-			// Only needSync and joinWait are made here (written by every
-			// path that marks a sync); the other maps stay nil until
-			// traffic with the peer needs them (put).
-			ps = &peerState{needSync: map[string]SyncCause{}}
-			ps.stats.Peer = p.ID
-			ps.listed = e.listed
-			e.peers[p.ID] = ps
-			e.order = nil
-			ps.Peer = p
-			// Both sides of a pair see it join, and one request (asking
-			// for the context back) repairs both ways: the node with the
-			// smaller id asks at once, the other only if no request has
-			// come by joinAt (a join that only it saw, or a request lost).
-			ps.joinWait = map[string]SyncCause{}
-			ps.joinAt = e.now.Add(e.cfg.RetransmitAfter)
-			for _, ns := range e.st.Namespaces() {
-				may := e.pol.PeerMayRead(p, ns)
-				put(&ps.readable, ns, may)
-				if may {
-					if e.cfg.Self < p.ID {
-						needSyncOf(ps, ns, CauseJoin)
-					} else {
-						ps.joinWait[ns] = CauseJoin
-					}
-				}
-			}
-			continue
-		}
-		principalsChanged := !slices.Equal(ps.Principals, p.Principals)
-		ps.Peer = p
-		ps.listed = e.listed
-		if principalsChanged {
-			// What the peer may read follows the agents it hosts: a newly
-			// bound agent's namespaces reach it by a digest sync.
-			for _, ns := range e.st.Namespaces() {
-				switch may := e.pol.PeerMayRead(p, ns); {
-				case may && !ps.readable[ns]:
-					needSyncOf(ps, ns, CauseNewReader)
-					put(&ps.readable, ns, true)
-				case !may:
-					put(&ps.readable, ns, false)
-				}
-			}
-		}
+		e.setPeer(p)
 	}
 	for _, id := range e.sortedPeers() {
 		if e.peers[id].listed != e.listed {
@@ -488,6 +437,76 @@ func (e *Engine) SetPeers(peers []Peer) {
 	}
 	e.refreshTrees()
 	e.flushAll()
+}
+
+// UpdatePeers is SetPeers for the peers listed only: each is added,
+// restarted or updated as SetPeers does, and the peers not listed stay as
+// they are. A driver whose change touches a few peers (their principals,
+// when a binding arrives) saves the walk over every peer, which at N
+// members and a binding from each is N² a node: 7% of the CPU of a
+// 300-node simulation, touching each peer's state for nothing.
+func (e *Engine) UpdatePeers(peers []Peer) {
+	for _, p := range peers {
+		e.setPeer(p)
+	}
+	e.refreshTrees()
+	e.flushAll()
+}
+
+// setPeer adds, restarts or updates p, stamped with the current SetPeers.
+func (e *Engine) setPeer(p Peer) {
+	if p.ID == e.cfg.Self {
+		return
+	}
+	ps, ok := e.peers[p.ID]
+	if !ok || ps.Incarnation != p.Incarnation {
+		if ok {
+			e.peerGone(p.ID) // restarted: its links in the trees went with it
+		}
+		// Only needSync and joinWait are made here (written by every
+		// path that marks a sync); the other maps stay nil until
+		// traffic with the peer needs them (put).
+		ps = &peerState{needSync: map[string]SyncCause{}}
+		ps.stats.Peer = p.ID
+		ps.listed = e.listed
+		e.peers[p.ID] = ps
+		e.order = nil
+		ps.Peer = p
+		// Both sides of a pair see it join, and one request (asking
+		// for the context back) repairs both ways: the node with the
+		// smaller id asks at once, the other only if no request has
+		// come by joinAt (a join that only it saw, or a request lost).
+		ps.joinWait = map[string]SyncCause{}
+		ps.joinAt = e.now.Add(e.cfg.RetransmitAfter)
+		for _, ns := range e.st.Namespaces() {
+			may := e.pol.PeerMayRead(p, ns)
+			put(&ps.readable, ns, may)
+			if may {
+				if e.cfg.Self < p.ID {
+					needSyncOf(ps, ns, CauseJoin)
+				} else {
+					ps.joinWait[ns] = CauseJoin
+				}
+			}
+		}
+		return
+	}
+	principalsChanged := !slices.Equal(ps.Principals, p.Principals)
+	ps.Peer = p
+	ps.listed = e.listed
+	if principalsChanged {
+		// What the peer may read follows the agents it hosts: a newly
+		// bound agent's namespaces reach it by a digest sync.
+		for _, ns := range e.st.Namespaces() {
+			switch may := e.pol.PeerMayRead(p, ns); {
+			case may && !ps.readable[ns]:
+				needSyncOf(ps, ns, CauseNewReader)
+				put(&ps.readable, ns, true)
+			case !may:
+				put(&ps.readable, ns, false)
+			}
+		}
+	}
 }
 
 // Peers lists the current peers, sorted.

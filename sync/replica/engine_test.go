@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
@@ -423,5 +426,53 @@ func TestPeerJoiningLaterGetsLiveDeltas(t *testing.T) {
 	c.pump(20)
 	if !c.converged("team://a") {
 		t.Fatalf("the node that joined holds %d of 3 memories", c.nodes[2].st.Map("team://a").Len())
+	}
+}
+
+// principalPolicy lets the peers hosting agent://r read.
+type principalPolicy struct{}
+
+func (principalPolicy) ShouldHold(string) bool { return true }
+func (principalPolicy) PeerMayRead(peer Peer, _ string) bool {
+	return slices.Contains(peer.Principals, namespace.MustParse("agent://r"))
+}
+func (principalPolicy) ReplicaMayWrite(crdt.ReplicaID, string) bool { return true }
+
+// UpdatePeers with the peers that changed does what SetPeers with every
+// peer does: the same messages, the same peers after.
+func TestUpdatePeersIsSetPeersForTheListed(t *testing.T) {
+	var outs, peers []string
+	for _, update := range []bool{false, true} {
+		c := newCluster(t, 3, Config{}, principalPolicy{}, 7)
+		c.pump(10)
+		c.write(0, "team://a", "m1", "title", "before n2 hosts a reader")
+		c.pump(10)
+		n0 := c.nodes[0]
+		all := n0.eng.Peers()
+		i := slices.IndexFunc(all, func(p Peer) bool { return p.ID == "n2" })
+		all[i].Principals = []namespace.Address{namespace.MustParse("agent://r")}
+		if update {
+			n0.eng.UpdatePeers([]Peer{all[i]})
+		} else {
+			n0.eng.SetPeers(all)
+		}
+		var out []string
+		asked := false
+		for _, env := range n0.eng.Ready().Messages {
+			f, err := c.codec.Encode(env.Msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s %x", env.To, f))
+			asked = asked || env.To == "n2" && env.Msg.Kind == wire.KindSyncRequest
+		}
+		if !asked {
+			t.Fatalf("update=%v: the new reader n2 was not asked for a sync: %v", update, out)
+		}
+		outs = append(outs, strings.Join(out, "\n"))
+		peers = append(peers, fmt.Sprint(n0.eng.Peers()))
+	}
+	if outs[0] != outs[1] || peers[0] != peers[1] {
+		t.Fatalf("SetPeers and UpdatePeers differ:\n%s\n%s\n\n%s\n%s", outs[0], outs[1], peers[0], peers[1])
 	}
 }
