@@ -759,6 +759,9 @@ func (e *Engine) Tick(now time.Time) {
 	}
 	for _, id := range e.sortedPeers() {
 		p := e.peers[id]
+		if len(p.asked) == 0 {
+			continue // most peers: every tick walks them all
+		}
 		for _, ns := range slices.Sorted(maps.Keys(p.asked)) {
 			a := p.asked[ns]
 			switch {

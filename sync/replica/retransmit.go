@@ -37,6 +37,9 @@ import (
 // checkInflight resends the overdue batches to p and falls back to digest
 // sync for those unacknowledged after AckTimeout.
 func (e *Engine) checkInflight(p *peerState, now time.Time) {
+	if len(p.inflight) == 0 {
+		return // most peers: every tick checks them all
+	}
 	for _, seq := range slices.Sorted(maps.Keys(p.inflight)) {
 		f := p.inflight[seq]
 		switch {
