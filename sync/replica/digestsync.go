@@ -227,7 +227,11 @@ func (e *Engine) requestSync(p *peerState) {
 	p.authority = nil
 	msg := &wire.Message{Kind: wire.KindSyncRequest, Reply: true}
 	for _, ns := range nss {
-		if !e.pol.PeerMayRead(p.Peer, ns) && !authority[ns] || !e.pol.ShouldHold(ns) {
+		// An authority ask stays one on its retries: the peer's read is
+		// still unknown here, and a retry dropped for it would leave the
+		// entry owed for ever (askedAny then asks no one else).
+		auth := authority[ns] || p.asked[ns].authority
+		if !e.pol.PeerMayRead(p.Peer, ns) && !auth || !e.pol.ShouldHold(ns) {
 			continue
 		}
 		nc, err := e.namespaceContext(ns)
@@ -238,7 +242,7 @@ func (e *Engine) requestSync(p *peerState) {
 		}
 		msg.Contexts = append(msg.Contexts, nc)
 		a := p.asked[ns]
-		a.at, a.tries, a.cause = e.now, a.tries+1, causes[ns]
+		a.at, a.tries, a.cause, a.authority = e.now, a.tries+1, causes[ns], auth
 		put(&p.asked, ns, a)
 		e.syncStats.Asked[causes[ns]]++
 	}

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -60,5 +61,76 @@ func TestEmptyHolderRefusingTreeAsksSync(t *testing.T) {
 	}
 	if got := asked(); len(got) != 0 {
 		t.Fatalf("sync requests of team://a while n0's is owed: %v; want none (one peer at a time)", got)
+	}
+}
+
+// An empty holder's ask lost on the way is asked again (as an authority
+// ask: n0's read is still unknown here), and once its tries are spent
+// another peer offering the tree is asked: the entry does not stay owed
+// for ever while n0 keeps talking. Without the authority kept on retries
+// n0 was asked once in 60 s and n1 never.
+func TestEmptyHolderLostAskIsAskedAgain(t *testing.T) {
+	c := newCluster(t, 3, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 11)
+	n2 := c.byID("n2")
+	n2.eng = New(testConfig(Config{AntiEntropyInterval: time.Hour}, n2.id, 2), n2.st, blindWhileEmpty{n2.st})
+	n2.eng.SetPeers([]Peer{testPeer("n0", 0), testPeer("n1", 1), testPeer("n2", 2)})
+	now := c.now
+	n2.eng.Tick(now)
+	n2.eng.Ready()
+	ihave := &wire.Message{Kind: wire.KindTree, Overlay: "team://a", Tree: &wire.Tree{Kind: uint8(epidemic.KindIHave),
+		IHave: []wire.Announcement{{ID: make([]byte, wire.TreeIDSize), Round: 1}}}}
+	asked := map[PeerID]int{}
+	for range 240 { // 60 s of both peers offering the tree; every request lost
+		for _, from := range []PeerID{"n0", "n1"} {
+			if err := n2.eng.Step(from, ihave); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now = now.Add(250 * time.Millisecond)
+		n2.eng.Tick(now)
+		for _, env := range n2.eng.Ready().Messages {
+			if env.Msg.Kind != wire.KindSyncRequest {
+				continue
+			}
+			for _, nc := range env.Msg.Contexts {
+				if nc.Namespace == "team://a" {
+					asked[env.To]++
+				}
+			}
+		}
+	}
+	if asked["n0"] < 2 || asked["n0"]+asked["n1"] <= syncTries {
+		t.Fatalf("requests of team://a over 60 s, all lost: %v; want n0 asked again, and more than its %d tries in all", asked, syncTries)
+	}
+}
+
+// A peer naming many namespaces in tree frames gets at most
+// maxAuthorityAsks of them asked at a time (5,000 before).
+func TestEmptyHolderAsksOnePeerAboutFewNamespaces(t *testing.T) {
+	c := newCluster(t, 3, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 11)
+	n2 := c.byID("n2")
+	n2.eng = New(testConfig(Config{AntiEntropyInterval: time.Hour}, n2.id, 2), n2.st, blindWhileEmpty{n2.st})
+	n2.eng.SetPeers([]Peer{testPeer("n0", 0), testPeer("n1", 1), testPeer("n2", 2)})
+	n2.eng.Tick(c.now)
+	n2.eng.Ready()
+	for i := range 1000 {
+		m := &wire.Message{Kind: wire.KindTree, Overlay: fmt.Sprintf("team://x%d", i), Tree: &wire.Tree{Kind: uint8(epidemic.KindIHave),
+			IHave: []wire.Announcement{{ID: make([]byte, wire.TreeIDSize), Round: 1}}}}
+		if err := n2.eng.Step("n0", m); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 99 {
+			n2.eng.Tick(c.now)
+		}
+	}
+	n2.eng.Tick(c.now)
+	asked := 0
+	for _, env := range n2.eng.Ready().Messages {
+		if env.Msg.Kind == wire.KindSyncRequest {
+			asked += len(env.Msg.Contexts)
+		}
+	}
+	if asked == 0 || asked > maxAuthorityAsks {
+		t.Fatalf("%d namespaces asked of n0; want 1 to %d", asked, maxAuthorityAsks)
 	}
 }

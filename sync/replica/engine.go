@@ -344,6 +344,9 @@ type asking struct {
 	tries int
 	want  *crdt.Context
 	cause SyncCause // of the request (SyncStats)
+	// authority: asked of a peer not known to read the namespace here
+	// (askAuthority); its retries are asked the same way.
+	authority bool
 }
 
 // syncTries bounds the requests in a row for one namespace that a peer

@@ -144,6 +144,12 @@ type sentID struct {
 
 // noteSent notes that t sent p the payload or an announcement of id.
 func (e *Engine) noteSent(t *tree, p *peerState, id epidemic.MsgID) {
+	if pr, ok := t.probed[p.ID]; ok && slices.Contains(pr.ids, id) {
+		// A probe's own re-announcement is no sample of a silence: taken
+		// as one, each frame the peer sends next would end a "silence"
+		// and re-announce it again, for as long as the id is kept.
+		return
+	}
 	sa := t.sent[p.ID]
 	if sa == nil {
 		if t.sent == nil {

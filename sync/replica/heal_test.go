@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/sync/epidemic"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
@@ -94,5 +95,29 @@ func TestSilentLeafIsNoHeal(t *testing.T) {
 	}
 	if s.Heals != 0 || s.Asked[CauseHeal] != 0 {
 		t.Fatalf("%d heals, %d namespaces asked for them, without a fault (%d probes)", s.Heals, s.Asked[CauseHeal], s.HealProbes)
+	}
+}
+
+// A cluster gone idle after a few writes sends (nearly) no announcements:
+// a heal probe's own re-announcement is no new silence to probe, or each
+// frame a leaf sent next (a shuffle) would re-announce the same ids again
+// for as long as they are kept (214 IHave frames over 3 idle minutes
+// before, 3 after).
+func TestIdleClusterStopsProbing(t *testing.T) {
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 5)
+	for i := range 6 {
+		c.write(i%3, "team://a", fmt.Sprintf("q%d", i), "title", "quiet")
+		c.settle(3 * time.Second)
+	}
+	ihaves := 0
+	c.drop = func(_, _ PeerID, m *wire.Message) bool {
+		if m.Kind == wire.KindTree && m.Tree.Kind == uint8(epidemic.KindIHave) {
+			ihaves++
+		}
+		return false
+	}
+	c.settle(180 * time.Second)
+	if ihaves > 12 {
+		t.Fatalf("%d IHave frames over 3 idle minutes; want at most one per node", ihaves)
 	}
 }

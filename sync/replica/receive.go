@@ -182,6 +182,23 @@ func (e *Engine) askAuthority(p *peerState, ns string) {
 	}
 }
 
+// maxAuthorityAsks bounds the namespaces an empty holder asks one peer
+// about at a time for the tree traffic it refused (stepTree): any member
+// can name namespaces in unsigned tree frames, each of which this node
+// would hold, and each would be a request and an entry kept here.
+const maxAuthorityAsks = 32
+
+// authorityAsks counts p's authority asks queued or owed.
+func authorityAsks(p *peerState) int {
+	n := len(p.authority)
+	for _, a := range p.asked {
+		if a.authority {
+			n++
+		}
+	}
+	return n
+}
+
 // noDots is the empty context. Never modified.
 var noDots = crdt.NewContext()
 
