@@ -225,3 +225,47 @@ func BenchmarkContextClone(b *testing.B) {
 		_ = c.Clone()
 	}
 }
+
+// BenchmarkContextCloneJoin: a peer's delta joined into a copy of the
+// namespace's context, as a store records every delta it applies
+// (store.pendDeltas): the delta's context names one replica.
+func BenchmarkContextCloneJoin(b *testing.B) {
+	c := simContext()
+	d := NewContext()
+	r := hashReplica("node 7")
+	for n := c.Max(r) + 1; n <= c.Max(r)+8; n++ {
+		d.Add(Dot{r, n})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n := c.Clone()
+		n.Join(d)
+	}
+}
+
+// BenchmarkContextDecode: a peer's context decoded, as every digest sync
+// request is answered.
+func BenchmarkContextDecode(b *testing.B) {
+	enc := simContext().Encode()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeContext(enc, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkContextMissing: what a peer's context holds that this one
+// lacks, a few dots of a few replicas (a digest sync's answer).
+func BenchmarkContextMissing(b *testing.B) {
+	c := simContext()
+	o := c.Clone()
+	for i := range 5 {
+		r := hashReplica(fmt.Sprint("node ", i*13))
+		o.Add(Dot{r, c.Max(r) + 1})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = c.Missing(o)
+	}
+}

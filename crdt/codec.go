@@ -63,32 +63,26 @@ func (w *writer) replicaTable(set map[ReplicaID]struct{}) {
 // adds store dots back, which restores it exactly (a single-op delta then
 // pays for its new dot once).
 func (w *writer) context(c *Context, store map[Dot]struct{}) {
-	type triple struct {
-		r  ReplicaID
-		sp span
-	}
-	var out []triple
-	for _, r := range sortedReplicas(c.spans) {
-		for _, sp := range c.spans[r] {
-			if !allStored(r, sp, store) {
-				out = append(out, triple{r, sp})
-			}
+	var out []span
+	for _, sp := range c.iv {
+		if !allStored(sp, store) {
+			out = append(out, sp)
 		}
 	}
 	w.array(3 * len(out))
-	for _, t := range out {
-		w.uint(uint64(w.idx[t.r]))
-		w.uint(t.sp.lo)
-		w.uint(t.sp.hi - t.sp.lo)
+	for _, sp := range out {
+		w.uint(uint64(w.idx[sp.r]))
+		w.uint(sp.lo)
+		w.uint(sp.hi - sp.lo)
 	}
 }
 
-func allStored(r ReplicaID, sp span, store map[Dot]struct{}) bool {
+func allStored(sp span, store map[Dot]struct{}) bool {
 	if uint64(len(store)) < sp.hi-sp.lo+1 {
 		return false
 	}
 	for c := sp.lo; c <= sp.hi; c++ {
-		if _, ok := store[Dot{r, c}]; !ok {
+		if _, ok := store[Dot{sp.r, c}]; !ok {
 			return false
 		}
 	}
@@ -259,28 +253,66 @@ func encodedSizeHint(r *Record) int {
 // [version, replicas, intervals].
 //
 // It writes the bytes the writer would (replicaTable, then context with no
-// store dots) straight into one slice: a store persists its context on
-// every commit, and the writer's maps and encoder cost several times the
-// encoding itself (TestContextEncodeAsWriter keeps the two equal).
+// store dots) straight into one slice of the exact size: a store persists
+// its context on every commit, and the writer's maps and encoder cost
+// several times the encoding itself (TestContextEncodeAsWriter keeps the
+// two equal).
 func (c *Context) Encode() []byte {
-	rs := sortedReplicas(c.spans)
-	n := c.Intervals()
-	b := make([]byte, 0, 8+9*len(rs)+5+3*9*n)
+	nr, size := 0, 0
+	for i, sp := range c.iv {
+		if i == 0 || c.iv[i-1].r != sp.r {
+			nr++
+			size += uintLen(uint64(sp.r))
+		}
+		size += uintLen(uint64(nr-1)) + uintLen(sp.lo) + uintLen(sp.hi-sp.lo)
+	}
+	size += 1 + 1 + arrayLenLen(nr) + arrayLenLen(3*len(c.iv))
+	b := make([]byte, 0, size)
 	b = appendArrayLen(b, 3)
 	b = appendUint(b, encodingVersion)
-	b = appendArrayLen(b, len(rs))
-	for _, r := range rs {
-		b = appendUint(b, uint64(r))
-	}
-	b = appendArrayLen(b, 3*n)
-	for i, r := range rs {
-		for _, sp := range c.spans[r] {
-			b = appendUint(b, uint64(i))
-			b = appendUint(b, sp.lo)
-			b = appendUint(b, sp.hi-sp.lo)
+	b = appendArrayLen(b, nr)
+	for i, sp := range c.iv {
+		if i == 0 || c.iv[i-1].r != sp.r {
+			b = appendUint(b, uint64(sp.r))
 		}
 	}
+	b = appendArrayLen(b, 3*len(c.iv))
+	idx := -1
+	for i, sp := range c.iv {
+		if i == 0 || c.iv[i-1].r != sp.r {
+			idx++
+		}
+		b = appendUint(b, uint64(idx))
+		b = appendUint(b, sp.lo)
+		b = appendUint(b, sp.hi-sp.lo)
+	}
 	return b
+}
+
+// arrayLenLen and uintLen are the lengths of what appendArrayLen and
+// appendUint append.
+func arrayLenLen(l int) int {
+	switch {
+	case l < 16:
+		return 1
+	case l <= math.MaxUint16:
+		return 3
+	}
+	return 5
+}
+
+func uintLen(v uint64) int {
+	switch {
+	case v <= math.MaxInt8:
+		return 1
+	case v <= math.MaxUint8:
+		return 2
+	case v <= math.MaxUint16:
+		return 3
+	case v <= math.MaxUint32:
+		return 5
+	}
+	return 9
 }
 
 // appendArrayLen and appendUint append what msgpack's EncodeArrayLen and

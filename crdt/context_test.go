@@ -139,7 +139,7 @@ func TestContextRandom(t *testing.T) {
 		}
 
 		// Every dot b has and a lacks lies in a range Missing returns, and
-		// every range lies within b.
+		// every range lies within b and outside a.
 		miss := a.Missing(b)
 		for d := range rb {
 			in := false
@@ -154,6 +154,9 @@ func TestContextRandom(t *testing.T) {
 			for n := m.From; n <= m.To; n++ {
 				if !rb[Dot{m.Replica, n}] {
 					t.Fatalf("Missing range %v holds %d, which b lacks", m, n)
+				}
+				if ra[Dot{m.Replica, n}] {
+					t.Fatalf("Missing range %v holds %d, which a has", m, n)
 				}
 			}
 		}

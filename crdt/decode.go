@@ -322,11 +322,10 @@ func (r *reader) context(c *Context) error {
 			return corrupt("context counter %d out of range", lo+length) // next dot would overflow
 		}
 		prevIdx, prevHi = int(i), lo+length
-		rep := r.replicas[i]
-		if c.spans == nil {
-			c.spans = make(map[ReplicaID][]span)
+		if c.iv == nil {
+			c.iv = make([]span, 0, n/3) // every interval, in order: one allocation
 		}
-		c.spans[rep] = append(c.spans[rep], span{lo, lo + length})
+		c.iv = append(c.iv, span{r.replicas[i], lo, lo + length})
 	}
 	return nil
 }

@@ -13,17 +13,22 @@ import (
 // or zero-based interval, or intervals out of order, overlapping or
 // touching. Equal dot sets must have equal representations, or digests differ.
 func checkContext(c *Context) error {
-	for r, s := range c.spans {
-		if r == 0 || len(s) == 0 {
-			return fmt.Errorf("replica %v with %d intervals", r, len(s))
+	for i, sp := range c.iv {
+		if sp.r == 0 {
+			return fmt.Errorf("replica 0 in interval %d", i)
 		}
-		for i, sp := range s {
-			if sp.lo == 0 || sp.hi < sp.lo {
-				return fmt.Errorf("bad interval %v:%d..%d", r, sp.lo, sp.hi)
-			}
-			if i > 0 && sp.lo <= s[i-1].hi+1 {
-				return fmt.Errorf("intervals %v:%d..%d and ..%d not disjoint and apart", r, s[i-1].lo, s[i-1].hi, sp.lo)
-			}
+		if sp.lo == 0 || sp.hi < sp.lo {
+			return fmt.Errorf("bad interval %v:%d..%d", sp.r, sp.lo, sp.hi)
+		}
+		if i == 0 {
+			continue
+		}
+		prev := c.iv[i-1]
+		if prev.r > sp.r {
+			return fmt.Errorf("replicas %v and %v out of order", prev.r, sp.r)
+		}
+		if prev.r == sp.r && sp.lo <= prev.hi+1 {
+			return fmt.Errorf("intervals %v:%d..%d and ..%d not disjoint and apart", sp.r, prev.lo, prev.hi, sp.lo)
 		}
 	}
 	return nil

@@ -237,7 +237,7 @@ func (m *Map) Digest() Digest {
 func AssembleMap(ctx *Context, records map[string]*Record, retracted []string) *Map {
 	m := NewMap()
 	if ctx != nil {
-		m.ctx.spans = ctx.spans
+		m.ctx.iv = ctx.iv
 		m.ctx.shared.Store(ctx.shared.Load())
 	}
 	for id, r := range records {
@@ -329,7 +329,7 @@ func removedDots(ctx, have *Context, attached []Dot) *Context {
 				continue // a repeat
 			}
 			if c > next {
-				removed.addSpan(rg.Replica, span{next, c - 1})
+				removed.addSpan(span{rg.Replica, next, c - 1})
 			}
 			if c == rg.To {
 				open = false // rg.To may be the largest counter: do not wrap
@@ -338,7 +338,7 @@ func removedDots(ctx, have *Context, attached []Dot) *Context {
 			}
 		}
 		if open {
-			removed.addSpan(rg.Replica, span{next, rg.To})
+			removed.addSpan(span{rg.Replica, next, rg.To})
 		}
 	}
 	return removed
@@ -359,8 +359,9 @@ func (m *Map) DependsOn(have *Context, origin ReplicaID, from uint64) bool {
 			attached[d] = struct{}{}
 		}
 	}
-	for _, rid := range sortedReplicas(m.ctx.spans) {
-		for _, sp := range m.ctx.spans[rid] {
+	for _, sp := range m.ctx.iv {
+		rid := sp.r
+		{
 			for c := sp.lo; c <= sp.hi; c++ {
 				if rid == origin && c >= from {
 					break
