@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
@@ -191,5 +193,62 @@ func TestBindingsRefusedForGoodSettle(t *testing.T) {
 	}
 	if tally.allIndexes() != 0 {
 		t.Fatalf("a summary between nodes whose sets differ for good started exchanges: indexes by node %v", tally.indexes)
+	}
+}
+
+// storedBindings is the number of bindings nd's store holds, as a restart
+// would load them (loadBindings).
+func storedBindings(t *testing.T, nd *steppedNode) int {
+	t.Helper()
+	raw, err := nd.svc.Store().Meta(bindingsMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var encs [][]byte
+	if err := msgpack.Unmarshal(raw, &encs); err != nil {
+		t.Fatal(err)
+	}
+	return len(encs)
+}
+
+// A node stores its own claims and hand-overs before it announces them,
+// and the bindings it admits from peers once a tick, all those admitted
+// since together: a start among N peers stores the directory twice a node,
+// not once per peer's claim (N times the whole set, with a synced write).
+func TestBindingsStoredOnceATick(t *testing.T) {
+	const n = 8
+	net := newSteppedNet(t, n, 23)
+	for _, nd := range net.nodes {
+		if got := storedBindings(t, nd); got != 1 {
+			t.Fatalf("node %d stored %d bindings when it started; want its claim", nd.i, got)
+		}
+	}
+	net.join()
+	if !net.knowsAll() {
+		t.Fatal("the nodes do not know each other's agents")
+	}
+	net.tick()
+	for _, nd := range net.nodes {
+		if got := storedBindings(t, nd); got != n {
+			t.Fatalf("node %d stored %d bindings after a tick; want %d", nd.i, got, n)
+		}
+		if saves := nd.st.bx.saver.saves.Load(); saves > 2 {
+			t.Fatalf("node %d stored its bindings %d times at a start among %d peers; want 2 (its claim, then the peers')", nd.i, saves, n-1)
+		}
+	}
+	n0, n1 := net.nodes[0], net.nodes[1]
+	if _, err := n0.st.Handover(n0.me.Principal, n1.id.Public); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedBindings(t, n0); got != n+1 {
+		t.Fatalf("node 0 stored %d bindings once its hand-over returned; want %d", got, n+1)
+	}
+	net.run()
+	if got := storedBindings(t, n1); got != n {
+		t.Fatalf("node 1 stored the hand-over it admitted before a tick: %d bindings", got)
+	}
+	net.tick()
+	if got := storedBindings(t, n1); got != n+1 {
+		t.Fatalf("node 1 stored %d bindings after a tick; want %d", got, n+1)
 	}
 }

@@ -179,6 +179,7 @@ func (c *Cluster) run() {
 		select {
 		case <-c.ctx.Done():
 			c.closeOutlets()
+			c.storeUnsavedBindings() // peers' bindings admitted since the last tick
 			return
 		case ld := <-c.local:
 			c.eng.LocalDelta(ld.ns, ld.d)
