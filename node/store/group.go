@@ -457,7 +457,7 @@ func (s *Store) acknowledge(seq uint64, err error) {
 	for _, g := range done {
 		for _, r := range g.members {
 			for _, c := range r.changes {
-				s.recent.add(entryKey(c.Namespace, c.ID), r.seq)
+				s.recent.add(c.Namespace, c.ID, r.seq)
 			}
 		}
 	}

@@ -47,3 +47,32 @@ func TestWrittenAfter(t *testing.T) {
 		t.Fatalf("m2's last write: written after %v, known %v", later, known)
 	}
 }
+
+// Entries are remembered by a hash: two whose hashes collide may be told
+// written when only the other was (the caller reads the entry back), never
+// told unwritten when they were.
+func TestWrittenAfterCollisions(t *testing.T) {
+	s, err := Open(NewMemKV(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.recent.hash = func(ns, id string) uint64 { return 7 } // every entry collides
+	a1 := edit(t, s, "team://a", "m1", 1, "ti", "one")[0]
+	b1 := edit(t, s, "team://a", "m2", 2, "ti", "two")[0]
+	if later, known := s.WrittenAfter("team://a", "m1", a1.Seq); !later || !known {
+		t.Fatalf("m1 colliding with m2 written after it: written after %v, known %v; want a write (read it back)", later, known)
+	}
+	if later, known := s.WrittenAfter("team://a", "m2", b1.Seq); later || !known {
+		t.Fatalf("the last write: written after %v, known %v", later, known)
+	}
+	edit(t, s, "team://a", "m1", 3, "ti", "one again")
+	for i := range recentMax - 1 {
+		edit(t, s, "team://a", "x"+strconv.Itoa(i), 4+i, "ti", "filler")
+	}
+	// m1's second write is forgotten when the fillers push it out; until then,
+	// and however the fillers collide, m1 is never told unwritten after a1.
+	if later, known := s.WrittenAfter("team://a", "m1", a1.Seq); known && !later {
+		t.Fatal("m1 told unwritten after its first write, written again since")
+	}
+}
