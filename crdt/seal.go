@@ -105,48 +105,39 @@ func compareSeals(a, b Seal) int {
 
 // signedBytes is what a seal's signature covers.
 func (s *Seal) signedBytes(ns, id string) []byte {
-	var b bytes.Buffer
-	b.WriteString(sealDomain)
-	writeLenPrefixed(&b, []byte(ns))
-	writeLenPrefixed(&b, []byte(id))
-	b.Write(s.Key)
-	b.Write(s.Nonce)
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(s.Counters)))
-	b.Write(n[:])
+	b := make([]byte, 0, len(sealDomain)+4+len(ns)+4+len(id)+len(s.Key)+len(s.Nonce)+8+8*len(s.Counters)+len(s.Leaves))
+	b = append(b, sealDomain...)
+	b = appendLenPrefixed(b, ns)
+	b = appendLenPrefixed(b, id)
+	b = append(b, s.Key...)
+	b = append(b, s.Nonce...)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s.Counters)))
 	for _, c := range s.Counters {
-		binary.BigEndian.PutUint64(n[:], c)
-		b.Write(n[:])
+		b = binary.BigEndian.AppendUint64(b, c)
 	}
-	b.Write(s.Leaves)
-	return b.Bytes()
+	return append(b, s.Leaves...)
 }
 
-func writeLenPrefixed(b *bytes.Buffer, v []byte) {
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(v)))
-	b.Write(n[:])
-	b.Write(v)
+func appendLenPrefixed(b []byte, v string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+	return append(b, v...)
 }
 
 // leaf hashes what one dot wrote: a field's name, timestamp and value, or a
-// set element.
+// set element. The bytes hashed are made in one buffer (a hash and buffers
+// per leaf were most of what checking a record's seals allocated).
 func leaf(nonce []byte, d Dot, kind byte, name, elem string, ts Timestamp, value []byte) [LeafSize]byte {
-	h := sha256.New()
-	h.Write(nonce)
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], d.Counter)
-	h.Write(n[:])
-	h.Write([]byte{kind})
-	var bb bytes.Buffer
-	writeLenPrefixed(&bb, []byte(name))
-	writeLenPrefixed(&bb, []byte(elem))
-	h.Write(bb.Bytes())
-	binary.BigEndian.PutUint64(n[:], uint64(ts))
-	h.Write(n[:])
-	h.Write(value)
+	b := make([]byte, 0, len(nonce)+8+1+4+len(name)+4+len(elem)+8+len(value))
+	b = append(b, nonce...)
+	b = binary.BigEndian.AppendUint64(b, d.Counter)
+	b = append(b, kind)
+	b = appendLenPrefixed(b, name)
+	b = appendLenPrefixed(b, elem)
+	b = binary.BigEndian.AppendUint64(b, uint64(ts))
+	b = append(b, value...)
+	sum := sha256.Sum256(b)
 	var out [LeafSize]byte
-	copy(out[:], h.Sum(nil))
+	copy(out[:], sum[:])
 	return out
 }
 
@@ -324,7 +315,7 @@ func (c *SealCache) Verify(key, msg, sig []byte) bool {
 		hs.Write(key)
 		hs.Write(msg)
 		hs.Write(sig)
-		copy(h[:], hs.Sum(nil))
+		hs.Sum(h[:0])
 		c.mu.Lock()
 		_, ok := c.seen[h]
 		c.mu.Unlock()
