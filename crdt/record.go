@@ -154,7 +154,16 @@ func (r *Record) Dots() []Dot {
 	if r == nil {
 		return nil
 	}
-	var out []Dot
+	n := len(r.fields)
+	for _, s := range r.sets {
+		for _, ds := range s {
+			n += len(ds)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Dot, 0, n) // once: a store lists every entry it writes twice (its dot index)
 	for _, f := range r.fields {
 		out = append(out, f.Dot)
 	}
