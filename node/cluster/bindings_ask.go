@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"bytes"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/mnemohq/mnemo/sync/replica"
+)
+
+// Asking peers for their bindings: a probe to each peer not yet heard
+// from, and after a digest that differs the index of what the peer holds,
+// one peer at a time (askNext), again each tick until the sets agree.
+
+// askBindings sends a probe (this node's claims, its digest, asking for
+// the peer's) to every peer not yet heard from.
+func (l *loop) askBindings() {
+	l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool { _, ok := l.peers[id]; return ok && !l.bx.heard[id] }), bindingsProbe)
+}
+
+// asked is a bindings index sent asking a peer for what this node lacks.
+type asked struct {
+	at    time.Time
+	tries int
+}
+
+// bindingsAskTries bounds the asks in a row a peer leaves unanswered;
+// after them, the next frame from it that shows it holds more starts over.
+const bindingsAskTries = 3
+
+// askIndex sends this node's index to from, asking for the bindings it
+// lacks, and expects an answer (any frame of from's that asks nothing).
+func (l *loop) askIndex(from replica.PeerID) {
+	a := l.bx.asked[from]
+	l.bx.asked[from] = asked{at: l.cfg.Clock.Now(), tries: a.tries + 1}
+	l.sendBindingsTo([]replica.PeerID{from}, bindingsAsk)
+}
+
+// askBindingsAgain asks again the peers whose answer is overdue, and, once
+// bindingsAskGap has passed since the last ask, the peer most worth asking
+// (askNext).
+//
+// It also stores the peers' bindings admitted since the last tick
+// (storeUnsavedBindings): the loop's tick calls it.
+func (l *loop) askBindingsAgain(now time.Time) {
+	l.storeUnsavedBindings()
+	for _, id := range slices.Sorted(maps.Keys(l.bx.asked)) {
+		a := l.bx.asked[id]
+		switch {
+		case now.Sub(a.at) < bindingsAskGap:
+		case a.tries >= bindingsAskTries:
+			delete(l.bx.asked, id)
+		default:
+			l.askIndex(id)
+		}
+	}
+	l.askNext(now)
+}
+
+// askNext sends this node's index, once bindingsAskGap has passed since
+// the last one it sent on its own account, to the peer wanted and not
+// being asked that still holds bindings this node lacks (worthAsking) and
+// the most bindings (the least id among equals).
+func (l *loop) askNext(now time.Time) {
+	if len(l.bx.want) == 0 || now.Sub(l.bx.lastIndexAsk) < bindingsAskGap {
+		return
+	}
+	var best replica.PeerID
+	var most uint64
+	for _, id := range slices.Sorted(maps.Keys(l.bx.want)) {
+		if _, ok := l.bx.asked[id]; ok {
+			continue
+		}
+		if l.peers[id].peer.ID == "" || !l.worthAsking(id) {
+			delete(l.bx.want, id)
+			continue
+		}
+		if n, _ := digestCount(l.bx.sums[id]); best == "" || n > most {
+			best, most = id, n
+		}
+	}
+	if best != "" {
+		delete(l.bx.want, best)
+		l.bx.lastIndexAsk = now
+		l.askIndex(best)
+	}
+}
+
+// worthAsking reports whether peer id, by its last frame, may hold
+// bindings this node lacks: its index named one this node still lacks;
+// or its digest differs from this node's and says it holds at least as
+// many bindings (or does not say), unless an exchange with it already
+// ended on these two digests.
+func (l *loop) worthAsking(id replica.PeerID) bool {
+	l.knownMu.RLock()
+	defer l.knownMu.RUnlock()
+	if ids := l.bx.lacking[id]; len(ids) > 0 {
+		held := make(map[string]bool, len(l.bindingIDs))
+		for _, h := range l.bindingIDs {
+			held[string(h)] = true
+		}
+		for _, want := range ids {
+			if !held[string(want)] {
+				return true
+			}
+		}
+		delete(l.bx.lacking, id)
+	}
+	theirs := l.bx.sums[id]
+	if len(theirs) == 0 || bytes.Equal(theirs, l.bindingsSum) || l.bx.settled[id] == string(l.bindingsSum)+string(theirs) {
+		return false
+	}
+	n, ok := digestCount(theirs)
+	mine, _ := digestCount(l.bindingsSum)
+	return !ok || n >= mine
+}
+
+// senderIDs lists, sorted, the peers with an outlet that want picks.
+func (l *loop) senderIDs(want func(replica.PeerID) bool) []replica.PeerID {
+	var ids []replica.PeerID
+	for id := range l.senders {
+		if want(id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
