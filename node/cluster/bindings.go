@@ -203,11 +203,38 @@ func (l *loop) storeBindings() {
 	l.knownMu.RLock()
 	encs := l.bindingEncs // only appended to: what it holds now stays
 	l.knownMu.RUnlock()
+	l.writeBindings(encs)
+}
+
+// writeBindings stores encs as the directory, durably; with the saver's
+// mutex held.
+func (l *loop) writeBindings(encs [][]byte) {
+	sv := l.bx.saver
 	raw, _ := msgpack.Marshal(encs)
 	sv.saves.Add(1)
 	if err := l.svc.Store().SetMeta(bindingsMeta, raw); err != nil {
 		sv.unsaved.Store(true) // tried again on the next tick
 		l.log.Warn("could not store bindings", "err", err)
+	}
+}
+
+// admitOwn runs admit, which admits bindings this node signed (with
+// knownMu held) and reports whether it added any, and then stores the
+// directory before knownMu is let go: no reader of the held bindings
+// (answerIndex on the loop, a bindings frame) sees one of this node's
+// before it is durable, or a crash could leave peers holding a claim or
+// hand-over the node forgot. Own bindings are rare, so readers waiting
+// out the sync cost little. Any goroutine; saver.mu before knownMu, as
+// storeBindings takes them.
+func (l *loop) admitOwn(admit func() bool) {
+	sv := l.bx.saver
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	l.knownMu.Lock()
+	defer l.knownMu.Unlock()
+	if admit() {
+		sv.unsaved.Store(false)
+		l.writeBindings(l.bindingEncs)
 	}
 }
 
@@ -311,17 +338,14 @@ func digestCount(sum []byte) (uint64, bool) {
 // hosts is not claimed: the conflict is logged and counted, and that
 // principal's records signed here will not count elsewhere.
 func (l *loop) claimAgents() []acl.Binding {
-	added := l.claim()
-	if len(added) > 0 {
-		l.storeBindings() // durable before it is announced
-	}
+	var added []acl.Binding
+	l.admitOwn(func() bool { added = l.claim(); return len(added) > 0 }) // durable before it is announced
 	return added
 }
 
-// claim admits a claim of every local principal not yet bound (claimAgents).
+// claim admits a claim of every local principal not yet bound
+// (claimAgents), with knownMu held.
 func (l *loop) claim() []acl.Binding {
-	l.knownMu.Lock()
-	defer l.knownMu.Unlock()
 	var added []acl.Binding
 	for _, p := range l.cfg.Agents() {
 		if k, ok := l.dir.KeyOf(p); ok {
@@ -689,23 +713,26 @@ var ErrNotHosted = errors.New("cluster: principal not hosted by this node")
 // whose key is to, and admits it; the driver then runs announceBindings
 // on its loop. Any goroutine. Errors wrap ErrNotHosted or acl.ErrInvalid.
 func (l *loop) handover(p namespace.Address, to ed25519.PublicKey) (acl.Binding, error) {
-	l.knownMu.Lock()
-	cur, ok := l.dir.KeyOf(p)
-	if !ok || !cur.Equal(l.cfg.Identity.Public) {
-		l.knownMu.Unlock()
-		return acl.Binding{}, fmt.Errorf("%w: %s", ErrNotHosted, p)
-	}
-	b, err := acl.NewHandover(l.cfg.Identity, p, to, crdt.Timestamp(l.cfg.Clock.Now().UnixNano()))
-	if err == nil {
-		_, err = l.dir.Admit(b)
-	}
+	var b acl.Binding
+	var err error
+	l.admitOwn(func() bool { // durable before it is announced
+		cur, ok := l.dir.KeyOf(p)
+		if !ok || !cur.Equal(l.cfg.Identity.Public) {
+			err = fmt.Errorf("%w: %s", ErrNotHosted, p)
+			return false
+		}
+		if b, err = acl.NewHandover(l.cfg.Identity, p, to, crdt.Timestamp(l.cfg.Clock.Now().UnixNano())); err == nil {
+			_, err = l.dir.Admit(b)
+		}
+		if err != nil {
+			return false
+		}
+		l.reindexBindings()
+		return true
+	})
 	if err != nil {
-		l.knownMu.Unlock()
 		return acl.Binding{}, err
 	}
-	l.reindexBindings()
-	l.knownMu.Unlock()
-	l.storeBindings() // durable before it is announced
 	l.log.Info("handed over", "binding", b.String())
 	l.svc.RefreshPolicy()
 	return b, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/store"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
@@ -250,5 +251,55 @@ func TestBindingsStoredOnceATick(t *testing.T) {
 	net.tick()
 	if got := storedBindings(t, n1); got != n+1 {
 		t.Fatalf("node 1 stored %d bindings after a tick; want %d", got, n+1)
+	}
+}
+
+// updateHookKV calls before ahead of every synced transaction.
+type updateHookKV struct {
+	store.KV
+	before func()
+}
+
+func (k updateHookKV) Update(fn func(w store.Writer) error) error {
+	k.before()
+	return k.KV.Update(fn)
+}
+
+// A node's own hand-over is held from every reader of its bindings (a
+// peer's index ask answered on the loop, any bindings frame) until it is
+// stored: when the store's write begins, knownMu is still held. Before,
+// the hand-over was published, knownMu let go, and only then stored: a
+// crash in that sync could leave peers holding a hand-over the node forgot.
+func TestOwnHandoverUnseenUntilStored(t *testing.T) {
+	var n0 *steppedNode
+	var watching bool
+	seen := -1
+	net := newSteppedNetKV(t, 4, 23, func(i int) store.KV {
+		kv := store.NewMemKV()
+		if i != 0 {
+			return kv
+		}
+		return updateHookKV{KV: kv, before: func() {
+			if !watching || !n0.st.knownMu.TryRLock() {
+				return
+			}
+			seen = len(n0.st.bindingEncs)
+			n0.st.knownMu.RUnlock()
+		}}
+	})
+	net.join()
+	net.tick()
+	n0 = net.nodes[0]
+	before := storedBindings(t, n0)
+	watching = true
+	if _, err := n0.st.Handover(n0.me.Principal, net.nodes[1].id.Public); err != nil {
+		t.Fatal(err)
+	}
+	watching = false
+	if seen > before {
+		t.Fatalf("a store began with the hand-over readable (%d bindings held, %d stored): peers may hold it before it is durable", seen, before)
+	}
+	if got := storedBindings(t, n0); got != before+1 {
+		t.Fatalf("stored bindings after the hand-over: %d, want %d", got, before+1)
 	}
 }

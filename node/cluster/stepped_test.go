@@ -64,6 +64,12 @@ const steppedTick = 100 * time.Millisecond
 // Each tune changes node i's Config before its loop is made.
 func newSteppedNet(t *testing.T, n int, seed uint64, tune ...func(i int, c *Config)) *steppedNet {
 	t.Helper()
+	return newSteppedNetKV(t, n, seed, func(int) store.KV { return store.NewMemKV() }, tune...)
+}
+
+// newSteppedNetKV is newSteppedNet with node i's store over kvFor(i).
+func newSteppedNetKV(t *testing.T, n int, seed uint64, kvFor func(i int) store.KV, tune ...func(i int, c *Config)) *steppedNet {
+	t.Helper()
 	net := &steppedNet{t: t, clock: newStepClock(), trace: sha256.New()}
 	for i := range n {
 		var keySeed [32]byte
@@ -75,7 +81,7 @@ func newSteppedNet(t *testing.T, n int, seed uint64, tune ...func(i int, c *Conf
 		}
 		agent := namespace.MustParse(fmt.Sprintf("agent://n%d", i))
 		svc, err := memory.Open(memory.Config{Agent: agent, Replica: id.ReplicaID(), Authorizer: sharedOK{}, Identity: id,
-			Now: net.clock.Now, Rand: rand.NewChaCha8(keySeed), KV: store.NewMemKV()})
+			Now: net.clock.Now, Rand: rand.NewChaCha8(keySeed), KV: kvFor(i)})
 		if err != nil {
 			t.Fatal(err)
 		}
