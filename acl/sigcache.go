@@ -78,7 +78,9 @@ func (c *SigCache) verify(r SignedRecord) ([32]byte, error) {
 	if len(c.seen) >= c.max {
 		clear(c.seen)
 	}
-	c.seen[k] = keptRecord{}
+	if _, kept := c.seen[k]; !kept { // verifyKept may have kept its copy meanwhile
+		c.seen[k] = keptRecord{}
+	}
 	c.mu.Unlock()
 	return k, nil
 }

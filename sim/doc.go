@@ -297,6 +297,11 @@
 // one slice each now; 40.5 → 35.7 GB, 177 → 163 s of CPU, live heap 632 →
 // 574 MB. `mnemo sim`'s default 1.5 GiB soft limit takes the peak from
 // 3.5 to 1.6 GB for ~14% more CPU; 1 GiB needs the live heap near 400 MB.
+// Past the limit's four fifths the limit follows the live heap at a
+// quarter above it, so a run whose live heap outgrows ~1.2 GiB (a
+// thousand nodes: 1.8–2.3 GB) collects as if at GOGC 25 for the rest of
+// it: such runs pass --memory-limit with their own bound (the 1,000-node
+// figures below used GOMEMLIMIT=7GiB) or off.
 //
 // # A thousand nodes (issue 14)
 //

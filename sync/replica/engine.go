@@ -466,9 +466,10 @@ func (e *Engine) setPeer(p Peer) {
 		if ok {
 			e.peerGone(p.ID) // restarted: its links in the trees went with it
 		}
-		// Only needSync and joinWait are made here (written by every
-		// path that marks a sync); the other maps stay nil until
-		// traffic with the peer needs them (put).
+		// Only needSync (here) and joinWait (below) are made when a
+		// peer is added (written by every path that marks a sync); the
+		// other maps stay nil until traffic with the peer needs them
+		// (put).
 		ps = &peerState{needSync: map[string]SyncCause{}}
 		ps.stats.Peer = p.ID
 		ps.listed = e.listed
