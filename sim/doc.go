@@ -291,7 +291,7 @@
 // 100 × 10k: 234 → 218 s of CPU, peak RSS 4.29 → 3.59 GB, 52.7 → 45.9
 // GB allocated (97944be); then 3.58 → 3.36 GB (0022b65; README).
 //
-// From f1b5b36 to 2fdfdf1 (crdt, store, bindings; report unchanged): a
+// From f1b5b36 to 601f2b5 (crdt, store, bindings; report unchanged): a
 // Context's copy per applied delta, its encoding per commit and decoding
 // per sync request were 5.3 of the 40.5 GB allocated at 100 × 10k, and are
 // one slice each now; 40.5 → 35.7 GB, 177 → 163 s of CPU, live heap 632 →
@@ -326,7 +326,7 @@
 // allocated 24.1 → 22.8 GB, live heap at the end 669 → 481 MB; same
 // report. At 1,000 nodes × 200 ops the set-up still had not ended after
 // 7 min (live heap 1.5 GB after 1 min and 2.0 GB after 6.5, peak RSS 9.4
-// GB, stopped); at cc2a466 with GOMEMLIMIT=7GiB, after 8 min, still in
+// GB, stopped); at 696efa2 with GOMEMLIMIT=7GiB, after 8 min, still in
 // the set-up: peak RSS 6.9 GB, live heap 1.8, 2.1 and 2.3 GB at 2, 4 and
 // 6 min, 365 s of user CPU (the collector on the second core). What
 // remains there is the bindings exchange

@@ -186,7 +186,7 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // nears 1.5 GiB, and follows a live heap that outgrows four fifths of it
 // (applyMemoryLimit), so a larger run is never starved. Measured at 100 x
 // 10k, seed 1, --loss 0.1 --partitions 3, the two at once (load 7-9,
-// f043a18): peak RSS 3.37 -> 1.58 GB for 182.9 -> 208.0 s of user CPU
+// ac3094e): peak RSS 3.37 -> 1.58 GB for 182.9 -> 208.0 s of user CPU
 // (+14%); same digest. Runs whose heap stays small (the sweeps, 4-10
 // nodes) never reach it.
 const simMemoryLimit = "1536MiB"

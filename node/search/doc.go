@@ -152,7 +152,7 @@
 // queries). Both now decode with the cursor in locals and the postings of
 // a one-byte delta (one byte, or two with a frequency byte) inline
 // (scanTo, skipRare; TestScanAgreesWithNext checks them against next).
-// BenchmarkSearch100kAsBench against 59f4746, alternately 3× (load
+// BenchmarkSearch100kAsBench against eed3a78, alternately 3× (load
 // 6-8): CPU per query 233-238 → 222-226 µs, mean 221-225 → 208-214, p95
 // 597-611 → 527-537, p99 1,074-1,085 → 962-1,001 µs. The essential
 // terms' step past a scored document decodes the commonest posting inline
