@@ -568,7 +568,7 @@ func (l *loop) admitBindings(from replica.PeerID, encs [][]byte) {
 // recompute them too: once per binding admitted, at a start among N peers
 // that was N times the whole membership a node).
 func (l *loop) refreshPrincipals() {
-	changed := false
+	var changed []replica.PeerID
 	l.knownMu.RLock()
 	for id, pi := range l.peers {
 		// The peer's replica id, set with it (setMembers), not derived
@@ -576,18 +576,22 @@ func (l *loop) refreshPrincipals() {
 		if ps := l.byReplica[pi.peer.Replica]; !slices.Equal(ps, pi.peer.Principals) {
 			pi.peer.Principals = slices.Clone(ps)
 			l.peers[id] = pi
-			changed = true
+			changed = append(changed, id)
 		}
 	}
 	l.knownMu.RUnlock()
-	if !changed {
+	if len(changed) == 0 {
 		return
 	}
-	peers := make([]replica.Peer, 0, len(l.peers))
-	for _, id := range slices.Sorted(maps.Keys(l.peers)) {
+	// Only the peers whose principals changed are handed to the engine
+	// (the others are as setMembers last gave them): all of them at each
+	// binding admitted was N² a node at a start among N.
+	slices.Sort(changed)
+	peers := make([]replica.Peer, 0, len(changed))
+	for _, id := range changed {
 		peers = append(peers, l.peers[id].peer)
 	}
-	l.eng.SetPeers(peers)
+	l.eng.UpdatePeers(peers)
 }
 
 // maxRefused bounds the (peer, namespace) pairs remembered for a sync
