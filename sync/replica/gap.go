@@ -97,7 +97,6 @@ func (e *Engine) heardFrom(p *peerState) {
 	if !silent || len(e.trees) == 0 {
 		return
 	}
-	e.syncStats.HealProbes++
 	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
 		t := e.trees[ns]
 		sa := t.sent[p.ID]
@@ -116,6 +115,7 @@ func (e *Engine) heardFrom(p *peerState) {
 				t.probed = map[PeerID]probe{}
 			}
 			t.probed[p.ID] = probe{at: e.now, ids: ids}
+			e.syncStats.HealProbes++
 			e.drainTree(t, nil)
 		}
 	}

@@ -121,3 +121,33 @@ func TestIdleClusterStopsProbing(t *testing.T) {
 		t.Fatalf("%d IHave frames over 3 idle minutes; want at most one per node", ihaves)
 	}
 }
+
+// The evidence of a heal is a want of a payload a probe announced again,
+// after the probe: a want of any other payload, or one in the frame that
+// ended the silence (same instant: it asks for what came before), is no
+// heal, and one heal per probe at most.
+func TestHealNeedsAWantOfAProbedPayload(t *testing.T) {
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 5)
+	e := c.nodes[0].eng
+	tr := e.trees["team://a"]
+	p := e.peers[c.nodes[1].id]
+	probed, other := epidemic.MsgID{1}, epidemic.MsgID{2}
+	heals := func() uint64 { return e.SyncStats().Heals }
+	if tr.probed == nil {
+		tr.probed = map[PeerID]probe{}
+	}
+	tr.probed[p.ID] = probe{at: e.now, ids: []epidemic.MsgID{probed}}
+	if got := e.wantFrom(p, tr, []epidemic.MsgID{probed}); len(got) != 1 || heals() != 0 {
+		t.Fatalf("a want in the frame that ended the silence: answered %d, heals %d; want it answered, no heal", len(got), heals())
+	}
+	e.now = e.now.Add(time.Second)
+	if got := e.wantFrom(p, tr, []epidemic.MsgID{other}); len(got) != 1 || heals() != 0 {
+		t.Fatalf("a want of a payload not probed: answered %d, heals %d; want it answered, no heal", len(got), heals())
+	}
+	if got := e.wantFrom(p, tr, []epidemic.MsgID{probed, other}); len(got) != 1 || got[0] != other || heals() != 1 {
+		t.Fatalf("a want of the probed payload: answered %v, heals %d; want the other only answered, one heal", got, heals())
+	}
+	if e.wantFrom(p, tr, []epidemic.MsgID{probed}); heals() != 1 {
+		t.Fatalf("a second want of it: heals %d; want still one", heals())
+	}
+}

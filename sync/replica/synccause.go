@@ -54,8 +54,10 @@ type SyncStats struct {
 	// was owed for (a requester sending what this node's context lacked).
 	Unasked      uint64 `json:"unasked"`
 	UnaskedBytes uint64 `json:"unasked_bytes"`
-	// HealProbes: peers heard again after a silence on the trees' links,
-	// announced again what went to them during it (gap.go).
+	// HealProbes: probes of a silence on a tree's link, each a tree
+	// announcing again to a peer heard again after it some of what went
+	// to it during it (gap.go); a silence with nothing to announce again
+	// is none.
 	HealProbes uint64 `json:"heal_probes"`
 	// Heals: trees' links that lost payloads in such a silence (the peer
 	// asked for some of those announced again): a partition healed.
