@@ -134,3 +134,46 @@ func TestEmptyHolderAsksOnePeerAboutFewNamespaces(t *testing.T) {
 		t.Fatalf("%d namespaces asked of n0; want 1 to %d", asked, maxAuthorityAsks)
 	}
 }
+
+// An empty holder whose neighbour only reads (it answers a request with
+// its context alone) asks again no sooner than RetransmitAfter, however
+// often that neighbour's tree frames come: 100 requests for 100
+// announcements over 10 s before.
+func TestEmptyHolderAsksAReaderAgainOnlyAfterAWhile(t *testing.T) {
+	c := newCluster(t, 3, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 11)
+	n2 := c.byID("n2")
+	n2.eng = New(testConfig(Config{AntiEntropyInterval: time.Hour}, n2.id, 2), n2.st, blindWhileEmpty{n2.st})
+	n2.eng.SetPeers([]Peer{testPeer("n0", 0), testPeer("n1", 1), testPeer("n2", 2)})
+	now := c.now
+	n2.eng.Tick(now)
+	n2.eng.Ready()
+	ihave := &wire.Message{Kind: wire.KindTree, Overlay: "team://a", Tree: &wire.Tree{Kind: uint8(epidemic.KindIHave),
+		IHave: []wire.Announcement{{ID: make([]byte, wire.TreeIDSize), Round: 1}}}}
+	asked := 0
+	for range 100 { // 10 s
+		if err := n2.eng.Step("n0", ihave); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(100 * time.Millisecond)
+		n2.eng.Tick(now)
+		for _, env := range n2.eng.Ready().Messages {
+			if env.Msg.Kind != wire.KindSyncRequest {
+				continue
+			}
+			for _, nc := range env.Msg.Contexts {
+				if nc.Namespace != "team://a" {
+					continue
+				}
+				asked++
+				// n0 reads only: its answer is its context, empty here.
+				reply := &wire.Message{Kind: wire.KindSyncReply, Contexts: []wire.NamespaceContext{{Namespace: "team://a", Context: crdt.NewContext().Encode()}}}
+				if err := n2.eng.Step("n0", reply); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if limit := int(10*time.Second/n2.eng.cfg.RetransmitAfter) + 1; asked == 0 || asked > limit {
+		t.Fatalf("%d requests of team://a over 10 s of announcements from a reader; want 1 to %d", asked, limit)
+	}
+}

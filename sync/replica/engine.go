@@ -388,6 +388,9 @@ type Engine struct {
 	syncStats SyncStats
 	// treeOut: tree payloads waiting for releaseTree.
 	treeOut []treeSend
+	// emptyAsked: when an empty holder last asked for a namespace whose
+	// tree traffic it refused (askEmpty), by namespace.
+	emptyAsked map[string]time.Time
 }
 
 // held is a checked live delta whose dependencies have not all arrived.

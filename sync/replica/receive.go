@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"maps"
+	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/wire"
@@ -180,6 +182,34 @@ func (e *Engine) askAuthority(p *peerState, ns string) {
 		}
 		p.authority[ns] = true // a request holds a context, no content: no read needed
 	}
+}
+
+// askEmpty asks p for a sync of ns, which this node holds none of yet
+// and so refused p's tree traffic of: a holder that holds nothing of ns
+// cannot know who may read it (the grants travel in ns), so its first
+// sync was lost. p, which offers it ns's tree, is asked for one, as for a
+// live delta refused for want of its author's grant: one peer at a time
+// (each answer is the whole namespace), at most maxAuthorityAsks of p's
+// at once, and no sooner than RetransmitAfter after the last ask for ns,
+// to whomever (a neighbour that only reads answers its context alone,
+// and the next frame of the tree would ask again at once: 100 requests
+// for 100 announcements in 10 s, found by review).
+func (e *Engine) askEmpty(p *peerState, ns string) {
+	if e.askedAny(ns) || authorityAsks(p) >= maxAuthorityAsks {
+		return
+	}
+	if at, ok := e.emptyAsked[ns]; ok && e.now.Sub(at) < e.cfg.RetransmitAfter {
+		return
+	}
+	if e.emptyAsked == nil {
+		e.emptyAsked = map[string]time.Time{}
+	}
+	if len(e.emptyAsked) >= 4*maxAuthorityAsks {
+		// Only asks within the last RetransmitAfter gate anything.
+		maps.DeleteFunc(e.emptyAsked, func(_ string, at time.Time) bool { return e.now.Sub(at) >= e.cfg.RetransmitAfter })
+	}
+	e.emptyAsked[ns] = e.now
+	e.askAuthority(p, ns)
 }
 
 // maxAuthorityAsks bounds the namespaces an empty holder asks one peer

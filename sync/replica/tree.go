@@ -296,13 +296,8 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 			t.leave(p.ID)
 			e.drainTree(t, nil)
 		}
-		if e.pol.ShouldHold(ns) && e.st.Context(ns).IsEmpty() && !e.askedAny(ns) && authorityAsks(p) < maxAuthorityAsks {
-			// A holder that holds nothing of ns yet cannot know who may
-			// read it (the grants travel in ns): its first sync was lost.
-			// p, which offers it ns's tree, is asked for one, as for a
-			// live delta refused for want of its author's grant (one
-			// peer at a time: each answer is the whole namespace).
-			e.askAuthority(p, ns)
+		if e.pol.ShouldHold(ns) && e.st.Context(ns).IsEmpty() {
+			e.askEmpty(p, ns)
 		}
 		return
 	}
