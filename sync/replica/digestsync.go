@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/wire"
@@ -252,4 +253,22 @@ func (e *Engine) requestSync(p *peerState) {
 	p.stats.SyncsSent++
 	p.stats.LastSync = e.now
 	e.send(p.ID, msg)
+}
+
+// asking is a sync request waiting for the peer's answer: when it left,
+// how many requests in a row went unanswered, and, once known, the
+// peer's context when it answered (want). An answer comes in batches,
+// and its last message is the peer's context: the request stays owed
+// until this node's context covers want, so a lost batch is asked for
+// again on the next timeout instead of waiting for anti-entropy to pick
+// that peer (the simulator found an inbox whose only writer was never
+// picked again in five minutes).
+type asking struct {
+	at    time.Time
+	tries int
+	want  *crdt.Context
+	cause SyncCause // of the request (SyncStats)
+	// authority: asked of a peer not known to read the namespace here
+	// (askAuthority); its retries are asked the same way.
+	authority bool
 }
