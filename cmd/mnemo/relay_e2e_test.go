@@ -28,7 +28,7 @@ import (
 // altered payloads fail the author's signature or the author's right to
 // write: sync/replica/doc.go, "Trees").
 func TestE2EHostileRelay(t *testing.T) {
-	const honest, ns, maxRounds = 10, "team://relay", 25
+	const honest, ns, maxRounds = 10, "team://relay", 100
 	keyFile := filepath.Join(t.TempDir(), "cluster.key")
 	r := cli(t, "", cleanEnv(t), "cluster-key").ok(t, "cluster-key")
 	if err := os.WriteFile(keyFile, []byte(r.stdout), 0o600); err != nil {
@@ -88,7 +88,9 @@ func TestE2EHostileRelay(t *testing.T) {
 	})
 
 	// Rounds of saves until the relay has had payloads of others to alter
-	// and to drop: whether it relays depends on where the trees put it.
+	// and to drop: whether it relays depends on where the trees put it
+	// (mostly at once; once in 12 runs 21 rounds, once in CI not within
+	// 25, as the trees' links moved: up to 100, ~4 s).
 	rounds := 0
 	for ; rounds < maxRounds && (relay.Altered() < 2 || relay.Dropped() < 1); rounds++ {
 		for i, p := range nodes {
