@@ -317,6 +317,13 @@ func (t *Transport) Prove(ctx context.Context, addr string, key ed25519.PublicKe
 		return fmt.Errorf("quicnet: prove: peer key is %d bytes, want %d: %w", len(key), ed25519.PublicKeySize, acl.ErrBadKey)
 	}
 	_, _, err := t.connTo(ctx, addr, key)
+	if errors.Is(err, ErrRejected) {
+		// The peer refused our certificate, which in TLS 1.3 this side
+		// sends only once it has checked the peer's certificate and
+		// handshake signature against key: the proof holds. Under load
+		// the refusal can reach the dial before it returns (CI, -race).
+		return nil
+	}
 	return err
 }
 
