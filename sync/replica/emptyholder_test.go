@@ -24,42 +24,19 @@ func (blindWhileEmpty) ReplicaMayWrite(crdt.ReplicaID, string) bool { return tru
 // peer at a time, rather than wait for the lost sync to be asked again
 // or for anti-entropy.
 func TestEmptyHolderRefusingTreeAsksSync(t *testing.T) {
-	c := newCluster(t, 3, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 11)
-	n2 := c.byID("n2")
-	cc := testConfig(Config{AntiEntropyInterval: time.Hour}, n2.id, 2)
-	n2.eng = New(cc, n2.st, blindWhileEmpty{n2.st})
-	n2.eng.SetPeers([]Peer{testPeer("n0", 0), testPeer("n1", 1), testPeer("n2", 2)})
-	n2.eng.Tick(c.now)
-	n2.eng.Ready()
-	ihave := func() *wire.Message {
-		return &wire.Message{Kind: wire.KindTree, Overlay: "team://a", Tree: &wire.Tree{Kind: uint8(epidemic.KindIHave),
-			IHave: []wire.Announcement{{ID: make([]byte, wire.TreeIDSize), Round: 1}}}}
-	}
-	asked := func() map[PeerID]bool {
-		n2.eng.Tick(c.now)
-		out := map[PeerID]bool{}
-		for _, env := range n2.eng.Ready().Messages {
-			if env.Msg.Kind != wire.KindSyncRequest {
-				continue
-			}
-			for _, nc := range env.Msg.Contexts {
-				if nc.Namespace == "team://a" {
-					out[env.To] = true
-				}
-			}
-		}
-		return out
-	}
-	if err := n2.eng.Step("n0", ihave()); err != nil {
+	e, now := newEmptyHolder(t)
+	if err := e.Step("n0", treeIHave("team://a")); err != nil {
 		t.Fatal(err)
 	}
-	if got := asked(); !got["n0"] {
+	e.Tick(now)
+	if got := syncAsks(e, "team://a"); got["n0"] == 0 {
 		t.Fatalf("sync requests of team://a after refusing n0's tree message: %v; want one to n0", got)
 	}
-	if err := n2.eng.Step("n1", ihave()); err != nil {
+	if err := e.Step("n1", treeIHave("team://a")); err != nil {
 		t.Fatal(err)
 	}
-	if got := asked(); len(got) != 0 {
+	e.Tick(now)
+	if got := syncAsks(e, "team://a"); len(got) != 0 {
 		t.Fatalf("sync requests of team://a while n0's is owed: %v; want none (one peer at a time)", got)
 	}
 }
@@ -70,33 +47,18 @@ func TestEmptyHolderRefusingTreeAsksSync(t *testing.T) {
 // for ever while n0 keeps talking. Without the authority kept on retries
 // n0 was asked once in 60 s and n1 never.
 func TestEmptyHolderLostAskIsAskedAgain(t *testing.T) {
-	c := newCluster(t, 3, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 11)
-	n2 := c.byID("n2")
-	n2.eng = New(testConfig(Config{AntiEntropyInterval: time.Hour}, n2.id, 2), n2.st, blindWhileEmpty{n2.st})
-	n2.eng.SetPeers([]Peer{testPeer("n0", 0), testPeer("n1", 1), testPeer("n2", 2)})
-	now := c.now
-	n2.eng.Tick(now)
-	n2.eng.Ready()
-	ihave := &wire.Message{Kind: wire.KindTree, Overlay: "team://a", Tree: &wire.Tree{Kind: uint8(epidemic.KindIHave),
-		IHave: []wire.Announcement{{ID: make([]byte, wire.TreeIDSize), Round: 1}}}}
+	e, now := newEmptyHolder(t)
 	asked := map[PeerID]int{}
 	for range 240 { // 60 s of both peers offering the tree; every request lost
 		for _, from := range []PeerID{"n0", "n1"} {
-			if err := n2.eng.Step(from, ihave); err != nil {
+			if err := e.Step(from, treeIHave("team://a")); err != nil {
 				t.Fatal(err)
 			}
 		}
 		now = now.Add(250 * time.Millisecond)
-		n2.eng.Tick(now)
-		for _, env := range n2.eng.Ready().Messages {
-			if env.Msg.Kind != wire.KindSyncRequest {
-				continue
-			}
-			for _, nc := range env.Msg.Contexts {
-				if nc.Namespace == "team://a" {
-					asked[env.To]++
-				}
-			}
+		e.Tick(now)
+		for id, n := range syncAsks(e, "team://a") {
+			asked[id] += n
 		}
 	}
 	if asked["n0"] < 2 || asked["n0"]+asked["n1"] <= syncTries {
@@ -107,30 +69,17 @@ func TestEmptyHolderLostAskIsAskedAgain(t *testing.T) {
 // A peer naming many namespaces in tree frames gets at most
 // maxAuthorityAsks of them asked at a time (5,000 before).
 func TestEmptyHolderAsksOnePeerAboutFewNamespaces(t *testing.T) {
-	c := newCluster(t, 3, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 11)
-	n2 := c.byID("n2")
-	n2.eng = New(testConfig(Config{AntiEntropyInterval: time.Hour}, n2.id, 2), n2.st, blindWhileEmpty{n2.st})
-	n2.eng.SetPeers([]Peer{testPeer("n0", 0), testPeer("n1", 1), testPeer("n2", 2)})
-	n2.eng.Tick(c.now)
-	n2.eng.Ready()
+	e, now := newEmptyHolder(t)
 	for i := range 1000 {
-		m := &wire.Message{Kind: wire.KindTree, Overlay: fmt.Sprintf("team://x%d", i), Tree: &wire.Tree{Kind: uint8(epidemic.KindIHave),
-			IHave: []wire.Announcement{{ID: make([]byte, wire.TreeIDSize), Round: 1}}}}
-		if err := n2.eng.Step("n0", m); err != nil {
+		if err := e.Step("n0", treeIHave(fmt.Sprintf("team://x%d", i))); err != nil {
 			t.Fatal(err)
 		}
 		if i%100 == 99 {
-			n2.eng.Tick(c.now)
+			e.Tick(now)
 		}
 	}
-	n2.eng.Tick(c.now)
-	asked := 0
-	for _, env := range n2.eng.Ready().Messages {
-		if env.Msg.Kind == wire.KindSyncRequest {
-			asked += len(env.Msg.Contexts)
-		}
-	}
-	if asked == 0 || asked > maxAuthorityAsks {
+	e.Tick(now)
+	if asked := syncAsks(e, "")["n0"]; asked == 0 || asked > maxAuthorityAsks {
 		t.Fatalf("%d namespaces asked of n0; want 1 to %d", asked, maxAuthorityAsks)
 	}
 }
@@ -140,40 +89,60 @@ func TestEmptyHolderAsksOnePeerAboutFewNamespaces(t *testing.T) {
 // often that neighbour's tree frames come: 100 requests for 100
 // announcements over 10 s before.
 func TestEmptyHolderAsksAReaderAgainOnlyAfterAWhile(t *testing.T) {
+	e, now := newEmptyHolder(t)
+	// n0 reads only: its answer is its context, empty here.
+	reply := &wire.Message{Kind: wire.KindSyncReply, Contexts: []wire.NamespaceContext{{Namespace: "team://a", Context: crdt.NewContext().Encode()}}}
+	asked := 0
+	for range 100 { // 10 s
+		if err := e.Step("n0", treeIHave("team://a")); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(100 * time.Millisecond)
+		e.Tick(now)
+		if n := syncAsks(e, "team://a")["n0"]; n > 0 {
+			asked += n
+			if err := e.Step("n0", reply); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if limit := int(10*time.Second/e.cfg.RetransmitAfter) + 1; asked == 0 || asked > limit {
+		t.Fatalf("%d requests of team://a over 10 s of announcements from a reader; want 1 to %d", asked, limit)
+	}
+}
+
+// newEmptyHolder returns n2 of a cluster of three, blind while empty
+// (blindWhileEmpty), with its peers set and its first tick taken, and the
+// cluster's time.
+func newEmptyHolder(t *testing.T) (*Engine, time.Time) {
 	c := newCluster(t, 3, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 11)
 	n2 := c.byID("n2")
 	n2.eng = New(testConfig(Config{AntiEntropyInterval: time.Hour}, n2.id, 2), n2.st, blindWhileEmpty{n2.st})
 	n2.eng.SetPeers([]Peer{testPeer("n0", 0), testPeer("n1", 1), testPeer("n2", 2)})
-	now := c.now
-	n2.eng.Tick(now)
+	n2.eng.Tick(c.now)
 	n2.eng.Ready()
-	ihave := &wire.Message{Kind: wire.KindTree, Overlay: "team://a", Tree: &wire.Tree{Kind: uint8(epidemic.KindIHave),
+	return n2.eng, c.now
+}
+
+// treeIHave is a tree announcement of one payload in ns's overlay.
+func treeIHave(ns string) *wire.Message {
+	return &wire.Message{Kind: wire.KindTree, Overlay: ns, Tree: &wire.Tree{Kind: uint8(epidemic.KindIHave),
 		IHave: []wire.Announcement{{ID: make([]byte, wire.TreeIDSize), Round: 1}}}}
-	asked := 0
-	for range 100 { // 10 s
-		if err := n2.eng.Step("n0", ihave); err != nil {
-			t.Fatal(err)
+}
+
+// syncAsks takes e's messages out and counts, per peer, the sync requests'
+// contexts of ns ("": of any namespace).
+func syncAsks(e *Engine, ns string) map[PeerID]int {
+	out := map[PeerID]int{}
+	for _, env := range e.Ready().Messages {
+		if env.Msg.Kind != wire.KindSyncRequest {
+			continue
 		}
-		now = now.Add(100 * time.Millisecond)
-		n2.eng.Tick(now)
-		for _, env := range n2.eng.Ready().Messages {
-			if env.Msg.Kind != wire.KindSyncRequest {
-				continue
-			}
-			for _, nc := range env.Msg.Contexts {
-				if nc.Namespace != "team://a" {
-					continue
-				}
-				asked++
-				// n0 reads only: its answer is its context, empty here.
-				reply := &wire.Message{Kind: wire.KindSyncReply, Contexts: []wire.NamespaceContext{{Namespace: "team://a", Context: crdt.NewContext().Encode()}}}
-				if err := n2.eng.Step("n0", reply); err != nil {
-					t.Fatal(err)
-				}
+		for _, nc := range env.Msg.Contexts {
+			if ns == "" || nc.Namespace == ns {
+				out[env.To]++
 			}
 		}
 	}
-	if limit := int(10*time.Second/n2.eng.cfg.RetransmitAfter) + 1; asked == 0 || asked > limit {
-		t.Fatalf("%d requests of team://a over 10 s of announcements from a reader; want 1 to %d", asked, limit)
-	}
+	return out
 }
