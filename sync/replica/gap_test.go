@@ -17,13 +17,8 @@ import (
 func TestTreePartitionHealSyncs(t *testing.T) {
 	const n = 12
 	c := treeCluster(t, n, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 5)
-	side := func(id PeerID) int {
-		var i int
-		fmt.Sscanf(string(id), "n%d", &i)
-		return i % 2
-	}
 	cut := true
-	c.drop = func(from, to PeerID, _ *wire.Message) bool { return cut && side(from) != side(to) }
+	c.drop = func(from, to PeerID, _ *wire.Message) bool { return cut && parity(from) != parity(to) }
 	for i := range 12 {
 		c.write(i%n, "team://a", fmt.Sprintf("p%d", i), "title", fmt.Sprintf("during %d", i))
 		c.settle(300 * time.Millisecond)
@@ -130,4 +125,12 @@ func TestSilentWriterOwingASyncHoldsNoRepairBack(t *testing.T) {
 	if !c.byID("n5").st.Context("team://a").Equal(c.byID("n0").st.Context("team://a")) {
 		t.Fatalf("n5 still lacks n0's write 2 s after the gap showed (asked %v)", c.byID("n5").eng.SyncStats().Asked)
 	}
+}
+
+// parity is the side of a cut between even and odd node ids (nN) a peer
+// is on.
+func parity(id PeerID) int {
+	var i int
+	fmt.Sscanf(string(id), "n%d", &i)
+	return i % 2
 }

@@ -24,13 +24,8 @@ func oneSided(t *testing.T, seed uint64, cutFor time.Duration) {
 	_, w2 := testSigner(2)
 	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour},
 		writersPolicy{writers: map[crdt.ReplicaID]bool{w0: true, w2: true}}, seed)
-	side := func(id PeerID) int {
-		var i int
-		fmt.Sscanf(string(id), "n%d", &i)
-		return i % 2
-	}
 	cut := true
-	c.drop = func(from, to PeerID, _ *wire.Message) bool { return cut && side(from) != side(to) }
+	c.drop = func(from, to PeerID, _ *wire.Message) bool { return cut && parity(from) != parity(to) }
 	for i := range 40 { // 80 dots: above spreadMinDots
 		c.write(0, "team://a", fmt.Sprintf("p%d", i), "title", fmt.Sprintf("during %d", i))
 		c.settle(100 * time.Millisecond)
