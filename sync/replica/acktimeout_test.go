@@ -95,18 +95,9 @@ func TestAckTimeoutSkipsSyncAnsweredSince(t *testing.T) {
 // (empty) context, and n1's answer, carrying a record n0 lacks, is lost.
 func loseSyncAnswer(t *testing.T, cfg Config, ns string) (e0, e1 *Engine, st0 *MemState, now time.Time) {
 	t.Helper()
-	now = time.Unix(1_800_000_000, 0)
-	st0, st1 := NewMemState(), NewMemState()
+	var st1 *MemState
+	e0, e1, st0, st1, now = enginePair(cfg)
 	st1.Map(ns)
-	e0 = New(testConfig(cfg, "n0", 0), st0, openPolicy{})
-	e1 = New(testConfig(cfg, "n1", 1), st1, openPolicy{})
-	peers := []Peer{testPeer("n0", 0), testPeer("n1", 1)}
-	e0.SetPeers(peers)
-	e1.SetPeers(peers)
-	e0.Tick(now)
-	e1.Tick(now)
-	e0.Ready()
-	e1.Ready()
 	s1, r1 := testSigner(1)
 	d, err := st1.Map(ns).Set(r1, 5, "m1", "title", []byte("x"))
 	if err != nil {
@@ -208,18 +199,8 @@ func TestLostSyncAnswerAskedAgain(t *testing.T) {
 // while it comes (only a silence of syncRetryWait is).
 func TestSyncAnswerInBatchesNotAskedAgain(t *testing.T) {
 	const ns = "team://a"
-	now := time.Unix(1_800_000_000, 0)
-	st0, st1 := NewMemState(), NewMemState()
 	cfg := Config{AntiEntropyInterval: time.Hour, AckTimeout: 10 * time.Second, RetransmitAfter: time.Second, BatchMaxBytes: 1}
-	e0 := New(testConfig(cfg, "n0", 0), st0, openPolicy{})
-	e1 := New(testConfig(cfg, "n1", 1), st1, openPolicy{})
-	peers := []Peer{testPeer("n0", 0), testPeer("n1", 1)}
-	e0.SetPeers(peers)
-	e1.SetPeers(peers)
-	e0.Tick(now)
-	e1.Tick(now)
-	e0.Ready()
-	e1.Ready()
+	e0, e1, st0, st1, now := enginePair(cfg)
 	s1, r1 := testSigner(1)
 	for i := range 4 {
 		d, err := st1.Map(ns).Set(r1, crdt.Timestamp(5+i), fmt.Sprint("m", i), "title", []byte("x"))
@@ -249,4 +230,20 @@ func TestSyncAnswerInBatchesNotAskedAgain(t *testing.T) {
 			t.Fatalf("asked again while batch %d of %d of the answer came", i+1, len(batches))
 		}
 	}
+}
+
+// enginePair returns engines n0 and n1 of cfg over empty states, each the
+// other's peer, their first tick taken and its messages dropped.
+func enginePair(cfg Config) (e0, e1 *Engine, st0, st1 *MemState, now time.Time) {
+	now = time.Unix(1_800_000_000, 0)
+	st0, st1 = NewMemState(), NewMemState()
+	e0 = New(testConfig(cfg, "n0", 0), st0, openPolicy{})
+	e1 = New(testConfig(cfg, "n1", 1), st1, openPolicy{})
+	peers := []Peer{testPeer("n0", 0), testPeer("n1", 1)}
+	for _, e := range []*Engine{e0, e1} {
+		e.SetPeers(peers)
+		e.Tick(now)
+		e.Ready()
+	}
+	return e0, e1, st0, st1, now
 }
