@@ -133,12 +133,15 @@ const defaultMemoryLimit = "80MiB"
 // the flag value: "" means the default unless GOMEMLIMIT is set (the
 // runtime applied it at start; 0 is returned), "off" or "0" means none
 // (math.MaxInt64, the runtime's "no limit").
-func memoryLimit(v string) (int64, error) {
+func memoryLimit(v string) (int64, error) { return memoryLimitOr(v, defaultMemoryLimit) }
+
+// memoryLimitOr is memoryLimit with def for the default.
+func memoryLimitOr(v, def string) (int64, error) {
 	if v == "" {
 		if os.Getenv("GOMEMLIMIT") != "" {
 			return 0, nil
 		}
-		v = defaultMemoryLimit
+		v = def
 	}
 	n, err := parseSize(v)
 	if err != nil {

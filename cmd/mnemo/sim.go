@@ -192,15 +192,7 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 const simMemoryLimit = "1536MiB"
 
 // simMemoryLimitOf is memoryLimit with the simulator's default.
-func simMemoryLimitOf(v string) (int64, error) {
-	if v == "" {
-		if os.Getenv("GOMEMLIMIT") != "" {
-			return 0, nil
-		}
-		v = simMemoryLimit
-	}
-	return memoryLimit(v)
-}
+func simMemoryLimitOf(v string) (int64, error) { return memoryLimitOr(v, simMemoryLimit) }
 
 func writePlot(path string, r *sim.Report) error {
 	f, err := os.Create(path)
