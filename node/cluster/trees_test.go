@@ -219,6 +219,7 @@ func TestTreesLeaveUnreachablePeer(t *testing.T) {
 	const n = 5
 	var unreachable atomic.Pointer[ed25519.PublicKey]
 	var failing *failingTransport
+	var n1Key ed25519.PublicKey
 	nodes := startNodesWith(t, n, sharedOK{}, newMemNet().network, func(i int, id acl.Identity, cfg *Config) {
 		cfg.Engine.TreeThreshold = 4
 		cfg.Engine.Tree.ActiveSize = 3
@@ -231,10 +232,29 @@ func TestTreesLeaveUnreachablePeer(t *testing.T) {
 				return failing, err
 			}
 		case 1:
-			unreachable.Store(&id.Public)
+			n1Key = id.Public
 		}
 	})
 	ctx := context.Background()
+	// n1 becomes unreachable from n0 once the hosts are known and the tree
+	// has formed. Unreachable from the start, n1 learns n0's binding only
+	// from the others' digests (every BindingsInterval, 30 s) and n0's
+	// first saves go direct (no link yet), reaching n1 only by
+	// anti-entropy (a round every 10 s): CI saw that take over 60 s.
+	awaitHostsKnown(t, nodes)
+	if _, err := nodes[0].svc.Save(ctx, nodes[0].me, memory.SaveRequest{Namespace: "team://core", Content: "first note"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, convergeWithin, "every node linked in team://core's tree", func() bool {
+		for _, nd := range nodes {
+			var links int
+			if err := nd.cl.do(func() { links = len(nd.cl.eng.TreeActive("team://core")) }); err != nil || links == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	unreachable.Store(&n1Key)
 	var ids []string
 	for i := range 6 {
 		r, err := nodes[0].svc.Save(ctx, nodes[0].me, memory.SaveRequest{Namespace: "team://core", Content: fmt.Sprintf("note %d", i)})
@@ -249,8 +269,16 @@ func TestTreesLeaveUnreachablePeer(t *testing.T) {
 			return err == nil
 		})
 	}
+	// n0 may have had no tree frame for n1 since (n1 not among its
+	// links): its anti-entropy would try n1 one round in four, every 10 s.
+	// A sync it asks of n1 is a send to n1 now.
+	n1 := nodes[1].cl.cfg.Identity.NodeID()
 	eventually(t, convergeWithin, "n0's trees told of the failed sends", func() bool {
-		return nodes[0].cl.Status(false).Trees.Unreachable > 0
+		if nodes[0].cl.Status(false).Trees.Unreachable > 0 {
+			return true
+		}
+		_ = nodes[0].cl.Sync(string(n1))
+		return false
 	})
 	t.Logf("%d sends failed; trees told %d times", failing.sent.Load(), nodes[0].cl.Status(false).Trees.Unreachable)
 }
