@@ -29,25 +29,41 @@ func Replicated(ns string) bool {
 // every other path; replication asks it before sending ns to a peer.
 func (s *Service) MayRead(principal namespace.Address, ns string) bool {
 	a, err := namespace.Parse(ns)
-	if err != nil {
-		return false
-	}
-	if _, ok := s.auth.(policyAuthorizer); ok {
-		// The default authorizer's decision, without the error it would
-		// build for a refusal (replication asks before every send).
-		if err, ok := inboxDecision(principal, a, acl.Read); ok {
-			return err == nil
-		}
-		return s.Policy().Allowed(principal, a, acl.Read)
-	}
-	return s.auth.CheckRead(principal, a) == nil
+	return err == nil && s.MayReadAddress(principal, a)
+}
+
+// MayReadAddress is MayRead of a parsed namespace: replication, which asks
+// for every peer and namespace it sends, parses each namespace once.
+func (s *Service) MayReadAddress(principal, ns namespace.Address) bool {
+	return s.may(principal, ns, acl.Read)
 }
 
 // MayWrite reports whether principal may write ns; replication asks it
 // before applying a peer's write.
 func (s *Service) MayWrite(principal namespace.Address, ns string) bool {
 	a, err := namespace.Parse(ns)
-	return err == nil && s.auth.CheckWrite(principal, a) == nil
+	return err == nil && s.MayWriteAddress(principal, a)
+}
+
+// MayWriteAddress is MayWrite of a parsed namespace, as MayReadAddress.
+func (s *Service) MayWriteAddress(principal, ns namespace.Address) bool {
+	return s.may(principal, ns, acl.Write)
+}
+
+// may is the Authorizer's decision on perm (read or write). The default
+// authorizer's is taken without the error it would build for a refusal:
+// replication asks before every send and for every peer's write.
+func (s *Service) may(principal, ns namespace.Address, perm acl.Permission) bool {
+	if _, ok := s.auth.(policyAuthorizer); ok {
+		if err, ok := inboxDecision(principal, ns, perm); ok {
+			return err == nil
+		}
+		return s.Policy().Allowed(principal, ns, perm)
+	}
+	if perm == acl.Read {
+		return s.auth.CheckRead(principal, ns) == nil
+	}
+	return s.auth.CheckWrite(principal, ns) == nil
 }
 
 // SetAuthorCheck sets how ApplyRemote decides whether the replica that

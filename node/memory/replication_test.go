@@ -65,3 +65,49 @@ func TestRemoteSessionWithShortIDDoesNotCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// MayRead and MayWrite (strings) and their parsed forms, which replication
+// calls instead, answer as the Authorizer's own checks do, for owners,
+// grantees, strangers, projects, inboxes and names that do not parse.
+func TestMayAddressAgreesWithAuthorizer(t *testing.T) {
+	s, _ := openAccess(t, "", 1)
+	accCreate(t, s, "alice", "team://t")
+	accCreate(t, s, "alice", "project://p")
+	accGrant(t, s, "alice", "team://t", "agent://bob", "read")
+	in, err := namespace.InboxAddress(namespace.MustParse("agent://alice"), namespace.MustParse("agent://bob"), "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nss := []string{"team://t", "team://t/sub", "team://none", "project://p", "agent://alice", "agent://bob/x", in.String(), "not a namespace"}
+	auth := policyAuthorizer{s}
+	checked := 0
+	for _, name := range accPrincipals {
+		p := accAgent(name).Principal
+		for _, ns := range nss {
+			addr, perr := namespace.Parse(ns)
+			wantR := perr == nil && auth.CheckRead(p, addr) == nil
+			wantW := perr == nil && auth.CheckWrite(p, addr) == nil
+			if got := s.MayRead(p, ns); got != wantR {
+				t.Errorf("MayRead(%s, %q) = %v, want %v", p, ns, got, wantR)
+			}
+			if got := s.MayWrite(p, ns); got != wantW {
+				t.Errorf("MayWrite(%s, %q) = %v, want %v", p, ns, got, wantW)
+			}
+			if perr != nil {
+				continue
+			}
+			if got := s.MayReadAddress(p, addr); got != wantR {
+				t.Errorf("MayReadAddress(%s, %s) = %v, want %v", p, addr, got, wantR)
+			}
+			if got := s.MayWriteAddress(p, addr); got != wantW {
+				t.Errorf("MayWriteAddress(%s, %s) = %v, want %v", p, addr, got, wantW)
+			}
+			if wantR != wantW {
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no case where read and write differ: the table checks nothing")
+	}
+}
