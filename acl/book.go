@@ -234,7 +234,7 @@ func (b *Book) Covers(p *Policy, recs []SignedRecord) bool {
 			return false
 		}
 		st, ok := b.evaluated[r.Namespace]
-		if !ok || p.ns[r.Namespace] != st {
+		if pst, _ := p.ns.get(r.Namespace); !ok || pst != st {
 			return false
 		}
 	}
@@ -275,7 +275,7 @@ func (b *Book) Revocations(ns, principal namespace.Address, perms []Permission) 
 // record to one at a time), so when the key lookup's answers may have
 // changed (a principal bound, moved or added), call KeysChanged first.
 func (b *Book) Policy() *Policy {
-	p := &Policy{keyOf: b.keyOf, sigs: b.sigs, ns: make(map[namespace.Address]*nsState, len(b.recs))}
+	p := &Policy{keyOf: b.keyOf, sigs: b.sigs}
 	for ns, m := range b.recs {
 		st, ok := b.evaluated[ns]
 		if !ok {
@@ -295,7 +295,7 @@ func (b *Book) Policy() *Policy {
 			}
 			b.evaluated[ns] = st
 		}
-		p.ns[ns] = st
+		p.ns.set(ns, st)
 	}
 	return p
 }

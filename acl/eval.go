@@ -67,7 +67,7 @@ type nsState struct {
 	hasRoot  bool
 	grantors map[namespace.Address]bool // A: may grant (root and effective admins)
 	revokers map[namespace.Address]bool // A+: may revoke
-	perms    map[namespace.Address]permSet
+	perms    map[string]permSet         // by agent name: every holder is an agent root (checked when a record is admitted)
 	entries  []Entry
 	counted  map[string]bool // records that count (grants also when revoked)
 	rejected map[string]Rejection
@@ -79,7 +79,7 @@ func defaultState(ns namespace.Address) *nsState {
 		ns:       ns,
 		grantors: map[namespace.Address]bool{},
 		revokers: map[namespace.Address]bool{},
-		perms:    map[namespace.Address]permSet{},
+		perms:    map[string]permSet{},
 		counted:  map[string]bool{},
 		rejected: map[string]Rejection{},
 	}
@@ -93,7 +93,7 @@ func (st *nsState) setRoot(p namespace.Address, src Source, create SignedRecord,
 	st.root, st.rootKind, st.hasRoot, st.create = p, src, true, create
 	st.grantors[p] = true
 	st.revokers[p] = true
-	st.perms[p] = allPerms
+	st.perms[p.Name] = allPerms
 	for _, perm := range AllPermissions() {
 		e := Entry{Principal: p, Perm: perm, Source: src, Signer: p}
 		if src == SourceCreator {
@@ -227,12 +227,12 @@ func evaluate(ns namespace.Address, recs []SignedRecord, ids []string, keyOf Key
 			if !idx.effective(g, perm) {
 				continue
 			}
-			ps := st.perms[g.Principal]
+			ps := st.perms[g.Principal.Name]
 			ps.add(perm)
 			if perm == Admin {
 				ps = allPerms
 			}
-			st.perms[g.Principal] = ps
+			st.perms[g.Principal.Name] = ps
 			st.entries = append(st.entries, Entry{
 				Principal: g.Principal, Perm: perm, Source: SourceGrant,
 				RecordID: grantIDs[i], Signer: g.Signer, TS: g.TS,

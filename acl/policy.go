@@ -14,7 +14,29 @@ import (
 type Policy struct {
 	keyOf KeyLookup
 	sigs  *SigCache // the Book's; nil: verify every time
-	ns    map[namespace.Address]*nsState
+	ns    roots
+}
+
+// roots holds the evaluated states of root namespaces, a map per kind
+// keyed by name: Allowed reads it on every decision, and a map keyed by
+// an Address (hashed and compared as a struct of two strings) was most
+// of Allowed's time. Only canonical roots (kind 1 to 3, no path) are ever
+// stored or found.
+type roots [namespace.KindProject + 1]map[string]*nsState
+
+func (r *roots) get(root namespace.Address) (*nsState, bool) {
+	if root.Kind == 0 || int(root.Kind) >= len(r) || root.Path != "" {
+		return nil, false
+	}
+	st, ok := r[root.Kind][root.Name]
+	return st, ok
+}
+
+func (r *roots) set(root namespace.Address, st *nsState) {
+	if r[root.Kind] == nil {
+		r[root.Kind] = make(map[string]*nsState)
+	}
+	r[root.Kind][root.Name] = st
 }
 
 func (p *Policy) lookup(principal namespace.Address) ([]byte, bool) {
@@ -26,24 +48,10 @@ func (p *Policy) lookup(principal namespace.Address) ([]byte, bool) {
 
 func (p *Policy) state(ns namespace.Address) *nsState {
 	root := ns.Root()
-	if st, ok := p.ns[root]; ok {
+	if st, ok := p.ns.get(root); ok {
 		return st
 	}
 	return defaultState(root)
-}
-
-// perms is what principal holds on ns's root. A root without records
-// has its default state, whose one holder is the owner of an agent
-// namespace: answered without building that state (every local save asks).
-func (p *Policy) perms(principal, ns namespace.Address) permSet {
-	root := ns.Root()
-	if st, ok := p.ns[root]; ok {
-		return st.perms[principal]
-	}
-	if owner, ok := root.Owner(); ok && owner == principal {
-		return allPerms
-	}
-	return 0
 }
 
 // Unchanged reports whether p answers every question about ns as since
@@ -55,8 +63,8 @@ func (p *Policy) Unchanged(since *Policy, ns namespace.Address) bool {
 		return false
 	}
 	root := ns.Root()
-	a, inP := p.ns[root]
-	b, inSince := since.ns[root]
+	a, inP := p.ns.get(root)
+	b, inSince := since.ns.get(root)
 	return inP == inSince && a == b
 }
 
@@ -69,11 +77,11 @@ func (p *Policy) Allowed(principal, ns namespace.Address, perm Permission) bool 
 		return false
 	}
 	root := ns.Root()
-	st, evaluated := p.ns[root]
+	st, evaluated := p.ns.get(root)
 	var ps permSet
 	held := false
 	if evaluated {
-		ps, held = st.perms[principal]
+		ps, held = st.perms[principal.Name]
 	}
 	// A holder in an evaluated state is a canonical principal (every
 	// record's signer and principal is checked when it is admitted, and an
