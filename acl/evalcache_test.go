@@ -2,6 +2,8 @@ package acl
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
+	"fmt"
 	"testing"
 
 	"github.com/mnemohq/mnemo/namespace"
@@ -71,5 +73,62 @@ func TestEvalCacheBounded(t *testing.T) {
 	}
 	if n := len(cache.m); n > 2 || cache.Evaluated() != 3 {
 		t.Fatalf("%d entries in a cache of 2 after %d evaluations, want at most 2 after 3", n, cache.Evaluated())
+	}
+}
+
+// evalCacheKey hashes through a buffer flushed every few kilobytes: its key
+// is the hash of the plain sequence of writes (root, then each record's id,
+// signature and its signer's key), for books small and large enough to
+// flush many times, with signers bound and unbound.
+func TestEvalCacheKeyIsTheHashOfItsFields(t *testing.T) {
+	reference := func(ns namespace.Address, m map[string]*SignedRecord, ids []string, keyOf KeyLookup) [32]byte {
+		h := sha256.New()
+		h.Write([]byte(ns.String()))
+		h.Write([]byte{0})
+		for _, id := range ids {
+			r := m[id]
+			key, ok := keyOf(r.Signer)
+			h.Write([]byte{byte(len(id) >> 8), byte(len(id))})
+			h.Write([]byte(id))
+			h.Write([]byte{byte(len(r.Sig))})
+			h.Write(r.Sig)
+			if ok {
+				h.Write([]byte{1, byte(len(key))})
+				h.Write(key)
+			} else {
+				h.Write([]byte{0})
+			}
+		}
+		var k [32]byte
+		h.Sum(k[:0])
+		return k
+	}
+	var names []string
+	for i := range 12 {
+		names = append(names, fmt.Sprintf("m%d", i))
+	}
+	w := newWorld(t, names...)
+	ns := namespace.MustParse("team://k")
+	w.create("m0", "team://k")
+	w.grant("m0", "team://k", "m1", []Permission{Admin})
+	for i := range 120 {
+		by := "m0"
+		if i%3 == 0 { // records of two signers
+			by = "m1"
+		}
+		w.grant(by, "team://k", names[2+i%10], []Permission{Read})
+		m := w.book.recs[ns]
+		ids := sortedKeys(m)
+		unbound := func(p namespace.Address) (ed25519.PublicKey, bool) {
+			if p == agent("m0") {
+				return nil, false
+			}
+			return w.keyOf(p)
+		}
+		for _, keyOf := range []KeyLookup{w.keyOf, unbound} {
+			if got, want := evalCacheKey(ns, m, ids, keyOf), reference(ns, m, ids, keyOf); got != want {
+				t.Fatalf("%d records: key %x, the plain hash is %x", len(ids), got, want)
+			}
+		}
 	}
 }
