@@ -75,3 +75,26 @@ func BenchmarkEvalCacheHit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBookPolicyManyRoots builds the Policy of a book of 60 roots, all
+// evaluated already: what a node pays after a record changed one of them
+// (its refreshPolicy), the other 59 taken as they were.
+func BenchmarkBookPolicyManyRoots(b *testing.B) {
+	w := newWorld(b, "a", "b")
+	for i := range 60 {
+		kind := "team"
+		if i%3 == 0 {
+			kind = "project"
+		}
+		ns := fmt.Sprintf("%s://r%d", kind, i)
+		w.create("a", ns)
+		w.grant("a", ns, "b", []Permission{Read})
+	}
+	w.book.Policy()
+	b.ReportAllocs()
+	for b.Loop() {
+		if p := w.book.Policy(); !p.Allowed(agent("b"), namespace.MustParse("team://r1"), Read) {
+			b.Fatal("b may not read")
+		}
+	}
+}

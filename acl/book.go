@@ -276,6 +276,7 @@ func (b *Book) Revocations(ns, principal namespace.Address, perms []Permission) 
 // changed (a principal bound, moved or added), call KeysChanged first.
 func (b *Book) Policy() *Policy {
 	p := &Policy{keyOf: b.keyOf, sigs: b.sigs}
+	p.ns.sized(b.recs)
 	for ns, m := range b.recs {
 		st, ok := b.evaluated[ns]
 		if !ok {

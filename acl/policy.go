@@ -32,6 +32,22 @@ func (r *roots) get(root namespace.Address) (*nsState, bool) {
 	return st, ok
 }
 
+// sized makes r's maps for the roots of recs, each at its size: a
+// Policy is built whole, and maps grown one insert at a time cost more.
+func (r *roots) sized(recs map[namespace.Address]map[string]*SignedRecord) {
+	var n [len(roots{})]int
+	for root := range recs {
+		if int(root.Kind) < len(n) {
+			n[root.Kind]++
+		}
+	}
+	for k, c := range n {
+		if c > 0 {
+			r[k] = make(map[string]*nsState, c)
+		}
+	}
+}
+
 func (r *roots) set(root namespace.Address, st *nsState) {
 	if r[root.Kind] == nil {
 		r[root.Kind] = make(map[string]*nsState)
