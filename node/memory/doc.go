@@ -115,6 +115,9 @@
 // agent://TARGET/.inbox/WRITER/... is written only by WRITER and read by
 // TARGET and WRITER; projections and capsules are delivered that way. An id
 // the caller cannot read is reported as not found, so ids do not leak.
+// Replication asks MayReadAddress and MayWriteAddress (MayRead and
+// MayWrite of a namespace it parsed once) and gets the default
+// Authorizer's answer without the error a refusal would build.
 //
 // # Other agents' words
 //
