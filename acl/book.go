@@ -30,7 +30,12 @@ type Book struct {
 	keyOf KeyLookup
 	// recs: root namespace -> id -> record. The records are immutable
 	// once added; with a SigCache, the cache's copy (SigCache.verifyKept).
-	recs  map[namespace.Address]map[string]*SignedRecord
+	recs map[namespace.Address]map[string]*SignedRecord
+	// ids: root namespace -> the ids of recs[root], sorted, once a Policy
+	// needed them; a record added goes in at its place. Every slice is
+	// clipped (cap == len), so an insert copies it: a fork shares its
+	// book's slices, and neither writes into the other's.
+	ids   map[namespace.Address][]string
 	n     int
 	sigs  *SigCache  // nil: verify every time
 	evals *EvalCache // nil: evaluate every time
@@ -125,7 +130,7 @@ func NewBook(keyOf KeyLookup) *Book {
 	if keyOf == nil {
 		keyOf = func(namespace.Address) (ed25519.PublicKey, bool) { return nil, false }
 	}
-	return &Book{keyOf: keyOf, recs: make(map[namespace.Address]map[string]*SignedRecord), evaluated: make(map[namespace.Address]*nsState),
+	return &Book{keyOf: keyOf, recs: make(map[namespace.Address]map[string]*SignedRecord), ids: make(map[namespace.Address][]string), evaluated: make(map[namespace.Address]*nsState),
 		memo: &evalMemo{m: map[evalKey]*nsState{}}}
 }
 
@@ -183,7 +188,23 @@ func (b *Book) AddRecord(r SignedRecord) error {
 	m[keptID] = kept
 	b.n++
 	delete(b.evaluated, r.Namespace)
+	if ids, ok := b.ids[r.Namespace]; ok {
+		i, _ := slices.BinarySearch(ids, keptID)
+		b.ids[r.Namespace] = slices.Clip(slices.Insert(ids, i, keptID))
+	}
 	return nil
+}
+
+// sortedIDs is the ids of the records of root, sorted: kept from the last
+// time (evaluating a root sorted all of its ids on every change, and a
+// peer's delta changes a fork's by one record).
+func (b *Book) sortedIDs(root namespace.Address) []string {
+	if ids, ok := b.ids[root]; ok {
+		return ids
+	}
+	ids := slices.Clip(sortedKeys(b.recs[root]))
+	b.ids[root] = ids
+	return ids
 }
 
 // AddSet adds every element of a namespace's record set. Bad elements are
@@ -210,6 +231,9 @@ func (b *Book) Fork(roots ...namespace.Address) *Book {
 		if m, ok := b.recs[root]; ok {
 			f.recs[root] = maps.Clone(m)
 			f.n += len(m)
+			if ids, ok := b.ids[root]; ok {
+				f.ids[root] = ids
+			}
 			if st, ok := b.evaluated[root]; ok {
 				f.evaluated[root] = st
 			}
@@ -280,7 +304,7 @@ func (b *Book) Policy() *Policy {
 	for ns, m := range b.recs {
 		st, ok := b.evaluated[ns]
 		if !ok {
-			ids := sortedKeys(m)
+			ids := b.sortedIDs(ns)
 			// With an EvalCache the memo would hand over what the cache
 			// holds already, for a second hash of every record.
 			var k evalKey

@@ -237,3 +237,46 @@ func TestCovers(t *testing.T) {
 		t.Fatal("the new policy does not cover the records")
 	}
 }
+
+// A book keeps its roots' ids sorted across adds, and shares them with its
+// forks without either's adds showing in the other's: each evaluates as a
+// fresh book holding the same records does.
+func TestSortedIDsKeptAcrossForks(t *testing.T) {
+	w := newWorld(t, "a", "b", "c", "d")
+	ns := namespace.MustParse("team://s")
+	w.create("a", "team://s")
+	for _, to := range []string{"b", "c"} {
+		w.grant("a", "team://s", to, []Permission{Read})
+	}
+	w.book.Policy()                                    // sorts and keeps the ids
+	w.grant("a", "team://s", "c", []Permission{Write}) // inserted into them
+	fork := w.book.Fork(ns)
+	forkOnly := w.must(NewGrant(w.ids["a"], agent("a"), ns, agent("d"), []Permission{Write}, nil, w.next()))
+	if err := fork.AddRecord(forkOnly); err != nil {
+		t.Fatal(err)
+	}
+	bookOnly := w.grant("a", "team://s", "d", []Permission{Share})
+	for _, c := range []struct {
+		name string
+		b    *Book
+	}{{"book", w.book}, {"fork", fork}} {
+		if got, want := c.b.sortedIDs(ns), sortedKeys(c.b.recs[ns]); !slices.Equal(got, want) {
+			t.Fatalf("%s: kept ids %v, its records' %v", c.name, got, want)
+		}
+		fresh := NewBook(w.keyOf)
+		for _, r := range c.b.Records(ns) {
+			if err := fresh.AddRecord(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := c.b.Policy().Effective(ns), fresh.Policy().Effective(ns); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: effective %v, a fresh book's %v", c.name, got, want)
+		}
+	}
+	if _, held := w.book.recs[ns][forkOnly.ID()]; held {
+		t.Fatal("the fork's record is in the book")
+	}
+	if _, held := fork.recs[ns][bookOnly.ID()]; held {
+		t.Fatal("the book's record is in the fork")
+	}
+}
