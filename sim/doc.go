@@ -303,16 +303,17 @@
 // it: such runs pass --memory-limit with their own bound (the 1,000-node
 // figures below used GOMEMLIMIT=7GiB) or off.
 //
-// From 6d254a3 to 20f892d (acl, the cluster's replication policy,
+// From 6d254a3 to f08e9a2 (acl, the cluster's replication policy,
 // memory's read and write checks; report unchanged): the policy parsed the
 // namespace string on every PeerMayRead (1 + one per principal) and
 // ReplicaMayWrite (2.6 s of 121 s at 100 × 10k), acl.Policy's maps were
 // keyed by namespace.Address (two thirds of Allowed's 3.4 s), MayWrite
 // built acl.Check's error on every refusal, and the shared EvalCache's key
-// hashed each record in six small writes (2.2 s → 1.3 s). Both at once at
-// 100 × 10k: 135.1 → 130.5 s of user CPU with the default limit (peak RSS
-// 1.58 GB both), 128.2 → 123.2 s with --memory-limit off (at ba80c5c,
-// before the last of them). What is left
+// hashed each record in six small writes (2.2 s → 1.3 s) after sorting
+// every id of the root again (0.6 s; a Book now keeps them sorted). Both
+// at once at 100 × 10k: 151.6 → 142.9 s of user CPU with the default limit
+// (peak RSS 1.58 and 1.59 GB; 135.1 → 130.5 s at 20f892d), 128.2 → 123.2 s
+// with --memory-limit off (ba80c5c). What is left
 // there is volume: the engine asks PeerMayRead tens of millions of times
 // (sync/replica's stepTree), and Allowed's two small map lookups miss the
 // cache. The store's Apply is 19% (its commit 9%: B-tree writes with the
