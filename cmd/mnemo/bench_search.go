@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -38,7 +39,9 @@ const searchAbout = "search: opens a node in a new temporary data directory, as 
 	"is the node's own). The directory is removed\n" +
 	"afterwards unless --data names one; a --data directory that already holds\n" +
 	"a node is searched as it is, without loading (to compare builds on the\n" +
-	"same data)."
+	"same data). --trace FILE writes one line per search (its row, start,\n" +
+	"latency and the collections that ended during it) to line searches up\n" +
+	"against the collector or Badger's log."
 
 // runBenchSearch is "mnemo bench search".
 func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -51,6 +54,7 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	dir := fs.String("data", "", "data `DIR` to use (default a new temporary directory, removed after)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed searches to `FILE` (go tool pprof)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to `FILE` when resident memory is read (go tool pprof)")
+	tracePath := fs.String("trace", "", "write each search's row, start (µs since the first search), latency (µs) and collections ended during it to `FILE`")
 	memLimit := fs.String("memory-limit", "", "soft memory limit as \"mnemo node --memory-limit\" takes it (default "+defaultMemoryLimit+", as the node runs)")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
@@ -81,6 +85,20 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	// not that of a process collecting at GOGC alone.
 	defer applyMemoryLimit(ctx, limit)()
 	b := &searchBench{base: n.Addr(), token: n.Token(), hc: &http.Client{Timeout: time.Minute}}
+	if *tracePath != "" {
+		f, err := os.Create(*tracePath)
+		if err != nil {
+			return failed(stderr, fs, err)
+		}
+		b.trace = bufio.NewWriter(f)
+		fmt.Fprintln(b.trace, "row\tsearch\tstart_us\tlatency_us\tgcs")
+		defer func() {
+			if err := b.trace.Flush(); err != nil {
+				fmt.Fprintf(stderr, "bench search: --trace: %v\n", err)
+			}
+			f.Close()
+		}()
+	}
 	fmt.Fprintf(stdout, "search over GET /v1/search (%s), GOMAXPROCS=%d\n", n.Addr(), runtime.GOMAXPROCS(0))
 
 	first := "right after the load"
@@ -104,6 +122,7 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	row := "%-22s %7s %8s %8s %8s %8s %10s %9s %4s\n"
 	fmt.Fprintf(stdout, row, "run", "queries", "p50", "p95", "p99", "max", "cpu/search", "mean hits", "gcs")
 	report := func(name string, count int) error {
+		b.row = name
 		r, err := b.run(ctx, qs, count)
 		if err != nil {
 			return err
@@ -122,6 +141,7 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	mem := procMemory()
 	badgerFiles := mappedKiB(n.Dir()) / 1024
+	rt := runtimeMemory()
 	if *memProfile != "" {
 		if err := writeHeapProfile(*memProfile); err != nil {
 			return failed(stderr, fs, err)
@@ -137,6 +157,12 @@ func runBenchSearch(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stdout, "\nresident memory after %d searches: VmRSS %.1f MiB = RssAnon %.1f MiB + RssFile %.1f MiB (of which Badger's files %.1f MiB; + RssShmem %.1f MiB); VmHWM %.1f MiB\n",
 		*queries+*searches, mem["VmRSS"], mem["RssAnon"], mem["RssFile"], badgerFiles, mem["RssShmem"], mem["VmHWM"])
+	lim := "off"
+	if rt.limit < 1<<30 {
+		lim = fmt.Sprintf("%.1f MiB", rt.limit)
+	}
+	fmt.Fprintf(stdout, "the runtime then: soft limit %s, live heap %.1f MiB, its own overhead %.1f MiB (heap spans' unused room, metadata, stacks: counted against the limit)\n",
+		lim, rt.live, rt.overhead)
 	// The node unmaps the pages of Badger's files it has read every
 	// minute (node.SweepInterval); this is the process right after that.
 	n.Service().Store().ReleaseFilePages()
@@ -154,6 +180,11 @@ type searchBench struct {
 	// process, and a new buffer per answer (io.ReadAll) was garbage the
 	// node's collector paid for.
 	body bytes.Buffer
+	// trace, when not nil, gets a line per search (--trace), labelled
+	// with row; t0 is the first search's start.
+	trace *bufio.Writer
+	row   string
+	t0    time.Time
 }
 
 // load imports count memories from g in batches, spread over four
@@ -192,11 +223,23 @@ func (b *searchBench) run(ctx context.Context, qs *textGen, count int) (searchRe
 	metrics.Read(gc)
 	gc0 := gc[0].Value.Uint64()
 	cpu0 := cpuTime()
-	for range count {
+	for i := range count {
 		q := url.Values{"q": {qs.query()}, "limit": {"10"}}
+		var gcsBefore uint64
+		if b.trace != nil {
+			metrics.Read(gc)
+			gcsBefore = gc[0].Value.Uint64()
+		}
 		t0 := time.Now()
 		body, err := b.do(ctx, http.MethodGet, "/v1/search?"+q.Encode(), nil)
 		lats = append(lats, time.Since(t0))
+		if b.trace != nil {
+			if b.t0.IsZero() {
+				b.t0 = t0
+			}
+			metrics.Read(gc)
+			fmt.Fprintf(b.trace, "%s\t%d\t%d\t%d\t%d\n", b.row, i, t0.Sub(b.t0).Microseconds(), lats[len(lats)-1].Microseconds(), gc[0].Value.Uint64()-gcsBefore)
+		}
 		if err != nil {
 			return searchResult{}, fmt.Errorf("search %q: %w", q.Get("q"), err)
 		}
@@ -248,6 +291,31 @@ func (b *searchBench) do(ctx context.Context, method, path string, body []byte) 
 		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(out))
 	}
 	return out, nil
+}
+
+// runtimeFigures is what the Go runtime holds, in MiB.
+type runtimeFigures struct {
+	limit, live, overhead float64
+}
+
+// runtimeMemory reads the soft memory limit, the live heap as of the last
+// collection, and the runtime's own overhead: what it counts against the
+// limit besides objects and free pages (the unused room in heap spans,
+// metadata, stacks). After Badger's compactions the overhead was ~27 MiB
+// against ~17 settled (issue 15), which under an 80 MiB limit leaves the
+// collector no room.
+func runtimeMemory() runtimeFigures {
+	s := []metrics.Sample{{Name: "/gc/gomemlimit:bytes"}, {Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(s)
+	v := make([]float64, len(s))
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = float64(s[i].Value.Uint64()) / (1 << 20)
+		}
+	}
+	return runtimeFigures{limit: v[0], live: v[1], overhead: v[2] - v[3] - v[4] - v[5]}
 }
 
 // writeHeapProfile writes the live heap as of the last collection to path.

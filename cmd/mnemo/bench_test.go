@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,7 +51,8 @@ func TestBenchSaves(t *testing.T) {
 // run on the same directory searches it without loading again.
 func TestBenchSearch(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"bench", "search", "--memories", "300", "--batch", "100", "--queries", "20", "--searches", "30", "--settle", "0s", "--data", dir}
+	trace := filepath.Join(t.TempDir(), "trace.tsv")
+	args := []string{"bench", "search", "--memories", "300", "--batch", "100", "--queries", "20", "--searches", "30", "--settle", "0s", "--data", dir, "--trace", trace}
 	for i, want := range []string{"loaded 300 memories", "searching the node in"} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, nil, &out, &errb); code != exitOK {
@@ -78,5 +80,41 @@ func TestBenchSearch(t *testing.T) {
 		if _, err := os.Stat("/proc/self/status"); err == nil && (!strings.Contains(out.String(), "VmRSS") || !strings.Contains(out.String(), "after the node's hand-back")) {
 			t.Errorf("run %d: no resident memory lines (after the searches, after the hand-back):\n%s", i, out.String())
 		}
+		if !strings.Contains(out.String(), "the runtime then: soft limit ") {
+			t.Errorf("run %d: no line of the runtime's memory:\n%s", i, out.String())
+		}
+		checkSearchTrace(t, trace, 20+30+20)
+	}
+}
+
+// checkSearchTrace checks that a --trace file has its header and one line
+// per search: the row, the search's number within it, and its start,
+// latency and collections, the starts never going back.
+func checkSearchTrace(t *testing.T, path string, searches int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != searches+1 || lines[0] != "row\tsearch\tstart_us\tlatency_us\tgcs" {
+		t.Fatalf("trace: want a header and %d lines, got %d:\n%s", searches, len(lines), b)
+	}
+	last := int64(-1)
+	for _, l := range lines[1:] {
+		f := strings.Split(l, "\t")
+		if len(f) != 5 || f[0] == "" {
+			t.Fatalf("trace line %q: want 5 tab-separated fields", l)
+		}
+		var v [4]int64
+		for j := range v {
+			if v[j], err = strconv.ParseInt(f[j+1], 10, 64); err != nil || v[j] < 0 {
+				t.Fatalf("trace line %q: field %d: %v", l, j+2, err)
+			}
+		}
+		if v[1] < last {
+			t.Fatalf("trace line %q: starts %d µs, before the line before (%d)", l, v[1], last)
+		}
+		last = v[1]
 	}
 }
