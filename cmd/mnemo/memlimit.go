@@ -51,8 +51,15 @@ func applyMemoryLimit(ctx context.Context, limit int64) (stop func()) {
 // followPeriod is how often followLiveHeap rereads the live heap.
 const followPeriod = 500 * time.Millisecond
 
-// liveHeapMetric is the heap the last collection found reachable.
-const liveHeapMetric = "/gc/heap/live:bytes"
+// liveHeapMetric is the heap the last collection found reachable; the
+// others give the runtime's own overhead (runtimeOverhead).
+const (
+	liveHeapMetric  = "/gc/heap/live:bytes"
+	totalMetric     = "/memory/classes/total:bytes"
+	releasedMetric  = "/memory/classes/heap/released:bytes"
+	objectsMetric   = "/memory/classes/heap/objects:bytes"
+	freePagesMetric = "/memory/classes/heap/free:bytes"
+)
 
 // A soft memory limit at or below the live heap makes the collector run
 // back to back (the runtime caps it at half the CPU), and a node whose live
@@ -61,10 +68,11 @@ const liveHeapMetric = "/gc/heap/live:bytes"
 // are pooled and sized by Badger, which no option bounds: see
 // node/store/badgerkv/doc.go) — spends that time collecting instead of
 // serving. followLiveHeap therefore keeps the limit at base or at the live
-// heap plus a quarter, whichever is larger, rereading the live heap every
-// period until ctx is done: past four fifths of base the collector paces
-// itself as with GOGC=25, the process growing by at most a quarter of what
-// it really holds; once the heap is back down, base binds again.
+// heap plus a quarter plus the runtime's own overhead (limitFor), whichever
+// is larger, rereading them every period until ctx is done: once that is
+// past base the collector paces itself as with GOGC=25, the process growing
+// by at most a quarter of what it really holds; once the heap is back down,
+// base binds again.
 //
 // Measured with mnemo bench search (100k memories bulk-loaded, then
 // searched at once; 96 MiB base; the two runs one after the other on this
@@ -73,7 +81,7 @@ const liveHeapMetric = "/gc/heap/live:bytes"
 // the load itself 76 → 63 s; after the compactions the same (1.5 ms, RssAnon
 // 80 MiB); the price is the peak while they run, VmHWM 298 → 369 MiB.
 func followLiveHeap(ctx context.Context, base int64, period time.Duration) {
-	sample := []metrics.Sample{{Name: liveHeapMetric}}
+	sample := []metrics.Sample{{Name: liveHeapMetric}, {Name: totalMetric}, {Name: releasedMetric}, {Name: objectsMetric}, {Name: freePagesMetric}}
 	t := time.NewTicker(period)
 	defer t.Stop()
 	set := base
@@ -84,10 +92,13 @@ func followLiveHeap(ctx context.Context, base int64, period time.Duration) {
 		case <-t.C:
 		}
 		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return
+		for _, s := range sample {
+			if s.Value.Kind() != metrics.KindUint64 {
+				return
+			}
 		}
-		want := limitFor(base, sample[0].Value.Uint64())
+		over := runtimeOverhead(sample[1].Value.Uint64(), sample[2].Value.Uint64(), sample[3].Value.Uint64(), sample[4].Value.Uint64())
+		want := limitFor(base, sample[0].Value.Uint64(), over)
 		if want != set {
 			debug.SetMemoryLimit(want)
 			set = want
@@ -95,13 +106,39 @@ func followLiveHeap(ctx context.Context, base int64, period time.Duration) {
 	}
 }
 
-// limitFor is the soft limit for a live heap of live bytes under base.
-func limitFor(base int64, live uint64) int64 {
-	if live > math.MaxInt64/5*4 {
+// limitFor is the soft limit for a live heap of live bytes under base,
+// when the runtime's own overhead (runtimeOverhead) is over bytes: the
+// live heap plus a quarter plus the overhead, or base if that is larger.
+//
+// The overhead counts against the limit as the heap does, and after
+// Badger's compactions it grows: the unused room of heap spans and the
+// metadata were ~27-29 MiB against ~15-19 settled (mnemo bench search's
+// runtime line, issue 15). A limit of the live heap plus a quarter alone
+// then left the collector no room while the heap came back down through
+// ~55-80 MiB live, as Badger's pool of table-builder buffers drains one
+// every 2 s: collections back to back for ~8 s, starting ~8 s after a
+// bulk load (searching throughout: 127-219 collections per 4,000
+// searches against ~24 settled), or from the start when a node reopens a
+// directory closed right after one. Settled, live heap plus a quarter plus
+// the overhead is under base (47 MiB live, 15-19 overhead: ~75 < 80 MiB),
+// so base binds as before.
+func limitFor(base int64, live, over uint64) int64 {
+	if live > math.MaxInt64/5*4 || over > math.MaxInt64/5 {
 		return math.MaxInt64
 	}
-	if want := int64(live + live/4); want > base {
+	if want := int64(live + live/4 + over); want > base {
 		return want
 	}
 	return base
+}
+
+// runtimeOverhead is what the runtime counts against the limit besides
+// heap objects and free pages (the unused room in heap spans, metadata,
+// stacks): total mapped less released, objects and free, from
+// runtime/metrics' memory classes; 0 if they do not add up.
+func runtimeOverhead(total, released, objects, free uint64) uint64 {
+	if released+objects+free > total {
+		return 0
+	}
+	return total - released - objects - free
 }

@@ -40,8 +40,36 @@ func TestLimitFollowsALargeLiveHeap(t *testing.T) {
 		{0, base}, {40 << 20, base}, {76 << 20, base}, {base * 4 / 5, base},
 		{80 << 20, 100 << 20}, {200 << 20, 250 << 20}, {math.MaxUint64, math.MaxInt64},
 	} {
-		if got := limitFor(base, c.live); got != c.want {
+		if got := limitFor(base, c.live, 0); got != c.want {
 			t.Errorf("limitFor(96 MiB, %d MiB live) = %.1f MiB, want %.1f MiB", c.live>>20, float64(got)/(1<<20), float64(c.want)/(1<<20))
 		}
+	}
+}
+
+// TestLimitCountsTheRuntimesOverhead: the runtime's own overhead counts
+// against the limit, so the limit that follows the live heap leaves the
+// quarter as room above both; settled (47 MiB live, 16 overhead, under
+// 80 MiB) base still binds.
+func TestLimitCountsTheRuntimesOverhead(t *testing.T) {
+	const base = 80 << 20
+	for _, c := range []struct {
+		live, over uint64
+		want       int64
+	}{
+		{47 << 20, 16 << 20, base},
+		{56 << 20, 28 << 20, 98 << 20},
+		{72 << 20, 28 << 20, 118 << 20},
+		{200 << 20, 20 << 20, 270 << 20},
+		{40 << 20, math.MaxUint64, math.MaxInt64},
+	} {
+		if got := limitFor(base, c.live, c.over); got != c.want {
+			t.Errorf("limitFor(80 MiB, %d MiB live, %d MiB overhead) = %.1f MiB, want %.1f MiB", c.live>>20, c.over>>20, float64(got)/(1<<20), float64(c.want)/(1<<20))
+		}
+	}
+	if got := runtimeOverhead(100, 10, 60, 5); got != 25 {
+		t.Errorf("runtimeOverhead(100 total, 10 released, 60 objects, 5 free) = %d, want 25", got)
+	}
+	if got := runtimeOverhead(100, 50, 60, 5); got != 0 {
+		t.Errorf("runtimeOverhead of classes adding to more than the total = %d, want 0", got)
 	}
 }
