@@ -187,10 +187,19 @@ func (b *Book) AddRecord(r SignedRecord) error {
 	}
 	m[keptID] = kept
 	b.n++
+	_, evaluated := b.evaluated[r.Namespace]
 	delete(b.evaluated, r.Namespace)
 	if ids, ok := b.ids[r.Namespace]; ok {
-		i, _ := slices.BinarySearch(ids, keptID)
-		b.ids[r.Namespace] = slices.Clip(slices.Insert(ids, i, keptID))
+		if evaluated {
+			// The first record since a Policy: one copy, for the delta's
+			// fork. Records that keep coming before the next Policy (a
+			// sync answer's thousands) would each copy all the ids, so the
+			// next Policy sorts them once instead.
+			i, _ := slices.BinarySearch(ids, keptID)
+			b.ids[r.Namespace] = slices.Clip(slices.Insert(ids, i, keptID))
+		} else {
+			delete(b.ids, r.Namespace)
+		}
 	}
 	return nil
 }
