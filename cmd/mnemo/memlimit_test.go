@@ -61,6 +61,8 @@ func TestLimitCountsTheRuntimesOverhead(t *testing.T) {
 		{72 << 20, 28 << 20, 118 << 20},
 		{200 << 20, 20 << 20, 270 << 20},
 		{40 << 20, math.MaxUint64, math.MaxInt64},
+		// each under its old bound, their sum past MaxInt64 (wrapped to base)
+		{math.MaxInt64 / 5 * 4, math.MaxInt64 / 5, math.MaxInt64},
 	} {
 		if got := limitFor(base, c.live, c.over); got != c.want {
 			t.Errorf("limitFor(80 MiB, %d MiB live, %d MiB overhead) = %.1f MiB, want %.1f MiB", c.live>>20, c.over>>20, float64(got)/(1<<20), float64(c.want)/(1<<20))
