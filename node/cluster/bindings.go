@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -25,9 +24,10 @@ import (
 
 // Who hosts which agent. Every node claims its local principals with a
 // binding signed by its key (acl.Binding). Every bindings frame carries
-// its sender's digest: SHA-256 over its set, then the number of bindings
-// in it (bindingsDigest), so a peer sees whether it lacks bindings, not
-// only that the two sets differ.
+// its sender's digest: a hash of its set that each binding admitted
+// updates in O(1), then the number of bindings in it (bindings_digest.go),
+// so a peer sees whether it lacks bindings, not only that the two sets
+// differ.
 //
 // A node sends each peer that joins a probe: the bindings naming its own
 // key (its claims, and hand-overs to it) with its digest, asking for the
@@ -112,6 +112,11 @@ type bindingsExchange struct {
 	// want: peers found worth asking (worthAsking) when their last frame
 	// came, not asked since; askNext checks each again before it asks.
 	want map[replica.PeerID]bool
+	// probing: the peers given a sender since they were last heard, a
+	// superset of those askBindings probes (it drops the others as it
+	// meets them): walking every sender each tick for the few not heard
+	// yet was N² a tick at a start of N nodes.
+	probing map[replica.PeerID]bool
 	// settled: per peer, the digests (this node's, then the peer's) an
 	// exchange with it ended on, unequal: a binding one of them refuses.
 	// The peer is not asked again while both stay so.
@@ -131,7 +136,7 @@ type bindingsSaver struct {
 func newBindingsExchange(now time.Time) bindingsExchange {
 	return bindingsExchange{lastSummary: now, asked: map[replica.PeerID]asked{}, heard: map[replica.PeerID]bool{},
 		sums: map[replica.PeerID][]byte{}, lacking: map[replica.PeerID][][]byte{}, settled: map[replica.PeerID]string{},
-		want: map[replica.PeerID]bool{}, saver: &bindingsSaver{}}
+		want: map[replica.PeerID]bool{}, probing: map[replica.PeerID]bool{}, saver: &bindingsSaver{}}
 }
 
 // forget drops what the exchange knows of the peers gone picks: they
@@ -143,6 +148,7 @@ func (x *bindingsExchange) forget(gone func(replica.PeerID) bool) {
 	forgetIn(x.lacking, gone)
 	forgetIn(x.settled, gone)
 	forgetIn(x.want, gone)
+	forgetIn(x.probing, gone)
 }
 
 func forgetIn[V any](m map[replica.PeerID]V, gone func(replica.PeerID) bool) {
@@ -172,7 +178,7 @@ const bindingsMeta = "cluster/bindings"
 func (l *loop) loadBindings() {
 	l.dir = acl.NewDirectory()
 	l.dir.SetSeals(l.cfg.Engine.Seals) // shared in the simulator; nil in a node (each binding is verified once)
-	l.heldBindings, l.sortedBindings = map[string]bool{}, nil
+	l.heldBindings = map[string]bool{}
 	l.bindingIDs, l.bindingEncs, l.bindingReps, l.ownBindings = nil, nil, nil, nil
 	l.reindexBindings()
 	raw, err := l.svc.Store().Meta(bindingsMeta)
@@ -246,25 +252,29 @@ func (l *loop) storeUnsavedBindings() {
 	}
 }
 
-// reindexBindings brings up to date byReplica, everByReplica, the held
-// encodings, their ids and their digest, and drops the encoded bindings
-// frames: call it, with knownMu held, whenever dir changes. The directory
-// only appends, so only the bindings it added since are encoded (a node
-// starting among N peers admits their claims one frame at a time: encoding
-// all each time was N² encodings a node).
+// reindexBindings brings up to date byReplica, everByReplica, hostOf, the
+// held encodings, their ids and their digest, notes the replicas whose
+// principals moved (moved, for refreshPrincipals), and drops the encoded
+// bindings frames: call it, with knownMu held, whenever dir changes. The
+// directory only appends, so only the bindings it added since are
+// indexed, each in O(1) but for the replica's own list: a node starting
+// among N peers admits their claims one frame at a time, and encoding,
+// sorting and hashing all N at each was N³ at a start of N nodes.
 func (l *loop) reindexBindings() {
 	l.bindingsFrames = [bindingsForms][]byte{}
 	start := len(l.bindingEncs)
 	if start == 0 {
 		l.byReplica = map[crdt.ReplicaID][]namespace.Address{}
 		l.everByReplica = map[crdt.ReplicaID][]namespace.Address{}
+		l.hostOf = map[namespace.Address]ed25519.PublicKey{}
+		l.bindingsHash = setHash{}
+		l.bindingsSum = l.bindingsHash.digest()
 	}
 	added := l.dir.BindingsSince(start)
 	for i, b := range added {
 		e := string(b.Encode())
 		l.heldBindings[e] = true
-		j, _ := slices.BinarySearch(l.sortedBindings, e)
-		l.sortedBindings = slices.Insert(l.sortedBindings, j, e)
+		l.bindingsHash.add([]byte(e))
 		l.bindingIDs = append(l.bindingIDs, []byte(bindingID(e)))
 		l.bindingEncs = append(l.bindingEncs, []byte(e))
 		l.bindingReps = append(l.bindingReps, acl.ReplicaIDOf(b.Key))
@@ -276,61 +286,44 @@ func (l *loop) reindexBindings() {
 			l.everByReplica[r] = append(slices.Clip(l.everByReplica[r]), b.Principal)
 		}
 	}
-	// Only the principals of the bindings added can have moved: each goes
-	// to the list of the replica whose key the directory binds it to now.
-	// The lists are replaced, never written, as principalsOfReplica hands
-	// them out (rebuilding them all at every binding admitted was a
-	// twentieth of the simulator's CPU at 100 nodes × 1k ops).
+	// Only the principals of the bindings added can have moved: each leaves
+	// the list of the replica it was listed under (hostOf) for that of the
+	// replica whose key the directory binds it to now. The lists are
+	// replaced, never written, as principalsOfReplica hands them out.
 	for _, b := range added {
 		p := b.Principal
-		for r, ps := range l.byReplica {
-			if i := slices.Index(ps, p); i >= 0 {
-				if len(ps) == 1 {
-					delete(l.byReplica, r)
-				} else {
-					l.byReplica[r] = slices.Delete(slices.Clone(ps), i, i+1)
-				}
+		if old, ok := l.hostOf[p]; ok {
+			r := acl.ReplicaIDOf(old)
+			if ps := l.byReplica[r]; len(ps) == 1 && ps[0] == p {
+				delete(l.byReplica, r)
+			} else if i := slices.Index(ps, p); i >= 0 {
+				l.byReplica[r] = slices.Delete(slices.Clone(ps), i, i+1)
 			}
+			delete(l.hostOf, p)
+			l.noteMoved(r, old)
 		}
 		if cur, ok := l.dir.KeyOf(p); ok {
 			r := acl.ReplicaIDOf(cur)
 			ps := l.byReplica[r]
 			i, _ := slices.BinarySearchFunc(ps, p, func(a, b namespace.Address) int { return strings.Compare(a.String(), b.String()) })
 			l.byReplica[r] = slices.Insert(slices.Clone(ps), i, p)
+			l.hostOf[p] = cur
+			l.noteMoved(r, cur)
 		}
 	}
-	l.bindingsSum = bindingsDigest(l.sortedBindings)
+	if len(added) > 0 {
+		l.bindingsSum = l.bindingsHash.digest()
+	}
 }
 
-// bindingsDigest is the digest of a set of encoded bindings: SHA-256 over
-// the sorted, length-prefixed encodings, so two nodes holding the same
-// bindings agree whatever order they admitted them in, then the number of
-// bindings (uvarint), so a peer can tell which of two sets lacks some. A
-// node only adds bindings (a hand-over is one more), so a set with fewer
-// lacks some of the other's; equal numbers and unequal digests: each lacks
-// some, or refused one of the other's.
-func bindingsDigest(encs []string) []byte {
-	if !slices.IsSorted(encs) {
-		encs = slices.Sorted(slices.Values(encs))
+// noteMoved records that the principals of replica r, whose key is key,
+// changed: refreshPrincipals hands its peer's to the engine. With knownMu
+// held.
+func (l *loop) noteMoved(r crdt.ReplicaID, key ed25519.PublicKey) {
+	if l.moved == nil {
+		l.moved = map[crdt.ReplicaID]ed25519.PublicKey{}
 	}
-	h := sha256.New()
-	var n [4]byte
-	for _, e := range encs {
-		binary.BigEndian.PutUint32(n[:], uint32(len(e)))
-		h.Write(n[:])
-		h.Write([]byte(e))
-	}
-	return binary.AppendUvarint(h.Sum(nil), uint64(len(encs)))
-}
-
-// digestCount is the number of bindings a digest says its set holds;
-// false for a digest without one (a node of an earlier build) or garbled.
-func digestCount(sum []byte) (uint64, bool) {
-	if len(sum) <= sha256.Size {
-		return 0, false
-	}
-	n, k := binary.Uvarint(sum[sha256.Size:])
-	return n, k > 0 && sha256.Size+k == len(sum)
+	l.moved[r] = key
 }
 
 // claimAgents signs a binding for every local principal not yet bound,
@@ -566,20 +559,41 @@ func (l *loop) admitBindings(from replica.PeerID, encs [][]byte) {
 // after the bindings changed. The membership is as it was, so the peers
 // are (setMembers, which the membership's own changes call, would
 // recompute them too: once per binding admitted, at a start among N peers
-// that was N times the whole membership a node).
+// that was N times the whole membership a node). Only the peers of the
+// replicas whose principals moved since (reindexBindings' moved) are
+// looked at, found by their key: walking every peer at each binding
+// admitted was N² a node at a start among N (8% of the simulator's CPU at
+// 300 nodes).
 func (l *loop) refreshPrincipals() {
 	var changed []replica.PeerID
-	l.knownMu.RLock()
-	for id, pi := range l.peers {
-		// The peer's replica id, set with it (setMembers), not derived
-		// again; a copy only for a peer whose principals changed.
+	l.knownMu.Lock()
+	moved := l.moved
+	l.moved = nil
+	update := func(id replica.PeerID, pi peerInfo) {
 		if ps := l.byReplica[pi.peer.Replica]; !slices.Equal(ps, pi.peer.Principals) {
 			pi.peer.Principals = slices.Clone(ps)
 			l.peers[id] = pi
 			changed = append(changed, id)
 		}
 	}
-	l.knownMu.RUnlock()
+	for r, key := range moved {
+		if len(key) != ed25519.PublicKeySize || !l.known[[ed25519.PublicKeySize]byte(key)] {
+			continue // not a live member's key: no peer has it (setMembers)
+		}
+		// A member's id is its key's (sync/gossip refuses others); a
+		// membership that lists one under another id is walked whole.
+		id := replica.PeerID(acl.NodeIDOf(key))
+		if pi, ok := l.peers[id]; ok && pi.peer.Replica == r {
+			update(id, pi)
+			continue
+		}
+		for id, pi := range l.peers {
+			if pi.peer.Replica == r {
+				update(id, pi)
+			}
+		}
+	}
+	l.knownMu.Unlock()
 	if len(changed) == 0 {
 		return
 	}
@@ -587,6 +601,7 @@ func (l *loop) refreshPrincipals() {
 	// (the others are as setMembers last gave them): all of them at each
 	// binding admitted was N² a node at a start among N.
 	slices.Sort(changed)
+	changed = slices.Compact(changed)
 	peers := make([]replica.Peer, 0, len(changed))
 	for _, id := range changed {
 		peers = append(peers, l.peers[id].peer)

@@ -16,7 +16,17 @@ import (
 // askBindings sends a probe (this node's claims, its digest, asking for
 // the peer's) to every peer not yet heard from.
 func (l *loop) askBindings() {
-	l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool { _, ok := l.peers[id]; return ok && !l.bx.heard[id] }), bindingsProbe)
+	var ids []replica.PeerID
+	for id := range l.bx.probing {
+		_, peer := l.peers[id]
+		if _, out := l.senders[id]; !peer || !out || l.bx.heard[id] {
+			delete(l.bx.probing, id) // a sender made again (setMembers) probes it again
+			continue
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	l.sendBindingsTo(ids, bindingsProbe)
 }
 
 // asked is a bindings index sent asking a peer for what this node lacks.

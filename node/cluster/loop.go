@@ -192,7 +192,12 @@ type loop struct {
 	// binding dir holds, in its order (the index frames carry the ids).
 	bindingIDs, bindingEncs [][]byte
 	bindingReps             []crdt.ReplicaID // the replica of each binding's key
-	sortedBindings          []string         // the encodings, sorted (what the digest hashes)
+	bindingsHash            setHash          // the set hash of the encodings (bindings_digest.go)
+	// hostOf: the key of the replica each principal is listed under in
+	// byReplica; moved: the replicas whose list changed since
+	// refreshPrincipals last ran, with their key.
+	hostOf map[namespace.Address]ed25519.PublicKey
+	moved  map[crdt.ReplicaID]ed25519.PublicKey
 	// ownBindings: the encoding of every binding naming this node's key
 	// (its claims, hand-overs to it), which its probes carry.
 	ownBindings [][]byte
@@ -541,6 +546,7 @@ func (l *loop) setMembers(ms []Sighting) {
 	for _, id := range joined {
 		m := next[id].member
 		l.senders[id] = sender{addr: m.Addr, inc: m.Incarnation, out: l.drv.open(id, m.Addr, m.PublicKey)}
+		l.bx.probing[id] = true // probed each tick until heard (askBindings)
 	}
 	l.sendBindingsTo(joined, bindingsProbe) // tell the newcomers whom this node hosts, and ask for their digest
 	slices.SortFunc(peers, func(a, b replica.Peer) int { return strings.Compare(string(a.ID), string(b.ID)) })

@@ -1,0 +1,167 @@
+package cluster
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/namespace"
+)
+
+// sortedDigest is the digest before the set hash: SHA-256 over the sorted,
+// length-prefixed encodings, then their number. It is the reference the
+// set hash is checked against: two sets get equal digests from one
+// exactly when they do from the other.
+func sortedDigest(encs [][]byte) []byte {
+	encs = slices.SortedFunc(slices.Values(encs), bytes.Compare)
+	h := sha256.New()
+	var n [4]byte
+	for _, e := range encs {
+		binary.BigEndian.PutUint32(n[:], uint32(len(e)))
+		h.Write(n[:])
+		h.Write(e)
+	}
+	return binary.AppendUvarint(h.Sum(nil), uint64(len(encs)))
+}
+
+func setDigest(encs [][]byte) []byte {
+	var h setHash
+	for _, e := range encs {
+		h.add(e)
+	}
+	return h.digest()
+}
+
+// The set hash is a function of the set alone (any order of adding gives
+// the same digest) and tells sets apart as the full recomputation over the
+// sorted set does, on random pairs of sets drawn from a small universe
+// (so that many pairs are equal, or differ by one binding, or hold
+// encodings that are prefixes of one another). Replay a failure with its
+// seed.
+func TestBindingsDigestAgreesWithSortedDigest(t *testing.T) {
+	const seed = 14
+	rng := rand.New(rand.NewPCG(seed, seed))
+	var universe [][]byte
+	for range 24 {
+		e := make([]byte, 1+rng.IntN(200))
+		for i := range e {
+			e[i] = byte(rng.Uint32())
+		}
+		universe = append(universe, e, e[:len(e)/2+1]) // a prefix too
+	}
+	pick := func() [][]byte {
+		var s [][]byte
+		for _, e := range universe {
+			if rng.IntN(8) == 0 {
+				s = append(s, e)
+			}
+		}
+		return s
+	}
+	shuffled := func(s [][]byte) [][]byte {
+		c := slices.Clone(s)
+		rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
+		return c
+	}
+	equalSets := 0
+	for trial := range 3000 {
+		a := pick()
+		var b [][]byte
+		switch trial % 3 {
+		case 0:
+			b = shuffled(a)
+		case 1:
+			b = shuffled(a)
+			if len(b) > 0 {
+				b = b[1:] // one fewer
+			}
+		default:
+			b = pick()
+		}
+		da, db := setDigest(a), setDigest(b)
+		if !bytes.Equal(da, setDigest(shuffled(a))) {
+			t.Fatalf("seed %d trial %d: the digest of a set depends on the order its %d bindings were added", seed, trial, len(a))
+		}
+		same := bytes.Equal(sortedDigest(a), sortedDigest(b))
+		if same != bytes.Equal(da, db) {
+			t.Fatalf("seed %d trial %d: sorted digests equal %v, set digests equal %v (sets of %d and %d)", seed, trial, same, !same, len(a), len(b))
+		}
+		if n, ok := digestCount(da); !ok || n != uint64(len(a)) {
+			t.Fatalf("seed %d trial %d: digest counts %d (%v), want %d", seed, trial, n, ok, len(a))
+		}
+		if same {
+			equalSets++
+		}
+	}
+	if equalSets < 1000 {
+		t.Fatalf("only %d of 3000 pairs were equal sets: the test compares too few", equalSets)
+	}
+}
+
+// What reindexBindings keeps up to date one binding at a time, after
+// claims and hand-overs have spread, equals what a recomputation from the
+// directory gives: the digest, the principals each replica hosts, and
+// the principals every peer is given (refreshPrincipals).
+func TestBindingsIndexIncremental(t *testing.T) {
+	net := newSteppedNet(t, 5, 23)
+	net.join()
+	net.tick() // a hand-over must be newer than the claim it replaces
+	n0, n1, n2, n3 := net.nodes[0], net.nodes[1], net.nodes[2], net.nodes[3]
+	if _, err := n0.st.Handover(n0.me.Principal, n1.id.Public); err != nil {
+		t.Fatal(err)
+	}
+	net.run()
+	if _, err := n2.st.Handover(n2.me.Principal, n3.id.Public); err != nil {
+		t.Fatal(err)
+	}
+	net.run()
+	for range 8 {
+		net.tick()
+	}
+	for _, nd := range net.nodes {
+		l := nd.st.loop
+		backward := slices.Clone(l.bindingEncs)
+		slices.Reverse(backward)
+		if want := setDigest(backward); !bytes.Equal(l.bindingsSum, want) {
+			t.Errorf("node %d: digest %x, recomputed %x", nd.i, l.bindingsSum, want)
+		}
+		for _, other := range net.nodes {
+			if other == nd {
+				continue
+			}
+			want := l.dir.PrincipalsOf(other.id.Public)
+			slices.SortFunc(want, func(a, b namespace.Address) int { return strings.Compare(a.String(), b.String()) })
+			if got := l.byReplica[acl.ReplicaIDOf(other.id.Public)]; !slices.Equal(got, want) {
+				t.Errorf("node %d: node %d hosts %v, its directory says %v", nd.i, other.i, got, want)
+			}
+			if got := l.peers[other.st.loop.self].peer.Principals; !slices.Equal(got, want) {
+				t.Errorf("node %d: its peer %d is given %v, its directory says %v", nd.i, other.i, got, want)
+			}
+		}
+	}
+	if got := n3.st.loop.dir.PrincipalsOf(n3.id.Public); len(got) != 2 {
+		t.Fatalf("the scenario did not happen: node 3 hosts %v", got)
+	}
+}
+
+// A probe lost at a join is sent again at the next tick, not left to the
+// next summary (BindingsInterval): a peer is probed each tick until heard.
+func TestBindingsProbeLostIsSentAgain(t *testing.T) {
+	net := newSteppedNet(t, 3, 29)
+	n0, n2 := net.nodes[0], net.nodes[2]
+	net.cut = func(from, to int) bool { return to == 2 }
+	net.join()
+	if _, ok := n2.st.HostedElsewhere(n0.me.Principal); ok {
+		t.Fatal("the scenario did not happen: node 2 got node 0's claim through the cut")
+	}
+	net.cut = nil
+	net.tick()
+	if host, _ := n2.st.HostedElsewhere(n0.me.Principal); host != n0.id.NodeID() {
+		t.Fatalf("a tick after the cut healed node 2 has node 0's principal at %q, want node 0", host)
+	}
+}
