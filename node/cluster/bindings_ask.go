@@ -106,12 +106,8 @@ func (l *loop) worthAsking(id replica.PeerID) bool {
 	l.knownMu.RLock()
 	defer l.knownMu.RUnlock()
 	if ids := l.bx.lacking[id]; len(ids) > 0 {
-		held := make(map[string]bool, len(l.bindingIDs))
-		for _, h := range l.bindingIDs {
-			held[string(h)] = true
-		}
 		for _, want := range ids {
-			if !held[string(want)] {
+			if !l.holds(want) {
 				return true
 			}
 		}

@@ -184,9 +184,10 @@ type loop struct {
 	everByReplica map[crdt.ReplicaID][]namespace.Address // … or hosted before a hand-over
 	// bindingsFrames are dir's bindings frames, one per bindingsForm: made
 	// when first sent, dropped when dir changes (reindexBindings), as are
-	// heldBindings (the encodings dir holds) and bindingsSum (their digest).
+	// heldBindings (the short ids of the bindings dir holds) and
+	// bindingsSum (their digest).
 	bindingsFrames [bindingsForms][]byte
-	heldBindings   map[string]bool
+	heldBindings   map[bindingKey]bool
 	bindingsSum    []byte
 	// bindingIDs and bindingEncs: the short id and the encoding of every
 	// binding dir holds, in its order (the index frames carry the ids).
