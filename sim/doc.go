@@ -350,14 +350,34 @@
 // GB, stopped); at 696efa2 with GOMEMLIMIT=7GiB, after 8 min, still in
 // the set-up: peak RSS 6.9 GB, live heap 1.8, 2.1 and 2.3 GB at 2, 4 and
 // 6 min, 365 s of user CPU (the collector on the second core). What
-// remains there is the bindings exchange
-// (node/cluster/bindings.go), whose every binding admitted re-sorts and
-// re-hashes all N held (reindexBindings, bindingsDigest) and walks every
-// peer (refreshPrincipals): N³ at a start of N nodes, 58% of all
-// allocation and a third of the CPU at 300 nodes when each admit also
-// re-stored all N (now once a tick) and handed the engine all N peers
-// (now only those whose principals changed, replica.Engine.UpdatePeers:
-// 300 × 50 seed 1, same report, 46.5 → 42.0 s of user CPU, one run each). Per pair at 1,000 nodes the
+// remained there was the bindings exchange (node/cluster/bindings.go),
+// whose every binding admitted re-sorted and re-hashed all N held
+// (reindexBindings, the digest) and walked every peer
+// (refreshPrincipals): N³ at a start of N nodes, 58% of all allocation
+// and a third of the CPU at 300 nodes when each admit also re-stored all
+// N (now once a tick) and handed the engine all N peers (now only those
+// whose principals changed, replica.Engine.UpdatePeers: 300 × 50 seed 1,
+// same report, 46.5 → 42.0 s of user CPU, one run each). Now admitting a
+// binding is O(1) (850fec3: the digest a set hash each binding adds to,
+// node/cluster/bindings_digest.go; the principal moved found by index;
+// only the moved peer refreshed, e02ff4a: and only it flushed by the
+// engine; only unheard peers probed each tick), and held bindings are
+// known by their 16-byte id (88b35ef). 300 × 50 seed 1, three pairs
+// both at once: median 42.6 → 30.7 s of user CPU, same report. 1,000 × 200 seed 1
+// now ends sim.New in 9.9 s of CPU; Run's first virtual instant (1,000
+// joins, every binding to every member, the set-up's grants to every
+// member) had not ended after 8.3 min wall at load ~7 (5.2 min of CPU;
+// peak RSS 4.37 GB under the default limit, which follows the live heap
+// at 5/4, so the collector took 45% of the CPU), nor with
+// `--memory-limit 7GiB` after 9.9 min (6.9 min of CPU, the collector 44%,
+// peak RSS 7.32 GB; live heap at the end 5.5 GB: frames in flight 1.7 GB,
+// the engine's and the loop's state per pair 1.8 GB, bindings 0.6 GB).
+// The bindings exchange there is 15% of the CPU (refreshPrincipals 7%,
+// of it the engine's refreshTrees asking the policy of every peer for
+// every namespace at each binding admitted, still N³; the acl policy
+// rebuilt at each 3%; the set hash 2.5%); the sync answers and acl
+// records of the set-up's grants (N² records: answerSync 11%,
+// ApplyRemote 16%) and the collector are the next wall. Per pair at 1,000 nodes the
 // engine's peerState is 512 bytes (496, of which PeerStats 144 and four
 // time.Time 96) and the loop's three maps about 400 bytes (Go's maps at
 // 999 entries hold 2,048 slots); the GC at 400% keeps RSS about four
@@ -378,5 +398,9 @@
 // 10 s. Not measured at 1,000 (the run did not end); there the bindings
 // exchange keeps it at N−1 by construction, and anti-entropy and the
 // overlay's upkeep range over all members: only the tree links are
-// bounded by the HyParView-style views.
+// bounded by the HyParView-style views. Bounding them needs the bindings
+// to spread as the deltas do (probes and summaries to the active view
+// only, claims relayed: they are signed, so a relay cannot alter them),
+// anti-entropy to pick its peer from the views, and the overlay's
+// upkeep to stay within them.
 package sim
