@@ -55,12 +55,15 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			// what we lack even when we cannot yet tell it may read ns (the
 			// grant that says so may be among what we lack).
 			own = append(own, namespaceContextOf(ns, ctx, ret, sum))
-			if len(ctx.Missing(have)) > 0 && e.pol.ReplicaMayWrite(p.Replica, ns) {
+			if len(ctx.Missing(have)) > 0 && e.mayOwe(p, ns, have) {
 				// The requester holds dots we lack: its answer to our
 				// context is owed, and asked for again if it is lost
 				// (Tick), as our own requests are, until we hold what it
-				// had. (A reader sends no content: nothing is owed.)
-				put(&p.asked, ns, asking{at: e.now, tries: p.asked[ns].tries, want: have, cause: CauseReverse})
+				// had. (A reader sends no content: nothing is owed.) A
+				// holder of none of ns cannot tell the requester may read
+				// it: the retries go as authority asks.
+				put(&p.asked, ns, asking{at: e.now, tries: p.asked[ns].tries, want: have, cause: CauseReverse,
+					authority: p.asked[ns].authority || !e.pol.PeerMayRead(p.Peer, ns)})
 			}
 		}
 		if !e.pol.PeerMayRead(p.Peer, ns) {

@@ -146,3 +146,59 @@ func syncAsks(e *Engine, ns string) map[PeerID]int {
 	}
 	return out
 }
+
+// blindUntilHeld is an acl that cannot tell who may read or write a
+// namespace while it holds none of it (the grants travel in it); a delta
+// carries the grants that let it apply (DeltaPolicy).
+type blindUntilHeld struct{ st *MemState }
+
+func (blindUntilHeld) ShouldHold(string) bool               { return true }
+func (p blindUntilHeld) PeerMayRead(_ Peer, ns string) bool { return !p.st.Context(ns).IsEmpty() }
+func (blindUntilHeld) ForDelta(string, *crdt.Map) Policy    { return openPolicy{} }
+func (p blindUntilHeld) ReplicaMayWrite(_ crdt.ReplicaID, ns string) bool {
+	return !p.st.Context(ns).IsEmpty()
+}
+
+// A writer asks a holder of none of a namespace for a sync (a join), gets
+// its empty context back, and answers with the namespace, which is lost.
+// The holder cannot tell the writer may write, but the writer's context
+// holds the writer's own dots: the answer is held owed and asked for
+// again within seconds. Before, nothing was owed on either side, and the
+// holder lacked the whole namespace until the writer's anti-entropy
+// picked it (133.8 s in the simulator's sweep).
+func TestEmptyHolderAsksAgainForAWritersLostAnswer(t *testing.T) {
+	cfg := Config{AntiEntropyInterval: time.Hour}
+	c := newCluster(t, 2, cfg, openPolicy{}, 11)
+	n1 := c.byID("n1")
+	n1.eng = New(testConfig(cfg, n1.id, 1), n1.st, blindUntilHeld{n1.st})
+	n1.eng.SetPeers([]Peer{testPeer("n0", 0), testPeer("n1", 1)})
+	c.tick(0)
+	c.pump(10)
+	answers := 0
+	c.drop = func(from, to PeerID, m *wire.Message) bool {
+		if m.Kind == wire.KindDeltas {
+			return true // the live write lost: the sync is what must bring it
+		}
+		if from == "n0" && m.Kind == wire.KindSyncReply && len(m.Deltas) > 0 {
+			answers++
+			return answers == 1 // the first answer lost
+		}
+		return false
+	}
+	c.write(0, "team://a", "r1", "f", "v")
+	if err := c.nodes[0].eng.RequestSync("n1", "team://a"); err != nil {
+		t.Fatal(err)
+	}
+	c.pump(10)
+	if answers != 1 {
+		t.Fatalf("set-up: %d answers of n0 sent; want its first, lost", answers)
+	}
+	// Well within n0's AckTimeout (10 s), whose fallback would repair it.
+	for range 5 {
+		c.tick(time.Second)
+		c.pump(10)
+	}
+	if !c.converged("team://a") {
+		t.Fatalf("after 5 s, n1 still lacks n0's write (n0's answers sent: %d; want the lost one asked for again)", answers)
+	}
+}
