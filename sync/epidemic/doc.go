@@ -50,7 +50,13 @@
 // PassiveWalk). A full view that must take a peer drops a random one into
 // its passive view with a KindDisconnect. When an active peer fails, a
 // random passive one is asked to take its place (KindNeighbor); each
-// passive peer is asked at most once per ShuffleInterval. A request with
+// passive peer is asked at most once per ShuffleInterval, except by a node
+// with no link, which asks them again (with priority, which no peer
+// refuses): one whose passive peers had all refused a plain request and
+// whose last link then failed stayed alone until its next shuffle, its
+// broadcasts reaching no one (node/cluster's TestTreesLeaveUnreachablePeer,
+// one run in ~40: 30 s). A peer that never answers leaves the passive
+// view after NeighborTimeout, so the asking again is bounded. A request with
 // priority must be accepted: HyParView asks so only when the active view
 // is empty (a lone node always gets a link); here also when it is two or
 // more short, because the simulation found nodes left with two links by

@@ -137,19 +137,26 @@ func (n *Node) addPassive(p PeerID, prefer []PeerID) {
 
 // fill asks passive peers for a place while the active view and the
 // requests under way fall short of ActiveSize. Each passive peer is asked
-// at most once per ShuffleInterval. A request with priority must be
-// accepted (the receiver drops a random peer if full): HyParView asks so
-// only when the active view is empty; here also when it is two or more
-// short, since a node that failures left with few links otherwise waits
-// for the rare peer with room, and broadcasts reach it over few links.
-// The peer dropped goes from full to one short, and asks without
-// priority, so requests do not cascade. A node with neither view joins
-// through its contact again.
+// at most once per ShuffleInterval, except by a node with no link. A
+// request with priority must be accepted (the receiver drops a random
+// peer if full): HyParView asks so only when the active view is empty;
+// here also when it is two or more short, since a node that failures left
+// with few links otherwise waits for the rare peer with room, and
+// broadcasts reach it over few links. The peer dropped goes from full to
+// one short, and asks without priority, so requests do not cascade. A
+// node with neither view joins through its contact again.
 func (n *Node) fill() {
+	// A node with no link asks even the passive peers tried since the last
+	// shuffle: its request has priority, which no peer refuses. Without
+	// that, a node whose passive peers had all said no to a plain request
+	// and whose one link then failed stayed alone until the next shuffle,
+	// its broadcasts reaching no one (node/cluster's
+	// TestTreesLeaveUnreachablePeer, one run in ~40: 30 s).
+	lone := len(n.active) == 0
 	for len(n.active)+len(n.pending) < n.cfg.ActiveSize {
 		var cands []PeerID
 		for _, p := range n.passive {
-			if !n.tried[p] && !n.requested(p) {
+			if (lone || !n.tried[p]) && !n.requested(p) {
 				cands = append(cands, p)
 			}
 		}

@@ -341,3 +341,51 @@ func TestReceivedIDsSharingTheirFirstBytes(t *testing.T) {
 		t.Fatalf("%d ids keyed, %d clashing; %d remembered", len(r.m), len(r.clash), c.CacheMaxIDs)
 	}
 }
+
+// A node whose passive peers all refused a plain request since the last
+// shuffle, and whose one link then fails, asks one of them again at once,
+// with priority (which no peer refuses): it does not stay alone, its
+// broadcasts reaching no one, until the next shuffle.
+func TestLoneNodeAsksTriedPeersAgain(t *testing.T) {
+	n, err := New(Config{Self: "a", ActiveSize: 2, ShuffleInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Tick(simEpoch)
+	if err := n.Step("x", Message{Kind: KindNeighbor, Priority: true}); err != nil {
+		t.Fatal(err)
+	}
+	n.Hint("b", "c", "d")
+	// a, one link short, asks the passive peers one by one without
+	// priority; each is full and says no.
+	refused := 0
+	for n.HasReady() {
+		for _, env := range n.Ready().Messages {
+			if env.Msg.Kind != KindNeighbor {
+				continue
+			}
+			if env.Msg.Priority {
+				t.Fatalf("set-up: a one link short asked %s with priority", env.To)
+			}
+			refused++
+			if err := n.Step(env.To, Message{Kind: KindNeighborReply, Accept: false}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if refused != 3 || len(n.pending) != 0 {
+		t.Fatalf("set-up: %d refusals, pending %v", refused, n.pending)
+	}
+	n.PeerFailed("x")
+	var again []PeerID
+	for n.HasReady() {
+		for _, env := range n.Ready().Messages {
+			if env.Msg.Kind == KindNeighbor && env.Msg.Priority {
+				again = append(again, env.To)
+			}
+		}
+	}
+	if len(again) == 0 {
+		t.Fatalf("alone after its link failed, a asked no one (passive %v, tried %v)", n.Passive(), n.tried)
+	}
+}
