@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +213,80 @@ func TestSyncAnswerStateErrorReported(t *testing.T) {
 		if got := e0.Stats()[0].StateErrors; got != uint64(reported) {
 			t.Fatalf("state errors counted: %d, reported %d", got, reported)
 		}
+	}
+}
+
+// A node whose clock is behind a writer's by more than the skew bound
+// refuses every sync answer carrying a record the writer has just
+// written. Those answers came: the requests they answered do not spend
+// their tries on them (up to syncTries of them), so the node asks again
+// once the writer has stopped, rather than giving up after syncTries
+// refused answers and waiting for anti-entropy (56.1 s in the
+// simulator's sweep, for a node that held none of the namespace).
+func TestSkewRefusedAnswersDoNotSpendTries(t *testing.T) {
+	c := newCluster(t, 2, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 3)
+	c.tick(0)
+	c.pump(10)
+	n0, n1 := c.byID("n0"), c.byID("n1")
+	m := n0.st.Map("team://a") // written on n0 without a live send: the sync must bring it
+	d, err := m.Set(n0.rep, n0.clock.Now(c.now), "r1", "f", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealInto(m, "team://a", d, n0.signer)
+	refusals := 0
+	n1.refuse = func(a Apply) bool {
+		if a.Live || refusals == syncTries+2 {
+			return false
+		}
+		refusals++
+		return true // the writer wrote again just before each answer
+	}
+	n1.refuseErr = fmt.Errorf("test: %w: 6000 ms ahead", crdt.ErrClockSkew)
+	if err := n1.eng.RequestSync("n0", "team://a"); err != nil {
+		t.Fatal(err)
+	}
+	for range 120 {
+		c.pump(10)
+		c.tick(time.Second)
+	}
+	c.pump(10)
+	if !c.converged("team://a") {
+		t.Fatalf("after 120 s and %d answers refused for clock skew, n1 still lacks n0's write; want it asked for again", refusals)
+	}
+}
+
+// A clock that stays behind (every answer refused for skew) gets the
+// tries given back only syncTries times: at most twice syncTries
+// requests, then anti-entropy's turn.
+func TestSkewRefusedAnswersAskedABoundedNumberOfTimes(t *testing.T) {
+	c := newCluster(t, 2, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 3)
+	c.tick(0)
+	c.pump(10)
+	n0, n1 := c.byID("n0"), c.byID("n1")
+	m := n0.st.Map("team://a")
+	d, err := m.Set(n0.rep, n0.clock.Now(c.now), "r1", "f", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealInto(m, "team://a", d, n0.signer)
+	n1.refuse = func(a Apply) bool { return !a.Live }
+	n1.refuseErr = fmt.Errorf("test: %w: 6000 ms ahead", crdt.ErrClockSkew)
+	asked := 0
+	c.drop = func(from, _ PeerID, m *wire.Message) bool {
+		if from == "n1" && m.Kind == wire.KindSyncRequest {
+			asked++
+		}
+		return false
+	}
+	if err := n1.eng.RequestSync("n0", "team://a"); err != nil {
+		t.Fatal(err)
+	}
+	for range 600 {
+		c.pump(10)
+		c.tick(time.Second)
+	}
+	if asked == 0 || asked > 2*syncTries {
+		t.Fatalf("%d sync requests from n1 over 600 s of answers refused for skew; want 1 to %d", asked, 2*syncTries)
 	}
 }

@@ -274,4 +274,7 @@ type asking struct {
 	// authority: asked of a peer not known to read the namespace here
 	// (askAuthority); its retries are asked the same way.
 	authority bool
+	// skewed: answers refused for clock skew, whose tries were given
+	// back (skewRefused)
+	skewed int
 }

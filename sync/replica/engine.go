@@ -207,7 +207,8 @@ type Apply struct {
 	Delta     *crdt.Map
 	// Live: a delta its author's node pushed as it was written (held or
 	// not), rather than part of a digest sync answer. For the driver's
-	// figures (replication lag by path); the engine decides nothing by it.
+	// figures (replication lag by path); the engine decides by it only
+	// what a refusal for clock skew does (skewRefused).
 	Live bool
 	// author: a relayed delta's author, asked for a digest sync if the
 	// driver refuses the delta (tree.go, askAuthor).

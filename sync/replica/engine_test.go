@@ -49,8 +49,10 @@ type node struct {
 	clock  *crdt.Clock
 	inbox  []envelopeFrom
 	stall  bool
-	// refuse, when set, is the driver refusing the deltas it picks.
-	refuse func(a Apply) bool
+	// refuse, when set, is the driver refusing the deltas it picks, with
+	// refuseErr if set.
+	refuse    func(a Apply) bool
+	refuseErr error
 }
 
 type envelopeFrom struct {
@@ -143,7 +145,11 @@ func (c *cluster) drain(nd *node) (moved bool) {
 	var refused []Refusal
 	for i, a := range rd.Apply {
 		if nd.refuse != nil && nd.refuse(a) {
-			refused = append(refused, Refusal{Index: i, Err: errors.New("test: refused by the driver")})
+			err := errors.New("test: refused by the driver")
+			if nd.refuseErr != nil {
+				err = nd.refuseErr
+			}
+			refused = append(refused, Refusal{Index: i, Err: err})
 			continue
 		}
 		nd.clock.Observe(a.Delta.MaxTimestamp(), c.now)
