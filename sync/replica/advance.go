@@ -93,7 +93,9 @@ func (e *Engine) HasReady() bool {
 // of its sender and reported in the next Ready.Rejected (ErrRefused wrapping
 // the refusal's error); the ack of a live batch is sent only now, and not at
 // all if a delta of the batch was refused (the sender's ack timeout then
-// falls back to a digest sync, which retries it). Held deltas whose
+// falls back to a digest sync, which retries it); a refused delta
+// released from the held ones, whose batch was acked when it was held,
+// has its sender asked for a digest sync. Held deltas whose
 // dependencies are now applied are released into the next Ready.Apply.
 //
 // Advance panics if a refusal's Index is outside the last Ready.Apply: that
@@ -127,6 +129,15 @@ func (e *Engine) Advance(refused []Refusal) {
 		}
 		if i := ackOf[rf.Index]; i >= 0 {
 			withhold[i] = true
+		} else if p, ok := e.peers[a.From]; ok && a.Live && a.author == "" {
+			// A live delta released from the held ones: its batch was
+			// acked when it was held, so no ack timeout of the sender's
+			// retries it. Its sender is asked for a sync instead (the
+			// simulator's sweep found a node whose clock was behind
+			// refuse two released deltas for skew and lack their dots for
+			// 53.9 s, until another writer's anti-entropy picked it:
+			// mnemo sim --mixed --sweep 1 --seed 1440).
+			needSyncOf(p, a.Namespace, CauseHeld)
 		}
 	}
 	for i, a := range acks {

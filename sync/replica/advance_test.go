@@ -290,3 +290,44 @@ func TestSkewRefusedAnswersAskedABoundedNumberOfTimes(t *testing.T) {
 		t.Fatalf("%d sync requests from n1 over 600 s of answers refused for skew; want 1 to %d", asked, 2*syncTries)
 	}
 }
+
+// A live delta held for one lost on the way, and released once that one
+// came, was acked when it was held: if the node then refuses it (its
+// clock behind the writer's beyond the skew bound), no ack timeout of
+// the sender's retries it, and the node asks the sender for a sync
+// instead. Before, it lacked the delta's dots until anti-entropy (53.9 s
+// in the simulator's sweep).
+func TestReleasedDeltaRefusedAsksItsSender(t *testing.T) {
+	c := newCluster(t, 2, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 5)
+	c.tick(0)
+	c.pump(10)
+	n1 := c.byID("n1")
+	lost := false
+	c.drop = func(from, _ PeerID, m *wire.Message) bool {
+		if from == "n0" && m.Kind == wire.KindDeltas && !lost {
+			lost = true
+			return true // the first write's batch lost once
+		}
+		return false
+	}
+	applies := 0
+	n1.refuse = func(a Apply) bool {
+		applies++
+		return applies == 2 // the held delta, released after the first
+	}
+	n1.refuseErr = fmt.Errorf("test: %w: 5500 ms ahead", crdt.ErrClockSkew)
+	c.write(0, "team://a", "r1", "f", "a")
+	c.pump(10)
+	c.write(0, "team://a", "r1", "f", "b") // overwrites the first: held at n1 until it comes
+	c.pump(10)
+	for range 30 {
+		c.tick(time.Second)
+		c.pump(10)
+	}
+	if applies < 2 {
+		t.Fatalf("set-up: n1 was handed %d deltas to apply; want the first, then the held one released", applies)
+	}
+	if !c.converged("team://a") {
+		t.Fatalf("30 s after n1 refused the released delta, it still lacks it; want its sender asked for a sync")
+	}
+}

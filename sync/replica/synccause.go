@@ -22,7 +22,7 @@ const (
 	CauseAntiEntropy           // the random peer of an anti-entropy round
 	CauseAuthority             // a live delta refused for want of its author's grant
 	CauseTreeRepair            // a relayed delta held or refused: its author asked
-	CauseHeld                  // a held delta dropped from a full pending buffer
+	CauseHeld                  // a held delta dropped from a full pending buffer, or refused once released
 	CauseRequested             // RequestSync (catch-up)
 	CauseReverse               // a requester's context held dots this node lacks (its answer owed)
 	CauseGap                   // a reader's context held dots this node lacks: a writer asked (gap.go)
