@@ -19,13 +19,20 @@ import (
 // 256-bit hashes would be as cheap but lets a member who signs bindings
 // build a set colliding with another (Wagner's generalized birthday, or
 // linear algebra for XOR); LtHash with 1,024 lanes of 16 bits is the
-// paper's instance with over 200 bits of security.
+// paper's instance with over 200 bits of security for the sum. The digest
+// as a whole is as strong as its weakest part: SHAKE128 and the SHA-256
+// on the wire give 128 bits against collisions, and a binding is known
+// by 16 bytes of its hash (heldBindings), so a member could, with ~2⁶⁴
+// signatures, make two of its own bindings that nodes take for one; that
+// touches only its own principals, which first-claim-stands already lets
+// it show differently to different nodes.
 //
 // On the wire the digest is SHA-256 of the 2 KB lane array, then the
 // number of bindings (uvarint) as before, so frames keep their size and
 // digestCount its reading. This changed what the digest is: a node of a
-// build before it and one after never find their digests equal, and each
-// would ask the other for its index at every summary. Both ends are this
+// build before it and one after never find their digests equal (the
+// digest carries no version: they look like different sets), and each
+// pair exchanges indexes whenever either digest changes. Both ends are this
 // codebase and released together; there is no mixed-version cluster.
 
 // setHashLanes is the number of 16-bit lanes of a setHash.

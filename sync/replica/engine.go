@@ -435,11 +435,14 @@ func (e *Engine) SetPeers(peers []Peer) {
 // members and a binding from each is N² a node: 7% of the CPU of a
 // 300-node simulation, touching each peer's state for nothing.
 //
-// Only the peers listed are flushed: what their change lets go (a
-// namespace they may read now) is theirs; every other peer was flushed
-// at the end of the input before (Step, Tick, Local), and nothing here
-// queues to it. Flushing all was N a binding admitted, N³ at a start of
-// N nodes: 22% of the CPU of a 1,000-node simulation's start.
+// Only the peers listed are flushed, in the order given (a caller sorts
+// them, for a deterministic simulation): what their change lets go (a
+// namespace they may read now) is theirs. What other peers have queued
+// (a sync request a Step or Advance put for an author or a sender, which
+// flush only the peer they came from) leaves at the next Tick, which
+// flushes every peer: at most a tick later than when UpdatePeers flushed
+// all. Flushing all was N a binding admitted, N³ at a start of N nodes:
+// 22% of the CPU of a 1,000-node simulation's start.
 func (e *Engine) UpdatePeers(peers []Peer) {
 	for _, p := range peers {
 		e.setPeer(p)
