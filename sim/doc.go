@@ -303,7 +303,7 @@
 // it: such runs pass --memory-limit with their own bound (the 1,000-node
 // figures below used GOMEMLIMIT=7GiB) or off.
 //
-// From 6d254a3 to f08e9a2 (acl, the cluster's replication policy,
+// From 6d254a3 to cf25869 (acl, the cluster's replication policy,
 // memory's read and write checks; report unchanged): the policy parsed the
 // namespace string on every PeerMayRead (1 + one per principal) and
 // ReplicaMayWrite (2.6 s of 121 s at 100 × 10k), acl.Policy's maps were
@@ -312,8 +312,8 @@
 // hashed each record in six small writes (2.2 s → 1.3 s) after sorting
 // every id of the root again (0.6 s; a Book now keeps them sorted). Both
 // at once at 100 × 10k: 151.6 → 142.9 s of user CPU with the default limit
-// (peak RSS 1.58 and 1.59 GB; 135.1 → 130.5 s at 20f892d), 128.2 → 123.2 s
-// with --memory-limit off (ba80c5c). What is left
+// (peak RSS 1.58 and 1.59 GB; 135.1 → 130.5 s at 116783b), 128.2 → 123.2 s
+// with --memory-limit off (c6ac2ca). What is left
 // there is volume: the engine asks PeerMayRead tens of millions of times
 // (sync/replica's stepTree), and Allowed's two small map lookups miss the
 // cache. The store's Apply is 19% (its commit 9%: B-tree writes with the
@@ -358,11 +358,11 @@
 // N (now once a tick) and handed the engine all N peers (now only those
 // whose principals changed, replica.Engine.UpdatePeers: 300 × 50 seed 1,
 // same report, 46.5 → 42.0 s of user CPU, one run each). Now admitting a
-// binding is O(1) (850fec3: the digest a set hash each binding adds to,
+// binding is O(1) (6c7fc83: the digest a set hash each binding adds to,
 // node/cluster/bindings_digest.go; the principal moved found by index;
-// only the moved peer refreshed, e02ff4a: and only it flushed by the
+// only the moved peer refreshed, 93edff2: and only it flushed by the
 // engine; only unheard peers probed each tick), and held bindings are
-// known by their 16-byte id (88b35ef). 300 × 50 seed 1, three pairs
+// known by their 16-byte id (4486b54). 300 × 50 seed 1, three pairs
 // both at once: median 42.6 → 30.7 s of user CPU, same report. 1,000 × 200 seed 1
 // now ends sim.New in 9.9 s of CPU; Run's first virtual instant (1,000
 // joins, every binding to every member, the set-up's grants to every
