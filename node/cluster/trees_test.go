@@ -37,15 +37,7 @@ func testTreesCarrySaves(t *testing.T, net network) {
 		}
 		ids = append(ids, r.ID)
 	}
-	eventually(t, convergeWithin, "every node linked in team://core's tree", func() bool {
-		for _, nd := range nodes {
-			var links int
-			if err := nd.cl.do(func() { links = len(nd.cl.eng.TreeActive("team://core")) }); err != nil || links == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	awaitTreeLinked(t, nodes, "team://core")
 	for i := range saves {
 		for w := range writers {
 			r, err := nodes[w].svc.Save(ctx, nodes[w].me, memory.SaveRequest{Namespace: "team://core", Content: fmt.Sprintf("note %d of writer %d", i, w)})
@@ -245,15 +237,7 @@ func TestTreesLeaveUnreachablePeer(t *testing.T) {
 	if _, err := nodes[0].svc.Save(ctx, nodes[0].me, memory.SaveRequest{Namespace: "team://core", Content: "first note"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeWithin, "every node linked in team://core's tree", func() bool {
-		for _, nd := range nodes {
-			var links int
-			if err := nd.cl.do(func() { links = len(nd.cl.eng.TreeActive("team://core")) }); err != nil || links == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	awaitTreeLinked(t, nodes, "team://core")
 	unreachable.Store(&n1Key)
 	var ids []string
 	for i := range 6 {
@@ -281,6 +265,20 @@ func TestTreesLeaveUnreachablePeer(t *testing.T) {
 		return false
 	})
 	t.Logf("%d sends failed; trees told %d times", failing.sent.Load(), nodes[0].cl.Status(false).Trees.Unreachable)
+}
+
+// awaitTreeLinked waits until every node has a link in ns's tree.
+func awaitTreeLinked(t *testing.T, nodes []*testNode, ns string) {
+	t.Helper()
+	eventually(t, convergeWithin, "every node linked in "+ns+"'s tree", func() bool {
+		for _, nd := range nodes {
+			var links int
+			if err := nd.cl.do(func() { links = len(nd.cl.eng.TreeActive(ns)) }); err != nil || links == 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // awaitHostsKnown waits until every node knows which node hosts each
