@@ -67,7 +67,7 @@ func (n *Node) addActive(p PeerID) {
 	// lacks.
 	k := 0
 	n.rcv.recent(n.now.Add(-n.cfg.RecentAnnounce), func(id MsgID, e *entry) bool {
-		if e.origin != p && e.from != p {
+		if n.rcv.origin(e) != p && n.rcv.from(e) != p {
 			n.announce(l, Announcement{ID: id, Round: e.round})
 			k++
 		}
@@ -88,7 +88,7 @@ func (n *Node) Reannounce(p PeerID, ids ...MsgID) []MsgID {
 	}
 	var out []MsgID
 	for _, id := range ids {
-		if e := n.rcv.get(id); e != nil && e.origin != p && e.from != p {
+		if e := n.rcv.get(id); e != nil && n.rcv.origin(e) != p && n.rcv.from(e) != p {
 			n.announce(l, Announcement{ID: id, Round: e.round})
 			out = append(out, id)
 		}

@@ -2,6 +2,7 @@ package epidemic
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -287,7 +288,7 @@ func TestReceivedFindsItsEntriesAsBlocksGo(t *testing.T) {
 		if i%7 == 0 {
 			asked = []PeerID{PeerID(rune('a' + i%26))}
 		}
-		e := r.add(entry{id: idOf(i), at: at, payload: []byte{byte(i)}, round: i, origin: "o"}, asked)
+		e := r.add(arrival{id: idOf(i), at: at, payload: []byte{byte(i)}, round: i, origin: "o"}, asked)
 		if e == nil || e.id != idOf(i) || e.round != i {
 			t.Fatalf("add %d returned %+v", i, e)
 		}
@@ -307,7 +308,7 @@ func TestReceivedFindsItsEntriesAsBlocksGo(t *testing.T) {
 			}
 			continue
 		}
-		if e.id != idOf(i) || e.round != i || len(e.payload) != 1 || e.payload[0] != byte(i) {
+		if p := r.payload(idOf(i)); e.id != idOf(i) || e.round != i || r.origin(e) != "o" || len(p) != 1 || p[0] != byte(i) {
 			t.Fatalf("id %d found entry %+v", i, e)
 		}
 		if got := r.askedOf(idOf(i)); (i%7 == 0) != (len(got) == 1) {
@@ -329,7 +330,7 @@ func TestReceivedIDsSharingTheirFirstBytes(t *testing.T) {
 		if r.get(idOf(i)) != nil {
 			t.Fatalf("id %d found before it came", i)
 		}
-		r.add(entry{id: idOf(i), at: at, round: i}, nil)
+		r.add(arrival{id: idOf(i), at: at, round: i}, nil)
 		for j := max(0, i-c.CacheMaxIDs-5); j <= i; j++ {
 			e := r.get(idOf(j))
 			if kept := j > i-c.CacheMaxIDs; (e != nil) != kept || kept && (e.id != idOf(j) || e.round != j) {
@@ -387,5 +388,70 @@ func TestLoneNodeAsksTriedPeersAgain(t *testing.T) {
 	}
 	if len(again) == 0 {
 		t.Fatalf("alone after its link failed, a asked no one (passive %v, tried %v)", n.Passive(), n.tried)
+	}
+}
+
+// The received ids name their peers by number in a table rebuilt from the
+// ids remembered: a stream of ever new senders and origins leaves each
+// remembered entry naming its own, and the table bounded.
+func TestReceivedPeerTableStaysBounded(t *testing.T) {
+	c := Config{Self: "a", CacheMaxIDs: 300, PayloadMaxBytes: 1 << 20}
+	c.withDefaults()
+	r := newReceived(&c)
+	at := time.Unix(1_800_000_000, 0)
+	idOf := func(i int) MsgID { return MsgID{byte(i), byte(i >> 8), byte(i >> 16), 2} }
+	fromOf := func(i int) PeerID { return PeerID(fmt.Sprintf("from-%d", i%997)) }
+	originOf := func(i int) PeerID { return PeerID(fmt.Sprintf("origin-%d", i)) }
+	const total = 20000
+	most := 0
+	for i := range total {
+		e := r.add(arrival{id: idOf(i), at: at, round: i, from: fromOf(i), origin: originOf(i)}, nil)
+		if i%5 == 0 { // the tree optimisation moves an entry's sender
+			r.setFrom(e, fromOf(i+1))
+		}
+		most = max(most, len(r.peers))
+	}
+	if bound := 2*2*c.CacheMaxIDs + 2; most > bound {
+		t.Fatalf("the table of peers reached %d names for %d ids remembered (bound %d)", most, c.CacheMaxIDs, bound)
+	}
+	for i := total - c.CacheMaxIDs; i < total; i++ {
+		e := r.get(idOf(i))
+		want := fromOf(i)
+		if i%5 == 0 {
+			want = fromOf(i + 1)
+		}
+		if e == nil || r.origin(e) != originOf(i) || r.from(e) != want {
+			t.Fatalf("id %d: entry %+v names from %q origin %q, want %q and %q", i, e, r.from(e), r.origin(e), want, originOf(i))
+		}
+	}
+}
+
+// Payloads are dropped past PayloadTTL while their ids stay, and the
+// queue of payload slots shrinks with them.
+func TestReceivedDropsPayloadsBeforeIDs(t *testing.T) {
+	c := Config{Self: "a", PayloadTTL: 10 * time.Second, CacheTTL: time.Minute}
+	c.withDefaults()
+	r := newReceived(&c)
+	start := time.Unix(1_800_000_000, 0)
+	idOf := func(i int) MsgID { return MsgID{byte(i), byte(i >> 8), 3} }
+	const total = 600 // one a second
+	for i := range total {
+		r.add(arrival{id: idOf(i), at: start.Add(time.Duration(i) * time.Second), payload: []byte{byte(i)}}, nil)
+		if len(r.pays) > 2*int(c.PayloadTTL/time.Second)+2 {
+			t.Fatalf("after %d s: %d payload slots for a %v window", i, len(r.pays), c.PayloadTTL)
+		}
+	}
+	for i := range total {
+		age := time.Duration(total-1-i) * time.Second
+		e, p := r.get(idOf(i)), r.payload(idOf(i))
+		if (e != nil) != (age < c.CacheTTL) || (p != nil) != (age < c.PayloadTTL) {
+			t.Fatalf("id %d, %v old: remembered %v, payload %v", i, age, e != nil, p)
+		}
+		if p != nil && p[0] != byte(i) {
+			t.Fatalf("id %d: payload %v", i, p)
+		}
+	}
+	if want := int(c.PayloadTTL / time.Second); r.bytes != want {
+		t.Fatalf("%d payload bytes held, want %d", r.bytes, want)
 	}
 }

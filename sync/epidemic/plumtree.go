@@ -68,7 +68,7 @@ func (n *Node) Broadcast(id MsgID, payload []byte) bool {
 		return false
 	}
 	self := n.cfg.Self
-	n.rcv.add(entry{id: id, at: n.now, payload: payload, origin: self}, nil)
+	n.rcv.add(arrival{id: id, at: n.now, payload: payload, origin: self}, nil)
 	var skip []PeerID
 	if ms := n.missing[id]; ms != nil {
 		skip = ms.announcers
@@ -139,7 +139,7 @@ func (n *Node) onGossip(from PeerID, m Message) {
 		skip, asked = ms.announcers, ms.asked
 		n.dropMissing(m.ID)
 	}
-	e := n.rcv.add(entry{id: m.ID, at: n.now, payload: m.Payload, round: m.Round, from: from, origin: m.Origin}, asked)
+	e := n.rcv.add(arrival{id: m.ID, at: n.now, payload: m.Payload, round: m.Round, from: from, origin: m.Origin}, asked)
 	n.stats.Delivered++
 	n.ready.Deliver = append(n.ready.Deliver, Delivery{ID: m.ID, Payload: m.Payload, Origin: m.Origin, From: from, Round: m.Round})
 	if contains(asked, from) && n.link(from) != nil && !contains(t.eager, from) {
@@ -191,25 +191,30 @@ func (n *Node) onIHave(from PeerID, anns []Announcement) {
 // came by by Threshold hops, from's link joins the origin's tree and the
 // other leaves it.
 func (n *Node) optimize(e *entry, from PeerID, round int) {
-	if n.cfg.Threshold < 0 || e.from == "" || e.from == from || contains(n.rcv.askedOf(e.id), e.from) || e.round-(round+1) < n.cfg.Threshold {
+	ef := n.rcv.from(e)
+	if n.cfg.Threshold < 0 || ef == "" || ef == from || contains(n.rcv.askedOf(e.id), ef) || e.round-(round+1) < n.cfg.Threshold {
 		return
 	}
-	if n.link(from) == nil || n.link(e.from) == nil {
+	if n.link(from) == nil || n.link(ef) == nil {
 		return
 	}
-	t := n.tree(e.origin)
+	origin := n.rcv.origin(e)
+	t := n.tree(origin)
 	n.setEager(t, from, true)
-	n.send(from, Message{Kind: KindGraft, Origin: e.origin})
-	n.setEager(t, e.from, false)
-	n.send(e.from, Message{Kind: KindPrune, Origin: e.origin})
-	e.from, e.round = from, round+1
+	n.send(from, Message{Kind: KindGraft, Origin: origin})
+	n.setEager(t, ef, false)
+	n.send(ef, Message{Kind: KindPrune, Origin: origin})
+	n.rcv.setFrom(e, from)
+	e.round = round + 1
 }
 
 // answer sends from the payloads ids that are still kept.
 func (n *Node) answer(from PeerID, ids []MsgID) {
 	for _, id := range ids {
-		if e := n.rcv.get(id); e != nil && e.payload != nil {
-			n.send(from, Message{Kind: KindGossip, ID: id, Origin: e.origin, Payload: e.payload, Round: e.round + 1})
+		if e := n.rcv.get(id); e != nil {
+			if p := n.rcv.payload(id); p != nil {
+				n.send(from, Message{Kind: KindGossip, ID: id, Origin: n.rcv.origin(e), Payload: p, Round: e.round + 1})
+			}
 		}
 	}
 }
