@@ -30,8 +30,8 @@ import (
 // the end, then ~45 MB): its time is an offset from the first time the set
 // saw (base), its two peers (sender and origin) numbers in a table of the
 // peers named (peers), and its payload, held for PayloadTTL only (30 s of
-// the ten minutes), a slot of a queue of its own (pays) that covers only
-// the entries from pHead on.
+// the ten minutes), a slot in blocks of its own (pays) that go as the
+// payloads do.
 type received struct {
 	maxIDs   int
 	ttl      time.Duration
@@ -46,9 +46,10 @@ type received struct {
 	pHead  uint64            // entries from pHead on may hold their payload; head ≤ pHead
 	next   uint64            // the number the next id gets
 	bytes  int               // payload bytes held
-	// pays holds the payloads of entries payFirst..next-1 (nil: dropped);
-	// payFirst ≤ pHead.
-	pays     [][]byte
+	// pays holds the payloads of entries payFirst..next-1 (nil: dropped),
+	// blockLen a block, as blocks hold the entries; blocks wholly before
+	// pHead go.
+	pays     [][][]byte
 	payFirst uint64
 	// base is the first time that is not zero an entry was given (the
 	// zero time until then): entries keep their time as an offset from it.
@@ -128,10 +129,16 @@ func (r *received) get(id MsgID) *entry {
 
 // payload returns id's payload, nil if it was dropped or id forgotten.
 func (r *received) payload(id MsgID) []byte {
-	if i, ok := r.find(id); ok && i >= r.payFirst {
-		return r.pays[i-r.payFirst]
+	if i, ok := r.find(id); ok && i >= r.pHead {
+		return *r.payAt(i)
 	}
 	return nil
+}
+
+// payAt is entry number i's payload slot (payFirst ≤ i < next).
+func (r *received) payAt(i uint64) *[]byte {
+	i -= r.payFirst
+	return &r.pays[i/blockLen][i%blockLen]
 }
 
 // from and origin name e's sender and origin; setFrom changes its sender.
@@ -225,10 +232,14 @@ func (r *received) add(a arrival, asked []PeerID) *entry {
 	} else {
 		r.m[short(e.id)] = r.next
 	}
-	if len(r.pays) == 0 {
-		r.payFirst = r.next
+	if n := len(r.pays); n == 0 || len(r.pays[n-1]) == blockLen {
+		if n == 0 { // the block holding next, slots before it empty
+			r.payFirst = r.next - r.next%blockLen
+		}
+		r.pays = append(r.pays, make([][]byte, (r.next-r.payFirst)%blockLen, blockLen))
 	}
-	r.pays = append(r.pays, a.payload)
+	lastPay := &r.pays[len(r.pays)-1]
+	*lastPay = append(*lastPay, a.payload)
 	r.next++
 	if len(asked) > 0 {
 		r.asked[e.id] = asked
@@ -267,12 +278,12 @@ func (r *received) trim(now time.Time) {
 		r.dropPayload(r.pHead)
 		r.pHead++
 	}
-	// The payload slots before pHead go once they are half the queue
-	// (appending then copies only the rest); blocks wholly forgotten go,
-	// the last stays to be filled.
-	if k := r.pHead - r.payFirst; k > 0 && int(k) >= len(r.pays)/2 {
-		r.pays = r.pays[k:]
-		r.payFirst = r.pHead
+	// Blocks wholly forgotten go (payload blocks wholly dropped); the last
+	// stays to be filled.
+	for len(r.pays) > 1 && r.pHead-r.payFirst >= blockLen {
+		r.pays[0] = nil
+		r.pays = r.pays[1:]
+		r.payFirst += blockLen
 	}
 	for len(r.blocks) > 1 && r.head-r.first >= blockLen {
 		r.blocks[0] = nil
@@ -294,7 +305,7 @@ func (r *received) dropPayload(i uint64) {
 	if i < r.payFirst {
 		return
 	}
-	p := &r.pays[i-r.payFirst]
+	p := r.payAt(i)
 	r.bytes -= len(*p)
 	*p = nil
 }

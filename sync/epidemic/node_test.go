@@ -426,8 +426,8 @@ func TestReceivedPeerTableStaysBounded(t *testing.T) {
 	}
 }
 
-// Payloads are dropped past PayloadTTL while their ids stay, and the
-// queue of payload slots shrinks with them.
+// Payloads are dropped past PayloadTTL while their ids stay, and their
+// slots go with them.
 func TestReceivedDropsPayloadsBeforeIDs(t *testing.T) {
 	c := Config{Self: "a", PayloadTTL: 10 * time.Second, CacheTTL: time.Minute}
 	c.withDefaults()
@@ -437,8 +437,8 @@ func TestReceivedDropsPayloadsBeforeIDs(t *testing.T) {
 	const total = 600 // one a second
 	for i := range total {
 		r.add(arrival{id: idOf(i), at: start.Add(time.Duration(i) * time.Second), payload: []byte{byte(i)}}, nil)
-		if len(r.pays) > 2*int(c.PayloadTTL/time.Second)+2 {
-			t.Fatalf("after %d s: %d payload slots for a %v window", i, len(r.pays), c.PayloadTTL)
+		if slots := blockLen * len(r.pays); slots > int(c.PayloadTTL/time.Second)+2*blockLen {
+			t.Fatalf("after %d s: %d payload slots for a %v window", i, slots, c.PayloadTTL)
 		}
 	}
 	for i := range total {
