@@ -387,6 +387,14 @@ func (r *Record) VerifySeals(ns, id string, cache *SealCache) error {
 // seals reads a record's seal list (the third part of a record) and checks
 // it is canonical: sorted, each seal well formed and covering at least one
 // dot the record holds. A view checks the same and keeps none.
+// replicaOfKey is ReplicaOfKey(key), remembered for the last key.
+func (r *reader) replicaOfKey(key []byte) ReplicaID {
+	if !r.sealRepOK || !bytes.Equal(key, r.sealKey[:]) {
+		r.sealRep, r.sealRepOK = ReplicaOfKey(key), copy(r.sealKey[:], key) == len(r.sealKey)
+	}
+	return r.sealRep
+}
+
 func (r *reader) seals(rec *Record) error {
 	n, err := r.arrayLen()
 	if err != nil {
@@ -444,7 +452,7 @@ func (r *reader) seals(rec *Record) error {
 		if len(s.Leaves) != LeafSize*m || len(s.Sig) != ed25519.SignatureSize {
 			return corrupt("seal leaves or signature of the wrong size")
 		}
-		s.rep = ReplicaOfKey(s.Key)
+		s.rep = r.replicaOfKey(s.Key)
 		if k > 0 {
 			if compareSeals(prev, s) >= 0 || bytes.Equal(prev.Key, s.Key) && prev.first() == s.first() {
 				return corrupt("seals not strictly increasing")
