@@ -721,7 +721,7 @@ func (l *loop) principalsOfKey(key ed25519.PublicKey) []namespace.Address {
 // hostedBy reports whether the replica r's node hosts p or hosted it before
 // a hand-over (an author check: p's writes come from p's node).
 func (l *loop) hostedBy(p namespace.Address, r crdt.ReplicaID) bool {
-	if r == l.cfg.Identity.ReplicaID() {
+	if r == l.replica {
 		return slices.Contains(l.cfg.Agents(), p)
 	}
 	l.knownMu.RLock()

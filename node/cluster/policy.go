@@ -142,7 +142,7 @@ func (d *deltaPolicy) ReplicaMayWrite(r crdt.ReplicaID, ns string) bool {
 }
 
 func (p *policy) principalsOf(r crdt.ReplicaID) []namespace.Address {
-	if r == p.l.cfg.Identity.ReplicaID() {
+	if r == p.l.replica {
 		return p.l.cfg.Agents()
 	}
 	return p.l.principalsOfReplica(r)
