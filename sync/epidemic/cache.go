@@ -60,9 +60,9 @@ type received struct {
 	peers    []PeerID
 	peerNum  map[PeerID]uint32
 	peersMax int
-	// asked: for the ids pulled by a KindWant, the peers asked; their
-	// answers are not pushes.
-	asked map[MsgID][]PeerID
+	// asked: for the ids pulled by a KindWant, by their entry's number,
+	// the peers asked; their answers are not pushes.
+	asked map[uint64][]PeerID
 }
 
 // blockLen is the entries in a block: small, as a node holds a received
@@ -97,7 +97,7 @@ type arrival struct {
 
 func newReceived(c *Config) *received {
 	return &received{maxIDs: c.CacheMaxIDs, ttl: c.CacheTTL, pTTL: c.PayloadTTL, maxBytes: c.PayloadMaxBytes,
-		m: map[uint64]uint64{}, clash: map[MsgID]uint64{}, asked: map[MsgID][]PeerID{},
+		m: map[uint64]uint64{}, clash: map[MsgID]uint64{}, asked: map[uint64][]PeerID{},
 		peers: []PeerID{""}, peerNum: map[PeerID]uint32{}, peersMax: minPeersMax}
 }
 
@@ -242,7 +242,7 @@ func (r *received) add(a arrival, asked []PeerID) *entry {
 	*lastPay = append(*lastPay, a.payload)
 	r.next++
 	if len(asked) > 0 {
-		r.asked[e.id] = asked
+		r.asked[r.next-1] = asked
 	}
 	r.bytes += len(a.payload)
 	r.trim(a.at)
@@ -250,7 +250,16 @@ func (r *received) add(a arrival, asked []PeerID) *entry {
 }
 
 // askedOf returns the peers id was pulled from (nil for most ids).
-func (r *received) askedOf(id MsgID) []PeerID { return r.asked[id] }
+func (r *received) askedOf(id MsgID) []PeerID {
+	if len(r.asked) == 0 {
+		return nil
+	}
+	i, ok := r.find(id)
+	if !ok {
+		return nil
+	}
+	return r.asked[i]
+}
 
 // trim forgets what is past its bounds at now.
 func (r *received) trim(now time.Time) {
@@ -265,7 +274,7 @@ func (r *received) trim(now time.Time) {
 		} else {
 			delete(r.clash, q.id)
 		}
-		delete(r.asked, q.id)
+		delete(r.asked, r.head)
 		*q = entry{}
 		r.head++
 	}
