@@ -384,9 +384,6 @@ func (r *Record) VerifySeals(ns, id string, cache *SealCache) error {
 	return bad
 }
 
-// seals reads a record's seal list (the third part of a record) and checks
-// it is canonical: sorted, each seal well formed and covering at least one
-// dot the record holds. A view checks the same and keeps none.
 // replicaOfKey is ReplicaOfKey(key), remembered for the last key.
 func (r *reader) replicaOfKey(key []byte) ReplicaID {
 	if !r.sealRepOK || !bytes.Equal(key, r.sealKey[:]) {
@@ -395,6 +392,9 @@ func (r *reader) replicaOfKey(key []byte) ReplicaID {
 	return r.sealRep
 }
 
+// seals reads a record's seal list (the third part of a record) and checks
+// it is canonical: sorted, each seal well formed and covering at least one
+// dot the record holds. A view checks the same and keeps none.
 func (r *reader) seals(rec *Record) error {
 	n, err := r.arrayLen()
 	if err != nil {
