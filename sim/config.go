@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"time"
 
@@ -73,6 +74,13 @@ type Config struct {
 	// Scenario, when set, replaces the random fault schedule (and sets the
 	// fields it names).
 	Scenario *Scenario
+	// Workers is how many goroutines run the nodes' events of a window
+	// at once (window.go): 1 runs them all on the caller's goroutine;
+	// 0 takes runtime.GOMAXPROCS. The trace and the report, wall
+	// figures aside, are the same whatever it is, so a replay command
+	// does not name it. Sweep runs each seed with 1 unless told
+	// otherwise: its seeds already run at once.
+	Workers int
 
 	measureState bool  // count what state-based sync of the same workload would ship
 	hooks        hooks // test-only fault injection into the checker's inputs
@@ -148,6 +156,9 @@ func (c *Config) withDefaults() {
 	if c.Joins >= c.Nodes {
 		c.Joins = c.Nodes - 1
 	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
 }
 
 func (c *Config) validate() error {
@@ -162,6 +173,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("sim: fault counts must not be negative")
 	case c.Skew < 0 || c.Skew > time.Hour:
 		return fmt.Errorf("sim: skew %v outside [0, 1h]", c.Skew)
+	case c.Workers > 256:
+		return fmt.Errorf("sim: %d workers is too many", c.Workers)
 	}
 	if c.Scenario != nil {
 		return c.Scenario.check(c.Nodes)

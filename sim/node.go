@@ -49,6 +49,14 @@ type simNode struct {
 	inbox      []*event
 	inc        int    // incarnation: a crash loses what is in flight to the node
 	dead       totals // counters of the loops lost in crashes
+
+	// What the node's worker owns in a window (window.go): its clock (the
+	// time of the event it runs; of the barrier outside a window), its
+	// events, its effects on the shared state, the frames it dropped.
+	now     time.Duration
+	evs     []*event
+	out     []outItem
+	dropped uint64
 }
 
 func (s *Sim) newNode(i int) (*simNode, error) {
@@ -62,8 +70,8 @@ func (s *Sim) newNode(i int) (*simNode, error) {
 		me: memory.Caller{Principal: p}, kv: store.NewSharedMemKV(s.values)}, nil
 }
 
-// wall is the node's own wall clock: virtual time plus its skew.
-func (s *Sim) nodeWall(n *simNode) time.Time { return s.wall().Add(n.skew) }
+// nodeWall is the node's own wall clock: its virtual time plus its skew.
+func (s *Sim) nodeWall(n *simNode) time.Time { return epoch.Add(n.now + n.skew) }
 
 // nodeClock is a node's cluster.Clock: the loop only reads the time; the
 // simulator calls Tick itself.
@@ -122,7 +130,7 @@ func (s *Sim) open(n *simNode) error {
 	ec.Seed = s.cfg.Seed ^ uint64(n.inc)<<32 ^ uint64(n.idx)
 	var log *slog.Logger
 	if s.traceOut != nil { // the nodes' warnings (refused deltas and frames) go into the printed trace
-		log = slog.New(slog.NewTextHandler(s.traceOut, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", n.idx)
+		log = slog.New(slog.NewTextHandler(nodeLog{s, n}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", n.idx)
 	}
 	loop, err := cluster.NewStepped(cluster.Config{Service: svc, Identity: n.ident, Engine: ec, Clock: nodeClock{s, n}, Addr: string(n.id), Logger: log,
 		Codec:          s.codec,    // one compressor's history for the whole simulation, not one per node (same frames)
@@ -192,12 +200,13 @@ func (k crashKV) cut() {
 
 // crash is the process dying: the loop (queues, windows, held deltas) and
 // whatever is in flight to the node are lost, and the store keeps exactly
-// what it committed (store.MemKV.Crash).
+// what it committed (store.MemKV.Crash). The count and the incarnation's
+// end go through the outbox (outCrash): a frame another node sent before
+// the crash, in the same window, is for the incarnation that died.
 func (s *Sim) crash(n *simNode) {
 	if !n.up {
 		return
 	}
-	s.stats.crashes++
 	st := n.loop.Status(false)
 	for _, p := range st.Peers {
 		n.dead.maxQueue = max(n.dead.maxQueue, p.MaxQueueDepth)
@@ -213,7 +222,7 @@ func (s *Sim) crash(n *simNode) {
 	n.up, n.stalled, n.inbox = false, false, nil
 	n.cutInWrite, n.cutDone = false, false
 	n.svc, n.loop = nil, nil
-	n.inc++
+	s.emit(n, outItem{kind: outCrash})
 }
 
 // restart reopens the node over what its store kept; the membership then

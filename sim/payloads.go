@@ -1,6 +1,10 @@
 package sim
 
-import "github.com/mnemohq/mnemo/sync/replica"
+import (
+	"sync"
+
+	"github.com/mnemohq/mnemo/sync/replica"
+)
 
 // payloadTable is the simulation's one copy of each relayed delta's bytes
 // (replica.Config.Payloads): every holder of a namespace keeps each
@@ -10,8 +14,11 @@ import "github.com/mnemohq/mnemo/sync/replica"
 // 908 MB at the end). It keeps the latest payloadTableMax ids, first in
 // first out; an older payload arriving again is kept anew. Its bytes are
 // handed out with their capacity cut to their length, so an append by
-// any holder copies.
+// any holder copies. Safe for concurrent use (the nodes of a window run
+// at once): which holder interns a payload first changes only which equal
+// copy is kept.
 type payloadTable struct {
+	mu   sync.Mutex
 	m    map[[32]byte][]byte
 	ring [][32]byte // the ids kept, oldest at next once full
 	next int
@@ -29,6 +36,8 @@ func newPayloadTable() *payloadTable {
 var _ replica.PayloadTable = (*payloadTable)(nil)
 
 func (t *payloadTable) Intern(id [32]byte, payload []byte) []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if b, ok := t.m[id]; ok {
 		return b
 	}

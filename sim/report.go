@@ -84,7 +84,8 @@ type Report struct {
 	SyncRequestMsgs  uint64      `json:"sync_request_messages"` // of SyncMessages
 	SyncRequestBytes uint64      `json:"sync_request_bytes"`
 	Connections      Connections `json:"connections"`
-	Rounds           Rounds      `json:"rounds"` // spread.go
+	Rounds           Rounds      `json:"rounds"`  // spread.go
+	Windows          WindowStats `json:"windows"` // window.go
 }
 
 func (s *Sim) report(wall time.Duration) *Report {
@@ -114,6 +115,7 @@ func (s *Sim) report(wall time.Duration) *Report {
 		SyncRequestMsgs: s.wire.syncReqMsgs, SyncRequestBytes: s.wire.syncReqBytes,
 		Connections: s.wire.connections(),
 		Rounds:      s.rounds(),
+		Windows:     s.win,
 	}
 	if r.Violations == nil {
 		r.Violations = []string{}
@@ -186,6 +188,7 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "tracked updates: %.2f hops to the farthest holder, %.0f ms mean / %.0f ms worst to reach all\n",
 		r.MeanHops, r.MeanReachMS, r.WorstReachMS)
 	r.writeScale(w)
+	r.Windows.write(w)
 	fmt.Fprintf(w, "wall time: %d ms\n", r.WallMS)
 }
 

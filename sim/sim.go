@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -64,8 +63,9 @@ func (q *eventQueue) Pop() any {
 	return e
 }
 
-// Sim is one simulated cluster. Build it with New and drive it with Run;
-// it is single-threaded and deterministic.
+// Sim is one simulated cluster. Build it with New and drive it with Run,
+// which runs the nodes' events on Config.Workers goroutines (window.go);
+// it is deterministic whatever their number. Not safe for concurrent use.
 type Sim struct {
 	cfg       Config
 	seals     *crdt.SealCache   // the seals verified, for every node
@@ -128,6 +128,14 @@ type Sim struct {
 	lastFault time.Duration
 	relay     relayState // hostile relays (trees.go)
 	wire      wireCounts // frames by what they carry, peers per node (report.go)
+
+	// The windows (window.go): whether one runs (emit keeps effects in
+	// the nodes' outboxes), the nodes with events in it, the merge's
+	// order, and the figures.
+	inWindow bool
+	active   []*simNode
+	refs     []outRef
+	win      WindowStats
 }
 
 type counters struct {
@@ -236,8 +244,6 @@ func (s *Sim) schedule(e *event) {
 	heap.Push(&s.q, e)
 }
 
-func (s *Sim) wall() time.Time { return epoch.Add(s.now) }
-
 func (s *Sim) tracef(format string, args ...any) {
 	line := fmt.Sprintf("%9.3fs ", s.now.Seconds()) + fmt.Sprintf(format, args...) + "\n"
 	io.WriteString(s.trace, line)
@@ -246,42 +252,50 @@ func (s *Sim) tracef(format string, args ...any) {
 	}
 }
 
-// send is a node's loop handing a frame to the transport: a hostile
-// relay may alter or drop it first (trees.go), then post counts, checks and
-// sends what is left.
+// send is a node's loop handing a frame to the transport, on the node's
+// worker: what goes on the network is decided when the window merges
+// (transport), the read check is made now.
 func (s *Sim) send(from *simNode, addr string, frame []byte) {
 	to, ok := s.byAddr[addr]
 	if !ok {
-		s.violate("send: frame to unknown address %q from %s", addr, from.id)
+		s.emitf(from, outViolation, "send: frame to unknown address %q from %s", addr, from.id)
 		return
 	}
 	// Peek, not Decode: the checks need the kind and the namespaces only,
 	// and the receiver decodes the frame again.
 	g, err := s.codec.Peek(frame)
 	if err != nil {
-		s.violate("send: %s sent an undecodable frame: %v", from.id, err)
+		s.emitf(from, outViolation, "send: %s sent an undecodable frame: %v", from.id, err)
 		return
 	}
+	s.emit(from, s.sendItem(from, to, g, frame))
+}
+
+// transport puts a frame a node sent on the network: a hostile relay may
+// alter or drop it first (trees.go), then post counts, checks and sends
+// what is left.
+func (s *Sim) transport(from *simNode, it *outItem) {
+	frame, g, sum := it.frame, it.g, &it.sum
 	if g.Kind == wire.KindTree && len(s.relay.hostile) > 0 {
 		sent := frame
-		if frame = s.relayFrame(from, to, g.Namespaces, frame); frame == nil {
+		if frame = s.relayFrame(from, it.to, g.Namespaces, frame, it); frame == nil {
 			return // a hostile relay dropped it (trees.go)
 		}
 		if &frame[0] != &sent[0] { // altered: count what goes out
 			if ag, err := s.codec.Peek(frame); err == nil {
 				g.TreeKind = ag.TreeKind
 			}
+			sum = nil
 		}
 	}
-	s.post(from, to, g, frame)
+	s.post(from, it.to, g, frame, sum, it.checks)
 }
 
 // post puts a frame the node sends on the network: it is counted, checked
-// (content of a namespace only to a node whose principal the sender's
-// policy lets read it, and that was granted read at some point), traced,
-// and then dropped (loss, partition), duplicated or delivered after the
-// link's latency.
-func (s *Sim) post(from *simNode, to int, g wire.Glance, frame []byte) {
+// (checks: the read check's violations, made when it was sent), traced
+// (sum: its SHA-256, nil to compute), and then dropped (loss, partition),
+// duplicated or delivered after the link's latency.
+func (s *Sim) post(from *simNode, to int, g wire.Glance, frame []byte, sum *[32]byte, checks []string) {
 	kind := g.Kind
 	s.stats.messages++
 	s.stats.bytes += uint64(len(frame))
@@ -303,14 +317,16 @@ func (s *Sim) post(from *simNode, to int, g wire.Glance, frame []byte) {
 		s.stats.treeBytes += uint64(len(frame))
 	}
 	s.count(from.idx, to, g, frame)
-	for _, ns := range g.Namespaces {
-		s.checkMayReceive(from, to, ns, kind)
+	s.sentViols = append(s.sentViols, checks...)
+	if sum == nil {
+		h := sha256.Sum256(frame)
+		sum = &h
 	}
 	var hdr [8]byte
 	binary.BigEndian.PutUint64(hdr[:], uint64(s.now))
 	s.trace.Write(hdr[:])
-	s.trace.Write([]byte(string(from.id) + ">" + string(s.nodes[to].id) + ":"))
-	s.trace.Write(frame)
+	io.WriteString(s.trace, string(from.id)+">"+string(s.nodes[to].id)+":")
+	s.trace.Write(sum[:])
 	s.transmit(from.idx, to, frame)
 }
 
@@ -330,25 +346,27 @@ func (s *Sim) transmit(from, to int, frame []byte) {
 	}
 }
 
-// checkMayReceive is the read invariant at send time: namespace content
-// goes only to a node whose principal the sender's own policy lets read
-// it (what the engine must ask before every send), and whose principal was
-// granted read at some point (the oracle). Bare contexts (dot metadata,
-// no memory) are not checked: the engine answers a sync with its context
-// so that a grant can reach the requester.
-func (s *Sim) checkMayReceive(from *simNode, to int, ns string, k wire.Kind) {
+// checkMayReceive is the read invariant at send time, on the sender's
+// worker: namespace content goes only to a node whose principal the
+// sender's own policy lets read it (what the engine must ask before every
+// send), and whose principal was granted read at some point (the oracle).
+// Bare contexts (dot metadata, no memory) are not checked: the engine
+// answers a sync with its context so that a grant can reach the
+// requester. It returns the violation, or "".
+func (s *Sim) checkMayReceive(from *simNode, to int, ns string, k wire.Kind) string {
 	j, ok := s.nsIdx[ns]
 	recv := s.nodes[to]
 	switch {
 	case !ok:
 		if !memory.Replicated(ns) || strings.HasPrefix(ns, "agent://") && !inboxFor(ns, recv.principal) {
-			s.violate("read: %s sent %s of %s to %s", from.id, k, ns, recv.id)
+			return fmt.Sprintf("read: %s sent %s of %s to %s", from.id, k, ns, recv.id)
 		}
 	case !from.svc.MayRead(recv.principal, ns):
-		s.violate("read: %s sent %s of %s to %s, whose principal its policy does not let read it (t=%v)", from.id, k, ns, recv.id, s.now)
+		return fmt.Sprintf("read: %s sent %s of %s to %s, whose principal its policy does not let read it (t=%v)", from.id, k, ns, recv.id, from.now)
 	case !s.everRead[to][j]:
-		s.violate("read: %s sent %s of %s to %s, whose principal was never granted read (t=%v)", from.id, k, ns, recv.id, s.now)
+		return fmt.Sprintf("read: %s sent %s of %s to %s, whose principal was never granted read (t=%v)", from.id, k, ns, recv.id, from.now)
 	}
+	return ""
 }
 
 // inboxFor reports whether ns is an inbox whose target is p.
@@ -378,11 +396,11 @@ func (s *Sim) latency(a, b int) time.Duration {
 
 func (s *Sim) cut(a, b int) bool { return s.part[a] != s.part[b] }
 
-func (s *Sim) deliver(e *event) {
-	s.pending--
-	n := s.nodes[e.node]
+// deliver hands a frame to its receiver n, on n's worker, unless n
+// cannot take it.
+func (s *Sim) deliver(n *simNode, e *event) {
 	if !n.up || e.inc != n.inc || s.cut(e.from, e.node) {
-		s.stats.dropped++
+		n.dropped++
 		return
 	}
 	if n.stalled {
@@ -408,60 +426,8 @@ func (s *Sim) diedInWrite(n *simNode) bool {
 	if !n.cutDone {
 		return false
 	}
-	s.tracef("crash n%d in the middle of a write", n.idx)
-	s.stats.cutWrites++
+	s.emitf(n, outTrace, "crash n%d in the middle of a write", n.idx)
+	s.emit(n, outItem{kind: outCutWrite})
 	s.crash(n)
 	return true
-}
-
-// Run drives the cluster to the end: workload and faults, then quiet until
-// convergence or Config.QuietLimit, then the invariant checks.
-func (s *Sim) Run() *Report {
-	start := time.Now()
-	s.plan()
-	for i, n := range s.nodes {
-		phase := time.Duration(s.rng.Int64N(int64(s.cfg.TickInterval)))
-		s.schedule(&event{at: phase, kind: evTick, node: i})
-		_ = n
-	}
-	limit := time.Duration(math.MaxInt64)
-	for s.q.Len() > 0 {
-		e := heap.Pop(&s.q).(*event)
-		if e.at > limit {
-			break
-		}
-		s.now = e.at
-		switch e.kind {
-		case evDeliver:
-			s.deliver(e)
-		case evTick:
-			n := s.nodes[e.node]
-			if n.up {
-				n.loop.Tick()
-				s.diedInWrite(n)
-			}
-			s.schedule(&event{at: s.now + s.cfg.TickInterval, kind: evTick, node: e.node})
-		case evOp:
-			s.wr = rand.New(rand.NewPCG(e.seed, 0x6f70))
-			s.op()
-		case evFault:
-			s.applyFault(e.fault)
-			if e.fault.kind == fQuiet {
-				limit = s.now + s.cfg.QuietLimit
-				s.schedule(&event{at: s.now, kind: evCheck})
-			}
-		case evCheck:
-			if s.convergedAt == 0 && s.converged() {
-				s.convergedAt = s.now
-			}
-			// Anti-entropy never stops, so "quiet" is: converged, and then
-			// nothing in flight or two ack timeouts passed (stragglers land).
-			if s.convergedAt != 0 && (s.pending == 0 || s.now-s.convergedAt >= 2*s.cfg.Engine.AckTimeout) {
-				limit = s.now
-				continue
-			}
-			s.schedule(&event{at: s.now + 100*time.Millisecond, kind: evCheck})
-		}
-	}
-	return s.report(time.Since(start))
 }

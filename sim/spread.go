@@ -21,6 +21,10 @@ type spread struct {
 	target int // holders of ns when the update was made (origin included)
 	got    map[int]time.Duration
 	hops   map[int]int
+	// seen[i]: node i has been found holding it (written by i's worker
+	// only); full: got has target entries (written between windows).
+	seen []bool
+	full bool
 }
 
 func (s *Sim) maybeTrack(n *simNode, ns string, dot crdt.Dot) {
@@ -30,26 +34,40 @@ func (s *Sim) maybeTrack(n *simNode, ns string, dot crdt.Dot) {
 	}
 	j := s.nsIdx[ns]
 	sp := &spread{ns: ns, dot: dot, origin: n.idx, at: s.now, target: s.holders(j, n.idx) + 1,
-		got: map[int]time.Duration{n.idx: 0}, hops: map[int]int{n.idx: 0}}
+		got: map[int]time.Duration{n.idx: 0}, hops: map[int]int{n.idx: 0}, seen: make([]bool, len(s.nodes))}
+	sp.seen[n.idx], sp.full = true, sp.target <= 1
 	s.tracked = append(s.tracked, sp)
 }
 
-// observeSpread runs after n's loop took a frame from node from: a tracked
-// update n now holds for the first time came one hop after from's copy.
+// observeSpread runs after n's loop took a frame from node from, on n's
+// worker: a tracked update n now holds for the first time came one hop
+// after from's copy (spreadTo, when the window merges).
 func (s *Sim) observeSpread(n *simNode, from int) {
-	for _, sp := range s.tracked {
-		if _, ok := sp.got[n.idx]; ok || len(sp.got) >= sp.target {
+	for k, sp := range s.tracked {
+		if sp.full || sp.seen[n.idx] {
 			continue
 		}
 		if n.svc.Store().Context(sp.ns).Contains(sp.dot) {
-			sp.got[n.idx] = s.now - sp.at
-			h, ok := sp.hops[from]
-			if !ok {
-				h = 0 // the sender no longer holds it (retracted): count one hop
-			}
-			sp.hops[n.idx] = h + 1
+			sp.seen[n.idx] = true
+			s.emit(n, outItem{kind: outSpread, sp: k, to: from})
 		}
 	}
+}
+
+// spreadTo records that n holds tracked update k since now, from node
+// from's copy, unless every holder it was made for has it already.
+func (s *Sim) spreadTo(n *simNode, k, from int) {
+	sp := s.tracked[k]
+	if _, ok := sp.got[n.idx]; ok || len(sp.got) >= sp.target {
+		return
+	}
+	sp.got[n.idx] = s.now - sp.at
+	h, ok := sp.hops[from]
+	if !ok {
+		h = 0 // the sender no longer holds it (retracted): count one hop
+	}
+	sp.hops[n.idx] = h + 1
+	sp.full = len(sp.got) >= sp.target
 }
 
 // Spread is one tracked update's curve: the fraction of the nodes that

@@ -60,7 +60,8 @@ func (r SweepResult) SeedsPerSecond() float64 {
 
 // Sweep runs the configurations config(seed) for seeds first, first+1, …:
 // n of them, or (n <= 0) as many as start before until. Runs are
-// independent, so workers of them run at once; each is called with every
+// independent, so workers of them run at once (each on one goroutine,
+// unless config sets Config.Workers); each is called with every
 // report, from the calling goroutine, in the order they finish. A
 // cancelled ctx stops it between runs (and returns ctx's error with what
 // ran).
@@ -83,7 +84,11 @@ func Sweep(ctx context.Context, config func(seed uint64) Config, first uint64, n
 		go func() {
 			defer wg.Done()
 			for seed := range seeds {
-				r, err := Run(config(seed))
+				cfg := config(seed)
+				if cfg.Workers == 0 {
+					cfg.Workers = 1 // the seeds run at once already (Config.Workers)
+				}
+				r, err := Run(cfg)
 				out <- done{r, err}
 			}
 		}()

@@ -120,9 +120,27 @@ func (s *Sim) armRelay(n *simNode, j int) {
 	s.tracef("attack relay %s of %s turns hostile (drop %v)", n.id, s.nss[j], h.drop)
 }
 
-// relayFrame is a hostile relay's tampering with a tree frame it sends:
-// the frame to put on the network instead (nil: dropped).
-func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte) []byte {
+// relayContext is, on the sender's worker, a hostile relay's context of
+// the namespace of a tree frame it sends (what it widens a context with:
+// alterRelayed), or nil.
+func (s *Sim) relayContext(from *simNode, nss []string) *crdt.Context {
+	if len(nss) != 1 {
+		return nil
+	}
+	j, ok := s.nsIdx[nss[0]]
+	if !ok {
+		return nil
+	}
+	if h := s.relay.hostile[[2]int{from.idx, j}]; h == nil || h.inc != from.inc || h.drop {
+		return nil
+	}
+	return from.svc.Store().Context(nss[0])
+}
+
+// relayFrame is a hostile relay's tampering with a tree frame it sent
+// (it: as its outbox kept it), when the window merges: the frame to put
+// on the network instead (nil: dropped).
+func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte, it *outItem) []byte {
 	if len(nss) != 1 {
 		return frame
 	}
@@ -166,11 +184,11 @@ func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte) []by
 			h.seen = h.seen[1:]
 		}
 	}
-	what, bad := s.alterRelayed(from, to, nd, old)
+	what, bad := s.alterRelayed(from, to, nd, old, it.relay)
 	if what == "replay" {
 		s.relay.counts.Replayed++
 		s.tracef("attack relay %s replays an old delta of %s by %s to n%d", from.id, bad.Namespace, bad.Author, to)
-		s.postMessage(from, to, &wire.Message{Kind: wire.KindTree, Overlay: m.Overlay, Tree: m.Tree, Deltas: []wire.NamespaceDelta{bad}})
+		s.postMessage(from, to, &wire.Message{Kind: wire.KindTree, Overlay: m.Overlay, Tree: m.Tree, Deltas: []wire.NamespaceDelta{bad}}, it.checks)
 		return frame
 	}
 	s.relay.counts.Altered++
@@ -185,9 +203,10 @@ func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte) []by
 }
 
 // alterRelayed picks the hostile relay's alteration of nd (seen: the
-// genuine payloads it relayed before nd) and returns what it did and
-// the payload to send.
-func (s *Sim) alterRelayed(from *simNode, to int, nd wire.NamespaceDelta, seen []wire.NamespaceDelta) (string, wire.NamespaceDelta) {
+// genuine payloads it relayed before nd; ctx: its context of nd's
+// namespace when it sent nd) and returns what it did and the payload to
+// send.
+func (s *Sim) alterRelayed(from *simNode, to int, nd wire.NamespaceDelta, seen []wire.NamespaceDelta, ctx *crdt.Context) (string, wire.NamespaceDelta) {
 	bad := nd
 	var others []wire.NamespaceDelta // genuine payloads of other authors
 	for _, o := range seen {
@@ -204,13 +223,13 @@ func (s *Sim) alterRelayed(from *simNode, to int, nd wire.NamespaceDelta, seen [
 		return "replay", seen[s.rng.IntN(len(seen))]
 	case kind == 1:
 		d, err := crdt.DecodeMap(nd.Delta, crdt.DefaultLimits())
-		if err != nil {
+		if err != nil || ctx == nil {
 			break
 		}
-		d.Context().Join(from.svc.Store().Context(nd.Namespace))
+		d.Context().Join(ctx)
 		if enc := d.Encode(); string(enc) != string(nd.Delta) {
 			bad.Delta = enc
-			if s.cfg.hooks.bypassRelay {
+			if s.cfg.hooks.bypassRelay && s.nodes[to].up {
 				if _, err := s.nodes[to].svc.Store().Apply(map[string]*crdt.Map{nd.Namespace: d}); err != nil {
 					s.violate("hook: %v", err)
 				}
@@ -239,8 +258,9 @@ func (s *Sim) alterRelayed(from *simNode, to int, nd wire.NamespaceDelta, seen [
 }
 
 // postMessage encodes m and posts it from one node to another as a frame
-// its loop sent.
-func (s *Sim) postMessage(from *simNode, to int, m *wire.Message) {
+// its loop sent (checks: the read check's violations made when it sent
+// the frame m goes beside, of the same namespace).
+func (s *Sim) postMessage(from *simNode, to int, m *wire.Message, checks []string) {
 	frame, err := s.codec.Encode(m)
 	if err != nil {
 		s.violate("encode relay attack: %v", err)
@@ -251,5 +271,5 @@ func (s *Sim) postMessage(from *simNode, to int, m *wire.Message) {
 		s.violate("peek relay attack: %v", err)
 		return
 	}
-	s.post(from, to, g, frame)
+	s.post(from, to, g, frame, nil, checks)
 }

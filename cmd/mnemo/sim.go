@@ -50,6 +50,7 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	soak := fs.Duration("for", 0, "sweep seeds from --seed on for this long (with --sweep: at most that many)")
 	mixed := fs.Bool("mixed", false, "sweep sim.Mixed: every kind of fault on 4-10 nodes, varying with the seed (other run flags ignored)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs at once in a sweep")
+	fs.IntVar(&cfg.Workers, "sim-workers", 0, "goroutines running one run's nodes at once (1: serial; default GOMAXPROCS for one run, 1 for each run of a sweep); the same seed gives the same run whatever it is")
 	recordLog := fs.String("record", "", "append the sweep's result to this `LOG` (the cumulative clean-seed figure)")
 	trace := fs.Bool("trace", false, "print every operation, fault and node warning to stderr (one run)")
 	total := fs.String("total", "", "print the seeds run clean over every sweep recorded in `LOG`, and exit")
@@ -64,6 +65,9 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	if len(pos) > 0 {
 		return usageError(stderr, fs, "unexpected argument %q", pos[0])
+	}
+	if cfg.Workers < 0 {
+		return usageError(stderr, fs, "--sim-workers %d: must not be negative", cfg.Workers)
 	}
 	limit, err := simMemoryLimitOf(*memLimit)
 	if err != nil {

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"math"
+	"strconv"
 	"testing"
 )
 
@@ -23,5 +27,40 @@ func TestSimMemoryLimit(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "3GiB")
 	if got, err := simMemoryLimitOf(""); err != nil || got != 0 {
 		t.Errorf("with $GOMEMLIMIT set: %d, %v; want 0 (the runtime's)", got, err)
+	}
+}
+
+// --sim-workers changes who runs the nodes, not the run: one seed prints
+// the same trace hash and digest with one worker and with three; a
+// negative count is refused before anything runs.
+func TestSimWorkers(t *testing.T) {
+	hashes := map[string]bool{}
+	for _, w := range []string{"1", "3"} {
+		var out, errb bytes.Buffer
+		args := []string{"sim", "--nodes", "6", "--ops", "60", "--seed", "3", "--loss", "0.1", "--crashes", "1", "--json", "--sim-workers", w}
+		if code := run(context.Background(), args, nil, &out, &errb); code != exitOK {
+			t.Fatalf("--sim-workers %s: exit %d: %s%s", w, code, out.String(), errb.String())
+		}
+		var r struct {
+			TraceHash string `json:"trace_hash"`
+			Digest    string `json:"digest"`
+			Windows   struct {
+				Workers int `json:"workers"`
+			} `json:"windows"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := strconv.Atoi(w); r.Windows.Workers != want {
+			t.Errorf("--sim-workers %s ran %d workers", w, r.Windows.Workers)
+		}
+		hashes[r.TraceHash+" "+r.Digest] = true
+	}
+	if len(hashes) != 1 {
+		t.Errorf("one seed, different runs: %v", hashes)
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"sim", "--sim-workers", "-1"}, nil, &out, &errb); code != exitUsage {
+		t.Errorf("--sim-workers -1: exit %d, want %d", code, exitUsage)
 	}
 }
