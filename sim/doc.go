@@ -30,6 +30,24 @@
 // delivered after the link's base latency plus exponential jitter (plus,
 // with Reorder, an extra delay that lets later messages overtake it).
 //
+// The events are run a window at a time, on both cores (window.go; issue
+// 13): every frame takes at least LatencyMin to arrive, so the deliveries
+// and ticks of [t, t+LatencyMin), t the earliest event pending, cannot
+// affect one another across nodes. Each node's are run in (time,
+// sequence) order on one of Config.Workers goroutines (`mnemo sim
+// --sim-workers N`, default GOMAXPROCS; a sweep runs each seed on one),
+// the node reading its own event's time; the read check, which asks the
+// sender's own policy, is made at send time. What a node does to the
+// shared state — a frame sent (counted, traced by its SHA-256, then lost,
+// duplicated or delayed by the run's rng), a trace line, a violation, its
+// warnings, a crash in a write, a tracked update first held — waits in
+// its outbox, and the outboxes are applied in (time, node, order) order
+// when the window ends. Operations, faults and the quiet phase's checks
+// are barriers: they end a window and run alone. The trace hash, the
+// digests, the report and the printed trace are the same whatever the
+// number of workers (TestWorkersSameRun, run under -race too); the trace
+// changed once, at e461a9e (the rng drawn in merge order).
+//
 // Faults: partitions (link sets cut, then healed); crashes (store.MemKV.Crash:
 // the store keeps exactly what was synced; the loop, its queues and held
 // deltas and every frame in flight to the node are lost; restart reopens
@@ -122,7 +140,18 @@
 // loop still picks its peers and keeps its own state of each). The
 // send check and the count of tree frames by kind read only each frame's
 // kind, namespaces and tree kind (wire.Codec.Peek); the receiver decodes
-// the frame whole, as a node does.
+// the frame whole, as a node does. The nodes of a window run at once, so
+// every shared thing is safe for concurrent use (each has its lock; the
+// payload table's is the simulator's own), and none may let an output
+// depend on which node got there first: each only changes how often the
+// real code runs or which of two equal copies is kept (a seal verified
+// once or again, an evaluation found or made anew, an entry interned by
+// one node or another), never a verdict, a count in the report or an
+// encoding (the codec compresses a body it has just compressed to the
+// same bytes). One nondeterminism was found meanwhile, in no result: a
+// refused seal names the first unsealed dot crdt.Record's walk of its
+// fields (a map) meets, so the printed trace's warning text can differ
+// run to run; TestWorkersSameRun masks it.
 //
 // # What is checked (Report.Violations, first violated first; check.go)
 //

@@ -57,6 +57,7 @@ type simNode struct {
 	evs     []*event
 	out     []outItem
 	dropped uint64
+	busy    time.Duration // wall time its worker ran its events of the window
 }
 
 func (s *Sim) newNode(i int) (*simNode, error) {

@@ -278,7 +278,7 @@ func (s *Sim) transport(from *simNode, it *outItem) {
 	frame, g, sum := it.frame, it.g, &it.sum
 	if g.Kind == wire.KindTree && len(s.relay.hostile) > 0 {
 		sent := frame
-		if frame = s.relayFrame(from, it.to, g.Namespaces, frame, it); frame == nil {
+		if frame = s.relayFrame(from, it.to, frame, it); frame == nil {
 			return // a hostile relay dropped it (trees.go)
 		}
 		if &frame[0] != &sent[0] { // altered: count what goes out

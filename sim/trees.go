@@ -120,28 +120,55 @@ func (s *Sim) armRelay(n *simNode, j int) {
 	s.tracef("attack relay %s of %s turns hostile (drop %v)", n.id, s.nss[j], h.drop)
 }
 
-// relayContext is, on the sender's worker, a hostile relay's context of
-// the namespace of a tree frame it sends (what it widens a context with:
-// alterRelayed), or nil.
-func (s *Sim) relayContext(from *simNode, nss []string) *crdt.Context {
-	if len(nss) != 1 {
+// relayRead is what a hostile relay's tampering reads of a gossip frame
+// (relayFrame), made on the sender's worker (relayPrepare): the frame
+// decoded, its payload's id, and from a relay of the frame's namespace
+// its context then (what alterRelayed widens a context with).
+type relayRead struct {
+	m   *wire.Message // nil: not one payload of gossip, nothing to tamper with
+	id  [32]byte
+	ctx *crdt.Context
+}
+
+// relayPrepare reads, on from's worker, a tree frame from sends to to
+// that relayFrame will read when the window merges: a payload a hostile
+// relay of its namespace sends, or any payload sent to a node that a
+// dropping relay left without one (as the window began; a drop for to
+// earlier in the same merge has relayFrame read the frame itself). Nil
+// when there is nothing relayFrame reads.
+func (s *Sim) relayPrepare(from *simNode, to int, g wire.Glance, frame []byte) *relayRead {
+	if len(g.Namespaces) != 1 || epidemic.Kind(g.TreeKind) != epidemic.KindGossip {
 		return nil
 	}
-	j, ok := s.nsIdx[nss[0]]
+	j, ok := s.nsIdx[g.Namespaces[0]]
 	if !ok {
 		return nil
 	}
-	if h := s.relay.hostile[[2]int{from.idx, j}]; h == nil || h.inc != from.inc || h.drop {
+	h := s.relay.hostile[[2]int{from.idx, j}]
+	if h != nil && h.inc != from.inc {
+		h = nil
+	}
+	if h == nil && len(s.relay.drops[to]) == 0 {
 		return nil
 	}
-	return from.svc.Store().Context(nss[0])
+	r := &relayRead{}
+	m, err := s.codec.Decode(frame)
+	if err != nil || m.Tree == nil || epidemic.Kind(m.Tree.Kind) != epidemic.KindGossip || len(m.Deltas) != 1 {
+		return r
+	}
+	r.m, r.id = m, wire.RelayID(m.Deltas[0].RelayBytes())
+	if h != nil && !h.drop {
+		r.ctx = from.svc.Store().Context(g.Namespaces[0])
+	}
+	return r
 }
 
 // relayFrame is a hostile relay's tampering with a tree frame it sent
 // (it: as its outbox kept it), when the window merges: the frame to put
 // on the network instead (nil: dropped).
-func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte, it *outItem) []byte {
-	if len(nss) != 1 {
+func (s *Sim) relayFrame(from *simNode, to int, frame []byte, it *outItem) []byte {
+	nss := it.g.Namespaces
+	if len(nss) != 1 || epidemic.Kind(it.g.TreeKind) != epidemic.KindGossip {
 		return frame
 	}
 	j, ok := s.nsIdx[nss[0]]
@@ -152,12 +179,15 @@ func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte, it *
 	if !ok || h == nil && len(s.relay.drops[to]) == 0 {
 		return frame
 	}
-	m, err := s.codec.Decode(frame)
-	if err != nil || m.Tree == nil || epidemic.Kind(m.Tree.Kind) != epidemic.KindGossip || len(m.Deltas) != 1 {
+	r := it.relay
+	if r == nil { // not read on the worker: a drop for to came earlier in this merge (h is nil)
+		r = s.relayPrepare(from, to, it.g, frame)
+	}
+	if r == nil || r.m == nil {
 		return frame
 	}
-	nd := m.Deltas[0]
-	id := wire.RelayID(nd.RelayBytes())
+	m := r.m
+	nd, id := m.Deltas[0], r.id
 	if h == nil || nd.Author == string(from.id) {
 		if s.relay.drops[to][id] {
 			delete(s.relay.drops[to], id)
@@ -184,7 +214,7 @@ func (s *Sim) relayFrame(from *simNode, to int, nss []string, frame []byte, it *
 			h.seen = h.seen[1:]
 		}
 	}
-	what, bad := s.alterRelayed(from, to, nd, old, it.relay)
+	what, bad := s.alterRelayed(from, to, nd, old, r.ctx)
 	if what == "replay" {
 		s.relay.counts.Replayed++
 		s.tracef("attack relay %s replays an old delta of %s by %s to n%d", from.id, bad.Namespace, bad.Author, to)
