@@ -260,23 +260,29 @@ func (s *Sim) checkConvergence(v []string, sv *survey) []string {
 func (s *Sim) checkAcked(v []string) []string {
 	ctx := context.Background()
 	retracted := s.retractedSet()
-	var lost []string
-	contexts := map[string]map[int]*crdt.Context{} // ns → node → its context, read once (a copy each time)
-	for _, op := range s.acked {
-		j, ok := s.nsIdx[op.ns]
-		if !ok {
-			continue
-		}
-		if contexts[op.ns] == nil {
-			contexts[op.ns] = map[int]*crdt.Context{}
-		}
+	holds := make([][]bool, len(s.nss)) // [ns][node]: a final holder
+	for j := range s.nss {
+		holds[j] = make([]bool, len(s.nodes))
 		for _, n := range s.finalHolders(j) {
-			c := contexts[op.ns][n.idx]
+			holds[j][n.idx] = true
+		}
+	}
+	// Each node checks the acknowledged ops it must hold, at once with the
+	// others: the indexes of those it lacks, in order.
+	missing := make([][]int, len(s.nodes))
+	s.eachNode(func(n *simNode) {
+		contexts := map[string]*crdt.Context{} // ns → its context, read once (a copy each time)
+		for k, op := range s.acked {
+			j, ok := s.nsIdx[op.ns]
+			if !ok || !holds[j][n.idx] {
+				continue
+			}
+			c := contexts[op.ns]
 			if c == nil {
 				c = n.svc.Store().Context(op.ns)
-				contexts[op.ns][n.idx] = c
+				contexts[op.ns] = c
 			}
-			ok := true
+			ok = true
 			for _, d := range op.dots {
 				ok = ok && c.Contains(d)
 			}
@@ -285,8 +291,23 @@ func (s *Sim) checkAcked(v []string) []string {
 				ok = err == nil
 			}
 			if !ok {
-				lost = append(lost, fmt.Sprintf("lost write: %s %s %s (t=%v) missing on %s", op.kind, op.ns, op.id, op.at, n.id))
+				missing[n.idx] = append(missing[n.idx], k)
 			}
+		}
+	})
+	var lost []string
+	next := make([]int, len(s.nodes)) // each node's cursor in missing
+	for k, op := range s.acked {
+		j, ok := s.nsIdx[op.ns]
+		if !ok {
+			continue
+		}
+		for i, n := range s.nodes {
+			if !holds[j][i] || next[i] >= len(missing[i]) || missing[i][next[i]] != k {
+				continue
+			}
+			next[i]++
+			lost = append(lost, fmt.Sprintf("lost write: %s %s %s (t=%v) missing on %s", op.kind, op.ns, op.id, op.at, n.id))
 		}
 	}
 	return limited(v, "lost write:", lost)
@@ -360,63 +381,93 @@ func (s *Sim) checkRetracts(v []string) []string {
 func (s *Sim) checkQueries(v []string) []string {
 	ctx := context.Background()
 	retracted := s.retractedSet()
-	var bad []string
+	// The questions first, drawn in namespace order; then every node
+	// answers those of its namespaces at once with the others; then the
+	// answers are compared, in namespace and holder order.
+	type quiz struct {
+		ns                string
+		hs                []*simNode
+		questions, sample []string
+		answers           []string   // by holder, in hs's order: each written by its holder only
+		retracts          [][]string // the retracted memories each holder showed
+	}
+	type ask struct {
+		q   *quiz
+		pos int // the node's place in q.hs
+	}
+	var quizzes []*quiz
+	asked := make([][]ask, len(s.nodes))
 	for j, ns := range s.nss {
 		hs := s.finalHolders(j)
 		if len(hs) < 2 {
 			continue
 		}
-		var questions []string
+		q := &quiz{ns: ns, hs: hs, answers: make([]string, len(hs)), retracts: make([][]string, len(hs))}
 		for range 3 {
-			questions = append(questions, words[s.rng.IntN(len(words))])
+			q.questions = append(q.questions, words[s.rng.IntN(len(words))])
 		}
-		var sample []string
 		if ids := s.ids[j]; len(ids) > 0 {
 			for range 3 {
-				sample = append(sample, ids[s.rng.IntN(len(ids))])
+				q.sample = append(q.sample, ids[s.rng.IntN(len(ids))])
 			}
 		}
-		answer := func(n *simNode) string {
-			var b strings.Builder
-			for _, q := range questions {
-				r, err := n.svc.Search(ctx, n.me, memory.SearchQuery{Query: q, Filter: memory.Filter{Namespace: ns}, Limit: 100, IncludeDeleted: true})
-				// Past SearchTotalExact a total is a lower bound that
-				// depends on the order a node indexed its memories in.
-				fmt.Fprintf(&b, "search %q: %v %d", q, err, min(r.Total, memapi.SearchTotalExact))
-				var ids []string
-				for _, h := range r.Results {
-					ids = append(ids, h.Memory.ID)
-					if retracted[ns+" "+h.Memory.ID] {
-						bad = append(bad, fmt.Sprintf("retract: %s %s in a search answer on %s", ns, h.Memory.ID, n.id))
-					}
+		quizzes = append(quizzes, q)
+		for pos, n := range hs {
+			asked[n.idx] = append(asked[n.idx], ask{q, pos})
+		}
+	}
+	answer := func(n *simNode, qz *quiz) (string, []string) {
+		ns := qz.ns
+		var b strings.Builder
+		var bad []string
+		for _, q := range qz.questions {
+			r, err := n.svc.Search(ctx, n.me, memory.SearchQuery{Query: q, Filter: memory.Filter{Namespace: ns}, Limit: 100, IncludeDeleted: true})
+			// Past SearchTotalExact a total is a lower bound that
+			// depends on the order a node indexed its memories in.
+			fmt.Fprintf(&b, "search %q: %v %d", q, err, min(r.Total, memapi.SearchTotalExact))
+			var ids []string
+			for _, h := range r.Results {
+				ids = append(ids, h.Memory.ID)
+				if retracted[ns+" "+h.Memory.ID] {
+					bad = append(bad, fmt.Sprintf("retract: %s %s in a search answer on %s", ns, h.Memory.ID, n.id))
 				}
-				slices.Sort(ids)
-				fmt.Fprintf(&b, " %v\n", ids)
 			}
-			for _, id := range sample {
-				m, err := n.svc.Get(ctx, n.me, id, true)
-				fmt.Fprintf(&b, "get %s: %v %q %q %v %v %s\n", id, err, m.Title, m.Content, m.Tags, m.DeletedAt != nil, m.Author)
-				tl, err := n.svc.Timeline(ctx, n.me, memory.TimelineQuery{ID: id, Filter: memory.Filter{Namespace: ns}})
-				fmt.Fprintf(&b, "timeline %s: %v %s |", id, err, tl.Center.ID)
-				for _, m := range append(tl.Before, tl.After...) {
-					b.WriteString(" " + m.ID)
-				}
-				b.WriteString("\n")
-			}
-			cr, err := n.svc.Context(ctx, n.me, memory.ContextQuery{Filter: memory.Filter{Namespace: ns}})
-			fmt.Fprintf(&b, "context: %v", err)
-			for _, m := range cr.Memories {
+			slices.Sort(ids)
+			fmt.Fprintf(&b, " %v\n", ids)
+		}
+		for _, id := range qz.sample {
+			m, err := n.svc.Get(ctx, n.me, id, true)
+			fmt.Fprintf(&b, "get %s: %v %q %q %v %v %s\n", id, err, m.Title, m.Content, m.Tags, m.DeletedAt != nil, m.Author)
+			tl, err := n.svc.Timeline(ctx, n.me, memory.TimelineQuery{ID: id, Filter: memory.Filter{Namespace: ns}})
+			fmt.Fprintf(&b, "timeline %s: %v %s |", id, err, tl.Center.ID)
+			for _, m := range append(tl.Before, tl.After...) {
 				b.WriteString(" " + m.ID)
-				if retracted[ns+" "+m.ID] {
-					bad = append(bad, fmt.Sprintf("retract: %s %s in a context answer on %s", ns, m.ID, n.id))
-				}
 			}
-			return b.String()
+			b.WriteString("\n")
 		}
-		want := answer(hs[0])
-		for _, n := range hs[1:] {
-			if got := answer(n); got != want {
-				bad = append(bad, fmt.Sprintf("query: %s answers differently on %s and %s:\n%s\n---\n%s", ns, hs[0].id, n.id, want, got))
+		cr, err := n.svc.Context(ctx, n.me, memory.ContextQuery{Filter: memory.Filter{Namespace: ns}})
+		fmt.Fprintf(&b, "context: %v", err)
+		for _, m := range cr.Memories {
+			b.WriteString(" " + m.ID)
+			if retracted[ns+" "+m.ID] {
+				bad = append(bad, fmt.Sprintf("retract: %s %s in a context answer on %s", ns, m.ID, n.id))
+			}
+		}
+		return b.String(), bad
+	}
+	s.eachNode(func(n *simNode) {
+		for _, a := range asked[n.idx] {
+			a.q.answers[a.pos], a.q.retracts[a.pos] = answer(n, a.q)
+		}
+	})
+	var bad []string
+	for _, q := range quizzes {
+		want := q.answers[0]
+		bad = append(bad, q.retracts[0]...)
+		for k, n := range q.hs[1:] {
+			bad = append(bad, q.retracts[k+1]...)
+			if a := q.answers[k+1]; a != want {
+				bad = append(bad, fmt.Sprintf("query: %s answers differently on %s and %s:\n%s\n---\n%s", q.ns, q.hs[0].id, n.id, want, a))
 			}
 		}
 	}

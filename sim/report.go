@@ -89,7 +89,9 @@ type Report struct {
 }
 
 func (s *Sim) report(wall time.Duration) *Report {
+	start := time.Now()
 	v, sv := s.check()
+	s.win.CheckMS = ms(time.Since(start))
 	t := s.totals()
 	r := &Report{
 		Seed: s.cfg.Seed, Nodes: len(s.nodes),

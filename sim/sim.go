@@ -133,6 +133,7 @@ type Sim struct {
 	// the nodes' outboxes), the nodes with events in it, the merge's
 	// order, and the figures.
 	inWindow bool
+	pool     *pool // while Run runs
 	active   []*simNode
 	refs     []outRef
 	win      WindowStats

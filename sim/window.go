@@ -94,12 +94,14 @@ type WindowStats struct {
 	Parallel  int `json:"parallel"`   // windows whose nodes went to more than one goroutine
 	Barriers  int `json:"barriers"`   // operations, faults and checks
 	Items     int `json:"items"`      // outbox items merged
-	// Wall time popping events (and the run's set-up), running the nodes'
-	// events, merging, and in barriers.
+	// Wall time popping events (and planning the run), running the
+	// nodes' events, merging, in barriers, and checking the invariants at
+	// the end.
 	PopMS     float64 `json:"pop_ms"`
 	NodesMS   float64 `json:"nodes_ms"`
 	MergeMS   float64 `json:"merge_ms"`
 	BarrierMS float64 `json:"barrier_ms"`
+	CheckMS   float64 `json:"check_ms"`
 	// BusyMS is the time workers spent running nodes (NodesMS is the wall
 	// time of that phase); BoundMS is the least NodesMS could be with no
 	// worker ever waiting: each window at least its longest node, and at
@@ -114,11 +116,11 @@ func (w WindowStats) write(out io.Writer) {
 		return
 	}
 	k := float64(w.Windows)
-	total := w.PopMS + w.NodesMS + w.MergeMS + w.BarrierMS
+	total := w.PopMS + w.NodesMS + w.MergeMS + w.BarrierMS + w.CheckMS
 	fmt.Fprintf(out, "windows %d: %.1f events and %.1f nodes each on average, at most %d events; %d on more than one of %d workers; %d barriers\n",
 		w.Windows, float64(w.Events)/k, float64(w.Nodes)/k, w.MaxEvents, w.Parallel, w.Workers, w.Barriers)
-	fmt.Fprintf(out, "  wall: nodes' events %.1f s (%.0f%%), serial %.1f s (merge %.1f s, %d items; barriers %.1f s; popping %.1f s)\n",
-		w.NodesMS/1e3, 100*w.NodesMS/max(total, 1), (total-w.NodesMS)/1e3, w.MergeMS/1e3, w.Items, w.BarrierMS/1e3, w.PopMS/1e3)
+	fmt.Fprintf(out, "  wall: nodes' events %.1f s (%.0f%%), serial %.1f s (merge %.1f s, %d items; barriers %.1f s; popping %.1f s; the checks %.1f s)\n",
+		w.NodesMS/1e3, 100*w.NodesMS/max(total, 1), (total-w.NodesMS)/1e3, w.MergeMS/1e3, w.Items, w.BarrierMS/1e3, w.PopMS/1e3, w.CheckMS/1e3)
 	fmt.Fprintf(out, "  the nodes' events kept workers busy %.1f s; with no wait, the longest node of each window bounds them to %.1f s\n",
 		w.BusyMS/1e3, w.BoundMS/1e3)
 }
@@ -137,6 +139,31 @@ func (s *Sim) emit(n *simNode, it outItem) {
 // emitf emits a trace line or a violation.
 func (s *Sim) emitf(n *simNode, kind outKind, format string, args ...any) {
 	s.emit(n, outItem{kind: kind, text: fmt.Sprintf(format, args...)})
+}
+
+// eachNode runs fn on every live node at once, as the nodes of a window
+// run (fn may read and query its node, and the oracle; what it finds it
+// keeps per node), then applies what their outboxes got (nothing, unless
+// a query wrote). Outside Run it runs them one by one.
+func (s *Sim) eachNode(fn func(*simNode)) {
+	live := s.active[:0]
+	for _, n := range s.nodes {
+		if n.up {
+			live = append(live, n)
+		}
+	}
+	s.inWindow = true
+	if s.pool != nil {
+		s.pool.run(live, fn)
+	} else {
+		for _, n := range live {
+			fn(n)
+		}
+	}
+	s.inWindow = false
+	s.merge(live)
+	clear(live)
+	s.active = live[:0]
 }
 
 // apply is what an outbox item does, on the run's goroutine at the item's
@@ -191,8 +218,9 @@ func (s *Sim) Run() *Report {
 		phase := time.Duration(s.rng.Int64N(int64(s.cfg.TickInterval)))
 		s.schedule(&event{at: phase, kind: evTick, node: i})
 	}
-	p := newPool(s.cfg.Workers, s.runNode)
-	defer p.close()
+	p := newPool(s.cfg.Workers)
+	s.pool = p
+	defer func() { p.close(); s.pool = nil }()
 	s.win.Workers = s.cfg.Workers
 	s.win.PopMS += ms(time.Since(start))
 	limit := time.Duration(math.MaxInt64)
@@ -277,7 +305,7 @@ func (s *Sim) window(p *pool, limit time.Duration) {
 	slices.SortStableFunc(active, func(a, b *simNode) int { return cmp.Compare(len(b.evs), len(a.evs)) })
 	t1 := time.Now()
 	s.inWindow = true
-	if p.run(active) {
+	if p.run(active, s.runNode) {
 		s.win.Parallel++
 	}
 	s.inWindow = false
@@ -381,8 +409,8 @@ type pool struct {
 	failed any // a helper's panic, raised again on the caller's goroutine
 }
 
-func newPool(workers int, fn func(*simNode)) *pool {
-	p := &pool{helpers: workers - 1, fn: fn, start: make(chan struct{})}
+func newPool(workers int) *pool {
+	p := &pool{helpers: workers - 1, start: make(chan struct{})}
 	for range p.helpers {
 		go func() {
 			for range p.start {
@@ -418,15 +446,15 @@ func (p *pool) work() {
 }
 
 // run runs fn on every node and reports whether helpers took part.
-func (p *pool) run(nodes []*simNode) bool {
+func (p *pool) run(nodes []*simNode, fn func(*simNode)) bool {
 	k := min(p.helpers, len(nodes)-1)
 	if k <= 0 {
 		for _, n := range nodes {
-			p.fn(n)
+			fn(n)
 		}
 		return false
 	}
-	p.nodes = nodes
+	p.nodes, p.fn = nodes, fn
 	p.next.Store(0)
 	p.done.Add(k)
 	for range k {
@@ -434,7 +462,7 @@ func (p *pool) run(nodes []*simNode) bool {
 	}
 	p.work()
 	p.done.Wait()
-	p.nodes = nil
+	p.nodes, p.fn = nil, nil
 	if p.failed != nil {
 		panic(p.failed)
 	}

@@ -17,7 +17,7 @@ func runKey(t *testing.T, r *Report) string {
 	c.Windows.Workers = 0
 	c.Windows.Parallel = 0
 	c.Windows.PopMS, c.Windows.NodesMS, c.Windows.MergeMS, c.Windows.BarrierMS = 0, 0, 0, 0
-	c.Windows.BusyMS, c.Windows.BoundMS = 0, 0
+	c.Windows.BusyMS, c.Windows.BoundMS, c.Windows.CheckMS = 0, 0, 0
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
