@@ -353,6 +353,36 @@
 // contexts kept out of the ValueTable (4 allocations fewer a commit, CPU
 // within the noise at load 7–8).
 //
+// Both cores (issue 13; window.go, "What runs"). `mnemo sim` prints the
+// windows' figures (Report.Windows): at 100 × 1000 seed 1 (--loss 0.1
+// --partitions 3) 33,596 windows of 9.6 events and 8.2 nodes on average
+// (at most 786 events), 29,473 of them shared by both workers; at 100 ×
+// 10k 53,586 windows of 37.5 events and 28.6 nodes (at most 755). The
+// serial share of the wall time at 100 × 10k (load ~6): merge 9.2 s of
+// 2.2M outbox items (12.2 s before the hostile relays' decoding moved to
+// the workers), barriers (the 10k operations and the quiet phase's
+// checks) 10.5 s, popping 2.5 s, the final checks 13.4 s (since run on
+// the workers too): ~10%, so two workers can give at most ~1.8×. The
+// longest node of each window bounds the parallel phase to 272 s where
+// the workers were busy 492 s (0.55: the nodes balance well); what is
+// lost beyond that is waiting at the windows' ends, which on this shared
+// machine is mostly the other processes holding a core: a window waits
+// for its slowest worker, and a worker the OS has descheduled stalls it.
+// Measured (one run each, alternately with 5fede86's binary): 100 × 1000
+// seeds 1–3 at load 5–8, wall 23.0/28.5/25.0 s with two workers against
+// 17.0/34.3/32.7 s (5fede86) and 31.8/32.0/32.7 s (one worker), user CPU
+// 16.9/18.0/19.1 s against 16.0/17.3/21.1 s and 17.6/18.1/21.1 s; at
+// 100 × 10k seed 1 at load ~6, 374 s wall and 248 s of user CPU against
+// 339 s and 240 s: with the machine that loaded the second core was
+// rarely ours, and the speed-up is to be measured on a quiet one (the
+// commands above; `--sim-workers 1` is the serial run of the same
+// trace). Two workers cost no more CPU than one (user CPU within 5% in
+// every pair). Tried and not kept: spinning up to 100 µs before parking
+// (window.go's pool). Left: the operations are barriers (each runs one
+// node's call and its sends alone: 10.5 s at 10k), and windows are
+// LatencyMin wide whatever the links' own base latencies (a per-link
+// lookahead would widen them only to ~2.4 ms at 100 nodes).
+//
 // # A thousand nodes (issue 14)
 //
 // A node holds state per member whether the two exchange frames or not
