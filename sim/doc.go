@@ -46,7 +46,7 @@
 // are barriers: they end a window and run alone. The trace hash, the
 // digests, the report and the printed trace are the same whatever the
 // number of workers (TestWorkersSameRun, run under -race too); the trace
-// changed once, at e461a9e (the rng drawn in merge order).
+// changed once, at 6ec7d76 (the rng drawn in merge order).
 //
 // Faults: partitions (link sets cut, then healed); crashes (store.MemKV.Crash:
 // the store keeps exactly what was synced; the loop, its queues and held
