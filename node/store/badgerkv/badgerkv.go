@@ -52,6 +52,8 @@ type KV struct {
 	fsync     func(path string) error // syncs a file; a seam for tests
 	bigValues atomic.Bool             // a value for the value log was written since the last Sync
 	threshold int                     // Badger's ValueThreshold: a value this long goes to the value log
+
+	builders *builderShedder // drains Badger's idle table-builder allocators (builders.go); nil if not found
 }
 
 var (
@@ -108,6 +110,7 @@ func Open(dir string, opt Options) (*KV, error) {
 			return nil, err
 		}
 	}
+	k.builders = startBuilderShedder(db, builderTick, builderQuiet, k.shed)
 	return k, nil
 }
 
@@ -224,6 +227,7 @@ func (k *KV) Snapshot() (store.Reader, func()) {
 
 // Close closes Badger, then releases the directory's lock.
 func (k *KV) Close() error {
+	k.builders.stop()
 	err := k.db.Close()
 	k.releaseLock()
 	return err
