@@ -185,6 +185,23 @@
 // 508-524 → 506-523 µs, alternately 3× each, load 10-11): once the walk
 // decodes inline, those searches' time is elsewhere.
 //
+// Tried for issue 15's eighth round and not kept: splitting a walk with
+// many essential postings left (12k or more) when pruning starts, a
+// helper goroutine taking the upper half of the slots left from the
+// threshold then, the two walks pruning at the higher of their
+// thresholds (shared through an atomic) and the helper's hits offered to
+// the search's heap at the end (hits and scores as one walk's, checked
+// against limit 0 with the helper early, late or taken back by the
+// search). 37% of BenchmarkSearch100kAsBench's queries split, but with
+// other work on the machine the helper seldom had the second core in
+// time (a split in 2.4 was taken back: the search reached its half's
+// end before the helper started): -cpu=2, alternately 3× against the
+// same binary never splitting (load 2-4, another process holding a
+// core), CPU per query 278/308/306 against 290/312/312 µs, mean
+// 228/247/247 against 223/244/238, p95 538/560/568 against 540/573/555;
+// over HTTP no difference either (p95 0.95-1.28 against 0.96-1.46 ms,
+// 3×, load ~3). It may pay on an idle 2-core machine; not measured there.
+//
 // The total is the price. Counting every match means visiting every
 // posting of every term — what pruning avoids — so Search counts exactly
 // up to ExactTotal and past it returns the matches it counted: a lower

@@ -53,6 +53,31 @@
 // and the CPU per search moved within the noise (636 against 649 µs,
 // medians of 3, load ~12).
 //
+// What the hand-backs cost, and what does not change it, was
+// measured then (mnemo bench search on one 100k directory; perf record of
+// the searching node): page faults on the tables (asm_exc_page_fault) 9%
+// of the process's CPU and the advice 6%; the same build never handing
+// back (a 1 TiB budget, VmRSS then ~210 MiB) 593-636 against 727-822 µs a
+// search (alternately 4×, load 3-7), budgets of 4 / 16 / 64 MiB 927-962
+// / 756-845 / 654-751 µs (3×, load 6-7). Each record read faults the
+// whole 64 KiB window around it in (the kernel's fault-around: 48.7 KiB
+// of RssFile per random read of a cached table, in a throwaway program
+// over a 100k directory's tables), and MADV_RANDOM does not change that
+// on this kernel (6.18.44: 48.7 KiB per read with it too; fault-around
+// ignores the advice, which only stops readahead from disk). Splitting
+// each mapping into 16 KiB VMAs (alternate ranges advised MADV_DONTDUMP,
+// which changes nothing else) bounds the window by the VMA: 14.8 KiB a
+// read, but 8,600 mappings at 100k (a hand-back reads /proc/self/maps),
+// the same ~3 µs a fault, and the advice over all of them 1.6× slower; not
+// taken. What removes the faults is reading records without mapping
+// them (pread), which Badger's API does not offer; a read path of our own
+// beside Badger's (its memtables, levels, bloom filters and block indexes
+// found by reflection) was built and measured (README, eighth round) and
+// not taken: it re-implements Badger's Get and breaks with its internals.
+// Batching the advice of every table in one process_madvise call was
+// measured too (829 -> 766 us a search, then 1,114 -> 1,102 at load 6-8:
+// within the noise) and not taken.
+//
 // Table builders. Right after a bulk load Badger's compactions hold
 // ~100-125 MiB of table-builder buffers (z.Calloc, plain Go memory without the
 // jemalloc tag): each builder's allocator holds a table's blocks (twice
@@ -69,6 +94,28 @@
 // searches slow there was the collector running back to back under the
 // node's soft memory limit, which cmd/mnemo now lets follow a live heap
 // that outgrows it (cmd/mnemo/memlimit.go).
+//
+// What stays after the load (issue 15, eighth round: --memprofile at
+// the bench's resident-memory reading, ~2 s after a fresh 100k load,
+// searched meanwhile) is the pool, not running compactions: 96 of the
+// 143 MiB of live heap are z.Calloc under the table builders, and the
+// pool then holds 8 allocators of 12 MiB each (a builder's allocator
+// starts at twice BaseTableSize, 4 MiB, and doubles to hold a flushed 8
+// MiB memtable or an 8 MiB L6 table; the pool hands any allocator to any
+// builder, so all grow to the largest). Badger frees one per 2 s without
+// a builder taken (z.AllocatorPool), so they are gone ~16 s after the
+// last compaction; the search index itself is the same as a reopened
+// node's (31.4 against 30.0 MiB in the profiles). Options measured on a
+// fresh 100k load each (mnemo bench search, load 4-7; live heap / VmRSS
+// after 2,500 searches, tables): as configured 142 / 203 MiB, 39 tables;
+// MemTableSize 4 MiB 138 / 174, 44; BaseTableSize 512 KiB 106 / 145;
+// 512 KiB and TableSizeMultiplier 1, 8 MiB memtables 68 / 107, and with
+// 4 MiB memtables 68 / 132 (309 tables); 1 MiB, 1 and 4 MiB 70 / 115 (165
+// tables). None gets under 100 MiB, and smaller tables multiply the
+// tables (their mappings, bloom filters, per-table advice) and the
+// compactions. No option releases the pool sooner, so the KV drains it
+// itself once builders go quiet (builders.go: the one reach into
+// Badger's unexported fields, DB.allocPool, guarded by a test).
 //
 // Memtables. Each memtable is an arena of MemTableSize plus 15% (10.4 MiB
 // for 8 MiB), allocated whole and counted by the collector even where its
