@@ -38,6 +38,12 @@ type Config struct {
 	// ShuffleActive and ShufflePassive are how many active and passive
 	// peers a shuffle carries (HyParView's ka, kp). Default 3 and 4.
 	ShuffleActive, ShufflePassive int
+	// NoShuffle: this node starts no shuffles, for a driver that keeps
+	// the passive view fresh itself, with Hint (the replica engine offers
+	// each tree a random sample of its readers at every anti-entropy
+	// round). ShuffleInterval still paces the retries of passive peers,
+	// and shuffles from peers are still walked and answered.
+	NoShuffle bool
 	// NeighborTimeout: a neighbor request unanswered this long is taken
 	// as refused and the peer dropped from the passive view. Default 2s.
 	NeighborTimeout time.Duration

@@ -277,9 +277,9 @@ func (n *Node) onNeighborReply(from PeerID, accept bool) {
 
 // sendShuffle starts a shuffle: this node, a few active and a few passive
 // peers walk to a random node, which answers with as many of its passive
-// view.
+// view. None with Config.NoShuffle.
 func (n *Node) sendShuffle() {
-	if len(n.active) == 0 {
+	if len(n.active) == 0 || n.cfg.NoShuffle {
 		return
 	}
 	to := n.active[n.rng.IntN(len(n.active))].id

@@ -195,6 +195,40 @@ func TestShuffleReplyUnasked(t *testing.T) {
 	}
 }
 
+// With NoShuffle a node starts no shuffle, and still answers its peers'
+// shuffles.
+func TestNoShuffle(t *testing.T) {
+	n, err := New(Config{Self: "a", ShuffleInterval: time.Second, NoShuffle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Tick(simEpoch)
+	n.Step("b", Message{Kind: KindJoin})
+	n.Hint("c", "d")
+	kinds := map[Kind]int{}
+	for s := 1; s <= 10; s++ {
+		n.Tick(simEpoch.Add(time.Duration(s) * time.Second))
+		for n.HasReady() {
+			for _, env := range n.Ready().Messages {
+				kinds[env.Msg.Kind]++
+			}
+		}
+	}
+	if kinds[KindShuffle] != 0 {
+		t.Fatalf("NoShuffle: %d shuffles sent in 10 intervals (%v)", kinds[KindShuffle], kinds)
+	}
+	if err := n.Step("b", Message{Kind: KindShuffle, Peer: "x", TTL: 1, Peers: []PeerID{"x", "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	var replied bool
+	for _, env := range n.Ready().Messages {
+		replied = replied || env.Msg.Kind == KindShuffleReply && env.To == "x"
+	}
+	if !replied {
+		t.Fatalf("NoShuffle: a peer's shuffle that ended here went unanswered")
+	}
+}
+
 // A node stepped before its first Tick with a time (the replica engine
 // ticks a new tree with its own time, zero until the engine's first Tick)
 // keeps what it received then: the first real Tick stamps it with its

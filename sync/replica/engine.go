@@ -789,6 +789,7 @@ func (e *Engine) Tick(now time.Time) {
 		e.refreshTrees()
 		ids := e.sortedPeers()
 		p := e.peers[ids[e.rng.IntN(len(ids))]]
+		e.freshenTrees()
 		for _, ns := range e.st.Namespaces() {
 			if e.pol.PeerMayRead(p.Peer, ns) {
 				needSyncOf(p, ns, CauseAntiEntropy)

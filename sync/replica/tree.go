@@ -135,6 +135,7 @@ func (e *Engine) treeFor(ns string, readers []PeerID) *tree {
 	}
 	c := e.cfg.Tree
 	c.Self = epidemic.PeerID(e.cfg.Self)
+	c.NoShuffle = true // freshenTrees keeps the passive views fresh
 	h := fnv.New64a()
 	h.Write([]byte(ns))
 	c.Seed = e.cfg.Seed ^ h.Sum64()
@@ -212,6 +213,32 @@ func (e *Engine) refreshTrees() {
 		if e.trees[ns] != nil || 1+len(readers) >= e.cfg.TreeThreshold {
 			e.treeFor(ns, readers)
 		}
+	}
+}
+
+// freshenTrees offers each tree a few of its members picked at random
+// (as many as a shuffle brings, ShufflePassive), so its passive view stays
+// a fresh sample of the readers. The trees start no shuffles of their own
+// (epidemic.Config.NoShuffle): a shuffle walks six hops and carries eight
+// peer ids to learn what the engine knows already, the readers, and in
+// mnemo sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3 the shuffles
+// were 7.3 of the 101 MB sent (doc.go, "Trees").
+func (e *Engine) freshenTrees() {
+	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
+		t := e.trees[ns]
+		members := slices.Sorted(maps.Keys(t.members))
+		k := min(len(members), t.node.Config().ShufflePassive)
+		if k == 0 {
+			continue
+		}
+		pick := make([]epidemic.PeerID, k)
+		for i := range k {
+			j := i + e.rng.IntN(len(members)-i)
+			members[i], members[j] = members[j], members[i]
+			pick[i] = epidemic.PeerID(members[i])
+		}
+		t.node.Hint(pick...)
+		e.drainTree(t, nil)
 	}
 }
 

@@ -598,3 +598,35 @@ func TestTreeBlindRefusalAsksAuthor(t *testing.T) {
 		t.Fatal("n7 never asked n2 for a sync of team://a")
 	}
 }
+
+// The trees start no shuffles: the engine knows the readers, and each
+// anti-entropy round offers every tree a few of them at random, so a
+// passive view smaller than the readers keeps changing without a
+// shuffle frame on the wire.
+func TestTreesFreshenPassiveWithoutShuffles(t *testing.T) {
+	cfg := Config{AntiEntropyInterval: time.Second,
+		Tree: epidemic.Config{PassiveSize: 4, ShuffleActive: 1, ShufflePassive: 2}}
+	c := treeCluster(t, 16, cfg, openPolicy{}, 5)
+	shuffles := 0
+	c.drop = func(_, _ PeerID, m *wire.Message) bool {
+		if m.Kind == wire.KindTree && epidemic.Kind(m.Tree.Kind) == epidemic.KindShuffle {
+			shuffles++
+		}
+		return false
+	}
+	tr := c.nodes[0].eng.trees["team://a"]
+	first := tr.node.Passive()
+	seen := map[epidemic.PeerID]bool{}
+	for range 20 {
+		c.settle(time.Second)
+		for _, p := range tr.node.Passive() {
+			seen[p] = true
+		}
+	}
+	if shuffles > 0 {
+		t.Errorf("%d shuffle frames in 20 s: want none, the engine offers the readers", shuffles)
+	}
+	if len(seen) <= len(first) {
+		t.Errorf("n0's passive view of team://a held %d peers over 20 anti-entropy rounds (first %v): want it refreshed with other readers", len(seen), first)
+	}
+}
