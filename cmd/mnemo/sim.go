@@ -134,7 +134,9 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	config := func(seed uint64) sim.Config { c := cfg; c.Seed = seed; return c }
 	if *mixed {
-		config = sim.Mixed
+		// --sim-workers applies to a mixed sweep's runs too (Mixed leaves
+		// Workers at 0, which a sweep runs serially).
+		config = func(seed uint64) sim.Config { c := sim.Mixed(seed); c.Workers = cfg.Workers; return c }
 	}
 	var until time.Time
 	if *soak > 0 {

@@ -59,6 +59,23 @@ func TestSimWorkers(t *testing.T) {
 	if len(hashes) != 1 {
 		t.Errorf("one seed, different runs: %v", hashes)
 	}
+	// A mixed sweep's runs take --sim-workers too (sim.Mixed leaves it
+	// unset, which a sweep runs serially).
+	var mixed, mixedErr bytes.Buffer
+	if code := run(context.Background(), []string{"sim", "--mixed", "--sweep", "1", "--seed", "5000", "--json", "--sim-workers", "2"}, nil, &mixed, &mixedErr); code != exitOK {
+		t.Fatalf("--mixed --sweep 1 --sim-workers 2: exit %d: %s", code, mixedErr.String())
+	}
+	var mr struct {
+		Windows struct {
+			Workers int `json:"workers"`
+		} `json:"windows"`
+	}
+	if err := json.NewDecoder(&mixed).Decode(&mr); err != nil {
+		t.Fatal(err)
+	}
+	if mr.Windows.Workers != 2 {
+		t.Errorf("--mixed --sim-workers 2 ran each seed on %d workers", mr.Windows.Workers)
+	}
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"sim", "--sim-workers", "-1"}, nil, &out, &errb); code != exitUsage {
 		t.Errorf("--sim-workers -1: exit %d, want %d", code, exitUsage)
