@@ -91,6 +91,7 @@ type Config struct {
 // the node's code: the checkers must not depend on the node to catch it.
 type hooks struct {
 	leak           bool // a node sends a namespace's content to a node never granted it
+	leakOnTick     bool // the same, from node 0's first tick after 1 s: inside a window, on a worker
 	bypassWrite    bool // forged writes are also written straight into their target's store
 	dropAcked      bool // the first save is acknowledged with a dot nobody has
 	lostRetract    bool // a memory is reported retracted that was not

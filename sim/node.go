@@ -49,6 +49,7 @@ type simNode struct {
 	inbox      []*event
 	inc        int    // incarnation: a crash loses what is in flight to the node
 	dead       totals // counters of the loops lost in crashes
+	leaked     bool   // hooks.leakOnTick: node 0 has leaked once
 
 	// What the node's worker owns in a window (window.go): its clock (the
 	// time of the event it runs; of the barrier outside a window), its

@@ -280,7 +280,10 @@ func (s *Sim) transport(from *simNode, it *outItem) {
 	if g.Kind == wire.KindTree && len(s.relay.hostile) > 0 {
 		sent := frame
 		if frame = s.relayFrame(from, it.to, frame, it); frame == nil {
-			return // a hostile relay dropped it (trees.go)
+			// A hostile relay dropped it (trees.go); what the sender did
+			// wrong by sending it stands.
+			s.sentViols = append(s.sentViols, it.checks...)
+			return
 		}
 		if &frame[0] != &sent[0] { // altered: count what goes out
 			if ag, err := s.codec.Peek(frame); err == nil {

@@ -74,6 +74,7 @@ func TestCheckersCatchViolations(t *testing.T) {
 		{"divergent replica", hooks{tamper: true}, "convergence:"},
 		{"unauthorised write applied", hooks{bypassWrite: true}, "write:"},
 		{"namespace sent to a non-reader", hooks{leak: true}, "read:"},
+		{"namespace sent to a non-reader in a window", hooks{leakOnTick: true}, "read:"},
 		{"retracted memory visible", hooks{lostRetract: true}, "retract:"},
 		{"queue over its bound", hooks{queueBound: 1}, "queue:"},
 		{"capsule revoked or not as the checker is told", hooks{capsuleFlipped: true}, "capsule:"},
@@ -81,7 +82,9 @@ func TestCheckersCatchViolations(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := Config{Nodes: 6, Ops: 300, Seed: 7, Loss: 0.05, Stalls: 2, hooks: c.hook}
+			// Two workers, whatever the machine: a check made on a worker
+			// inside a window must fire as one made alone.
+			cfg := Config{Nodes: 6, Ops: 300, Seed: 7, Loss: 0.05, Stalls: 2, Workers: 2, hooks: c.hook}
 			cfg.Engine.Window = 1 // so a stalled peer's queue grows
 			r := run(t, cfg)
 			if r.Converged {
@@ -100,7 +103,7 @@ func TestCheckersCatchViolations(t *testing.T) {
 			}
 		})
 	}
-	cfg := Config{Nodes: 6, Ops: 300, Seed: 7, Loss: 0.05, Stalls: 2}
+	cfg := Config{Nodes: 6, Ops: 300, Seed: 7, Loss: 0.05, Stalls: 2, Workers: 2}
 	cfg.Engine.Window = 1
 	if r := run(t, cfg); !r.Converged {
 		t.Fatalf("the unbroken run must pass: %v", r.Violations)
@@ -116,6 +119,7 @@ func TestCheckersCatchViolations(t *testing.T) {
 func TestCheckerCatchesAckBeforeDurable(t *testing.T) {
 	for _, seed := range []uint64{1037, 1040} {
 		cfg := Mixed(seed)
+		cfg.Workers = 2 // cuts in a peer's delta come inside windows, on workers
 		if r := run(t, cfg); !r.Converged {
 			t.Fatalf("seed %d: the unbroken run must pass: %v", seed, r.Violations)
 		}

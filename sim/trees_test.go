@@ -37,7 +37,7 @@ func TestTreesCarryLiveDeltas(t *testing.T) {
 // receiver that skipped the author's signature would apply them), the
 // checkers fire: the run's verdict depends on the relay check.
 func TestTreesHostileRelays(t *testing.T) {
-	base := Config{Nodes: 10, Ops: 300, Seed: 5, Loss: 0.05, Teams: 1, Projects: 1}
+	base := Config{Nodes: 10, Ops: 300, Seed: 5, Loss: 0.05, Teams: 1, Projects: 1, Workers: 2}
 	base.Engine.TreeThreshold = 4
 	base.hooks.relayOnly = true
 	r := run(t, base)

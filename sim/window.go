@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -93,7 +94,7 @@ type WindowStats struct {
 	Nodes     int `json:"nodes"`      // Σ over windows of the nodes with an event
 	Parallel  int `json:"parallel"`   // windows whose nodes went to more than one goroutine
 	Barriers  int `json:"barriers"`   // operations, faults and checks
-	Items     int `json:"items"`      // outbox items merged
+	Items     int `json:"items"`      // outbox items merged (the nodes' warnings among them only with Config.Trace set)
 	// Wall time popping events (and planning the run), running the
 	// nodes' events, merging, in barriers, and checking the invariants at
 	// the end.
@@ -341,6 +342,10 @@ func (s *Sim) runNode(n *simNode) {
 			s.deliver(n, e)
 		case n.up:
 			n.loop.Tick()
+			if s.cfg.hooks.leakOnTick && n.idx == 0 && n.now >= time.Second && !n.leaked {
+				n.leaked = true
+				s.leak(n, 0)
+			}
 			s.diedInWrite(n)
 		}
 		n.evs[i] = nil
@@ -427,7 +432,9 @@ func (p *pool) help() {
 		if v := recover(); v != nil {
 			p.mu.Lock()
 			if p.failed == nil {
-				p.failed = v
+				// The helper's stack, or the caller's panic would show
+				// only its own.
+				p.failed = fmt.Sprintf("%v\n[panic on a sim worker goroutine]\n%s", v, debug.Stack())
 			}
 			p.mu.Unlock()
 		}
