@@ -121,6 +121,7 @@ type Sim struct {
 	forged    []forgedOp
 	forgers   map[[2]int]bool // (node, ns) that sent a forged write
 	tracked   []*spread
+	trackedOp int // the workload operation last tracked (maybeTrack)
 	sentViols []string
 	stats     counters
 	faults    []*fault
