@@ -246,7 +246,7 @@ func (e *Engine) requestSync(p *peerState) {
 		}
 		msg.Contexts = append(msg.Contexts, nc)
 		a := p.asked[ns]
-		a.at, a.tries, a.cause, a.authority = e.now, a.tries+1, causes[ns], auth
+		a.at, a.tries, a.cause, a.authority, a.lostBatch = e.now, a.tries+1, causes[ns], auth, false
 		put(&p.asked, ns, a)
 		e.syncStats.Asked[causes[ns]]++
 	}
@@ -277,4 +277,8 @@ type asking struct {
 	// skewed: answers refused for clock skew, whose tries were given
 	// back (skewRefused)
 	skewed int
+	// lostBatch: the answer's last message came and this node still
+	// lacks what the peer had, so a batch of it was lost on a link that
+	// works (syncRetryWait); cleared when the request is asked again.
+	lostBatch bool
 }

@@ -60,7 +60,7 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 				delete(p.asked, nc.Namespace)
 				continue
 			}
-			a.want = theirs
+			a.want, a.lostBatch = theirs, true
 			p.asked[nc.Namespace] = a
 		}
 		// A batch of an answer still coming: its request is being
