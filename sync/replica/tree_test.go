@@ -630,3 +630,39 @@ func TestTreesFreshenPassiveWithoutShuffles(t *testing.T) {
 		t.Errorf("n0's passive view of team://a held %d peers over 20 anti-entropy rounds (first %v): want it refreshed with other readers", len(seen), first)
 	}
 }
+
+// A node that comes to hold a namespace from a sync answer (a join) makes
+// its tree then, not at its next anti-entropy round or membership change:
+// until it has one it gets none of the namespace's later writes (no peer
+// pushes to a node off its tree). The simulator's scale figure had a
+// holder wait 8 s for its round and be the last to get every write made
+// in between.
+func TestTreeMadeWhenNamespaceFirstHeld(t *testing.T) {
+	const ns = "team://a"
+	c := newCluster(t, 16, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 3)
+	late := c.byID("n15")
+	c.drop = func(from, to PeerID, _ *wire.Message) bool { return from == late.id || to == late.id }
+	c.pump(20)
+	c.write(0, ns, "m0", "title", "first")
+	c.settle(3 * time.Second)
+	if late.eng.TreeStats().Trees != 0 || !late.st.Context(ns).IsEmpty() {
+		t.Fatalf("set-up: n15 holds %s or its tree before it joined", ns)
+	}
+	c.drop = nil
+	if err := late.eng.RequestSync("n0", ns); err != nil {
+		t.Fatal(err)
+	}
+	c.settle(time.Second)
+	if late.st.Context(ns).IsEmpty() {
+		t.Fatal("n15 did not get team://a from n0's answer")
+	}
+	if late.eng.TreeStats().Trees != 1 || len(late.eng.TreeActive(ns)) == 0 {
+		t.Fatalf("n15 holds team://a and has %d trees, links %v, a second after its join's answer: want its tree made then (anti-entropy is an hour away)",
+			late.eng.TreeStats().Trees, late.eng.TreeActive(ns))
+	}
+	c.write(1, ns, "m1", "title", "after the join")
+	c.settle(time.Second)
+	if _, ok := late.st.Map(ns).Get("m1"); !ok {
+		t.Fatal("n15 lacks a write made over the tree after it joined")
+	}
+}
