@@ -89,6 +89,35 @@ func TestRoundsOfSpread(t *testing.T) {
 	}
 }
 
+// A relay that alters what it forwards, turned hostile before the update
+// was made, is not counted among its holders (its neighbours distrust it,
+// so it gets the update late from a sync); one that drops is counted, and
+// so is one turned hostile after the update.
+func TestRoundsLeaveOutDistrustedRelays(t *testing.T) {
+	const ns = "project://p0"
+	for _, c := range []struct {
+		name      string
+		relay     hostileRelay
+		latencies float64
+		holders   float64
+	}{
+		{"altering, before", hostileRelay{at: 100 * time.Millisecond}, 2, 3},
+		{"dropping, before", hostileRelay{at: 100 * time.Millisecond, drop: true}, 125, 4},
+		{"altering, after", hostileRelay{at: 2 * time.Second}, 125, 4},
+	} {
+		s := &Sim{cfg: Config{LatencyMin: 10 * time.Millisecond, LatencyMax: 50 * time.Millisecond, Seed: 1},
+			nsIdx: map[string]int{ns: 0}}
+		s.relay.hostile = map[[2]int]*hostileRelay{{3, 0}: &c.relay}
+		s.tracked = []*spread{{ns: ns, at: time.Second, target: 4,
+			got:  map[int]time.Duration{0: 0, 1: 40 * time.Millisecond, 2: 80 * time.Millisecond, 3: 5 * time.Second},
+			hops: map[int]int{0: 0, 1: 1, 2: 2, 3: 1}}}
+		// mean latency 30ms + 10ms of jitter: 80ms is 2 latencies, 5s 125
+		if r := s.rounds(); r.Updates != 1 || r.Latencies != c.latencies || r.Holders != c.holders {
+			t.Errorf("%s: rounds %+v, want %v latencies over %v holders", c.name, r, c.latencies, c.holders)
+		}
+	}
+}
+
 // Tree frames by kind add up to the tree frames.
 func TestTreeKindsAddUp(t *testing.T) {
 	r := run(t, Config{Nodes: 10, Ops: 100, Seed: 3, Loss: 0.05, Teams: 1, Projects: 1})

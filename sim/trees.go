@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/sync/epidemic"
@@ -83,6 +84,7 @@ type relayState struct {
 // hostileRelay is one member's tampering with one namespace's tree.
 type hostileRelay struct {
 	drop bool
+	at   time.Duration         // when it turned hostile
 	inc  int                   // the incarnation it holds for
 	seen []wire.NamespaceDelta // genuine payloads it relayed, newest last (at most relaySeen)
 }
@@ -113,7 +115,7 @@ func (s *Sim) armRelay(n *simNode, j int) {
 	if s.relay.hostile == nil {
 		s.relay.hostile = map[[2]int]*hostileRelay{}
 	}
-	h := &hostileRelay{drop: s.wr.IntN(2) == 0, inc: n.inc}
+	h := &hostileRelay{drop: s.wr.IntN(2) == 0, at: s.now, inc: n.inc}
 	s.relay.hostile[[2]int{n.idx, j}] = h
 	s.forgers[[2]int{n.idx, j}] = true // never granted write later: it stays a relay, never an author
 	s.relay.counts.Armed++

@@ -352,10 +352,12 @@
 //     holder that got the set-up at 2.2 s joined the tree at 10.2 s and
 //     was the last to get every write made in between. Measured at
 //     100/300/0.1: 49.2 mean link latencies, 3.63x the model (hops 0.82x);
-//     what remains is a lost eager push's repair, which waits for Tick (the
-//     announcements leave on it, the grafts are timed by it), and a relayed
-//     delta held for a dot its node lacks until a gap or spread ask brings
-//     it (a node got a write at 5.7 s that way). The repairs come
+//     2.34x with the altering hostile relays left out of the holders (the
+//     last to get four of the writes, 3.3-5.7 s late: their neighbours
+//     distrust them and push them nothing, so syncs bring them what they
+//     get; sim/spread.go, distrusted). What remains is a lost eager push's
+//     repair, which waits for Tick: the announcements leave on it and the
+//     grafts are timed by it (sync/epidemic/doc.go, "Tried"). The repairs come
 //     sooner still when the
 //     author writes again: a relayed delta that must
 //     be held (it depends on writes not here) makes this node ask its
