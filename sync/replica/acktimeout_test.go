@@ -176,14 +176,7 @@ func TestLostSyncAnswerAskedAgain(t *testing.T) {
 		for _, env := range e1.Ready().Messages {
 			_ = e0.Step("n1", env.Msg)
 		}
-		r := e0.Ready()
-		for _, a := range r.Apply {
-			st0.Apply(a)
-		}
-		e0.Advance(nil)
-		for _, env := range r.Messages {
-			_ = e1.Step("n0", env.Msg)
-		}
+		applyAndSend(e0, st0, e1, "n0")
 	}
 	if _, ok := st0.Map(ns).Get("m1"); !ok {
 		t.Fatal("n0 never got m1")
@@ -248,6 +241,19 @@ func enginePair(cfg Config) (e0, e1 *Engine, st0, st1 *MemState, now time.Time) 
 	return e0, e1, st0, st1, now
 }
 
+// applyAndSend applies what e's Ready hands out to st, advances e, and
+// steps its messages into to, as from id.
+func applyAndSend(e *Engine, st *MemState, to *Engine, id PeerID) {
+	r := e.Ready()
+	for _, a := range r.Apply {
+		st.Apply(a)
+	}
+	e.Advance(nil)
+	for _, env := range r.Messages {
+		_ = to.Step(id, env.Msg)
+	}
+}
+
 // An answer whose last message (the responder's context) came while a
 // batch of it was lost says the link works: the request is asked again
 // after the short wait on every try, not after AckTimeout from the second
@@ -289,14 +295,7 @@ func TestLostBatchAskedAgainSoonEveryTry(t *testing.T) {
 		if contexts == 0 {
 			t.Fatal("set-up: the answer's last message (n1's context) did not come")
 		}
-		r := e0.Ready()
-		for _, a := range r.Apply {
-			st0.Apply(a)
-		}
-		e0.Advance(nil)
-		for _, env := range r.Messages {
-			_ = e1.Step("n0", env.Msg)
-		}
+		applyAndSend(e0, st0, e1, "n0")
 		e1.Ready()
 	}
 	e0.Tick(now)
