@@ -169,18 +169,23 @@ func (e *Engine) firstHeld(apply []Apply) []string {
 	if !e.treesOn() {
 		return nil
 	}
-	var out []string
+	var out, looked []string
 	for _, a := range apply {
-		if !a.Live && e.trees[a.Namespace] == nil && !slices.Contains(out, a.Namespace) && e.st.Context(a.Namespace).IsEmpty() {
-			out = append(out, a.Namespace)
+		ns := a.Namespace
+		if a.Live || e.trees[ns] != nil || slices.Contains(looked, ns) {
+			continue
+		}
+		looked = append(looked, ns)
+		if e.st.Context(ns).IsEmpty() {
+			out = append(out, ns)
 		}
 	}
 	return out
 }
 
 // startTrees makes the tree of each namespace of first that this node
-// now holds, if its replica set reached the threshold, as refreshTrees
-// would at the next anti-entropy round or membership change. A node that
+// now holds, if its replica set reached the threshold (refreshTree), as
+// refreshTrees would at the next anti-entropy round or membership change. A node that
 // came to hold a project from a sync answer otherwise stayed off its
 // tree, and got none of the project's later writes, until that round:
 // up to AntiEntropyInterval (in sim's TestScaleFigures at 100/300/0.1 a
@@ -190,11 +195,8 @@ func (e *Engine) firstHeld(apply []Apply) []string {
 // walk over the peers for each delta applied.
 func (e *Engine) startTrees(first []string) {
 	for _, ns := range first {
-		if e.trees[ns] != nil || e.st.Context(ns).IsEmpty() || !e.pol.ShouldHold(ns) {
-			continue
-		}
-		if readers := e.readersOf(ns); 1+len(readers) >= e.cfg.TreeThreshold {
-			e.treeFor(ns, readers)
+		if e.trees[ns] == nil && !e.st.Context(ns).IsEmpty() {
+			e.refreshTree(ns)
 		}
 	}
 }

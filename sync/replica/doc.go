@@ -240,7 +240,8 @@
 //   - One overlay per namespace, of its readers only: a tree is offered
 //     (epidemic Hint) the peers that may read the namespace and reports
 //     failed those that no longer may (on each local delta at or above the
-//     threshold, membership change and anti-entropy round). Tree messages
+//     threshold, membership change and anti-entropy round, and when a sync
+//     answer first brings the namespace: startTrees). Tree messages
 //     from a peer that may not read the
 //     namespace are dropped, and a payload is sent only to a peer that may
 //     read it now — else it is withheld and the peer dropped from the

@@ -206,13 +206,18 @@ func (e *Engine) refreshTrees() {
 		return
 	}
 	for _, ns := range e.st.Namespaces() {
-		if !e.pol.ShouldHold(ns) {
-			continue
-		}
-		readers := e.readersOf(ns)
-		if e.trees[ns] != nil || 1+len(readers) >= e.cfg.TreeThreshold {
-			e.treeFor(ns, readers)
-		}
+		e.refreshTree(ns)
+	}
+}
+
+// refreshTree is refreshTrees for ns alone.
+func (e *Engine) refreshTree(ns string) {
+	if !e.pol.ShouldHold(ns) {
+		return
+	}
+	readers := e.readersOf(ns)
+	if e.trees[ns] != nil || 1+len(readers) >= e.cfg.TreeThreshold {
+		e.treeFor(ns, readers)
 	}
 }
 
