@@ -89,6 +89,30 @@ func TestRoundsOfSpread(t *testing.T) {
 	}
 }
 
+// The tracked updates are the workload's writes, one an operation at
+// most: none of the set-up's, which all go at t=0 before any node holds
+// the namespace (they measured a join's syncs, not the spread).
+func TestTrackedUpdatesAreWorkloadWrites(t *testing.T) {
+	s, err := New(Config{Nodes: 100, Ops: 300, Loss: 0.1, Seed: 1, Teams: 0, Projects: 1, Track: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Run()
+	if len(s.tracked) == 0 {
+		t.Fatal("no update tracked")
+	}
+	seen := map[time.Duration]bool{}
+	for _, sp := range s.tracked {
+		if sp.at == 0 {
+			t.Fatalf("tracked %v of %s, written at t=0: a set-up write", sp.dot, sp.ns)
+		}
+		if seen[sp.at] {
+			t.Fatalf("two tracked updates written at %v: one operation's deltas", sp.at)
+		}
+		seen[sp.at] = true
+	}
+}
+
 // A relay that alters what it forwards, turned hostile before the update
 // was made, is not counted among its holders (its neighbours distrust it,
 // so it gets the update late from a sync); one that drops is counted, and
