@@ -69,8 +69,8 @@ type Config struct {
 	// QueueMaxDeltas bounds each peer's queue of waiting deltas; on overflow
 	// the pair falls back to digest sync. Default 10000.
 	QueueMaxDeltas int
-	// AntiEntropy is the interval between digest syncs with a random peer.
-	// Default 10s.
+	// AntiEntropy is the interval between digest syncs of each namespace
+	// with a random peer that may read it. Default 10s.
 	AntiEntropy time.Duration
 	// TreeThreshold, when 2 or more, sends the live deltas of namespaces
 	// with that many holders or more over epidemic broadcast trees

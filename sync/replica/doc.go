@@ -120,7 +120,11 @@
 // peer joins or comes back as a new incarnation (Peer.Incarnation:
 // restarted, its old queue and batches in flight dropped), for what a
 // broadcast tree lost (gap.go, "Trees"), and every AntiEntropyInterval
-// with one random peer. Requests ask for the
+// for each namespace held, with one random peer among those that may read
+// it (antiEntropy: a namespace few members share gets a round as often as
+// one every member reads; the requests to one peer leave as one message;
+// mnemo sim --mixed --sweep 500 --seed 1000: worst 79.5 → 17.8 s, mean
+// 1.85 → 1.44 s, bytes +0.8%). Requests ask for the
 // responder's context back, so one exchange repairs both directions; so
 // of a pair that both see a join, the smaller id asks at once and the
 // other only if no request came within RetransmitAfter (a join only it
@@ -491,8 +495,8 @@
 // its sync answer), compares with this node's now: equal, behind, ahead
 // or concurrent, with the engine's time it was told. It is what digest
 // sync itself compares, without the full scan a state digest needs; it is
-// only as fresh as the pair's last sync (anti-entropy picks a random peer
-// every AntiEntropyInterval), and live deltas move it without a word. The
+// only as fresh as the pair's last sync (anti-entropy picks a random reader
+// of each namespace every AntiEntropyInterval), and live deltas move it without a word. The
 // engine keeps one encoded context per peer and namespace held (peers
 // telling the same bytes share them), never sends it, and drops it with
 // the peer.

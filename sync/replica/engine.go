@@ -117,7 +117,8 @@ type Config struct {
 	// Retransmits < 0 sends every batch once.
 	Retransmits     int
 	RetransmitAfter time.Duration
-	// AntiEntropyInterval between digest syncs with a random peer. Default 10s.
+	// AntiEntropyInterval between digest syncs of each namespace held with
+	// a random peer that may read it. Default 10s.
 	AntiEntropyInterval time.Duration
 	// Limits for decoding peers' deltas. Default crdt.DefaultLimits.
 	Limits crdt.Limits
@@ -745,7 +746,7 @@ func (e *Engine) send(to PeerID, m *wire.Message) {
 }
 
 // Tick advances the engine's time: ack timeouts fall back to digest sync,
-// and anti-entropy picks a random peer. A driver ticks a new engine before
+// and anti-entropy picks a random reader of each namespace. A driver ticks a new engine before
 // any other input: until then its time is zero, and what it sends is
 // timed from then (every ack timeout passed at the first Tick).
 func (e *Engine) Tick(now time.Time) {
@@ -787,14 +788,32 @@ func (e *Engine) Tick(now time.Time) {
 		e.nextAE = now.Add(e.cfg.AntiEntropyInterval)
 		e.forgetUnheld()
 		e.refreshTrees()
-		ids := e.sortedPeers()
-		p := e.peers[ids[e.rng.IntN(len(ids))]]
 		e.freshenTrees()
-		for _, ns := range e.st.Namespaces() {
-			if e.pol.PeerMayRead(p.Peer, ns) {
-				needSyncOf(p, ns, CauseAntiEntropy)
-			}
-		}
+		e.antiEntropy()
 	}
 	e.flushAll()
+}
+
+// antiEntropy asks, for each namespace held, one random peer among those
+// that may read it for a digest sync, so each namespace gets a round as
+// the epidemic model counts one, however few members share it. One
+// random peer for every namespace it may read, as before, left a
+// namespace read by 3 of a node's 6 peers unsynced 7 rounds in a row
+// (1% odds): a new reader of a team namespace got it from an owner that
+// lacked a writer's records and waited 82 s (mnemo sim --mixed, seed
+// 1291). The requests to one peer still leave as one message.
+func (e *Engine) antiEntropy() {
+	ids := e.sortedPeers()
+	readers := make([]*peerState, 0, len(ids))
+	for _, ns := range e.st.Namespaces() {
+		readers = readers[:0]
+		for _, id := range ids {
+			if p := e.peers[id]; e.pol.PeerMayRead(p.Peer, ns) {
+				readers = append(readers, p)
+			}
+		}
+		if len(readers) > 0 {
+			needSyncOf(readers[e.rng.IntN(len(readers))], ns, CauseAntiEntropy)
+		}
+	}
 }

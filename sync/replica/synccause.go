@@ -19,7 +19,7 @@ const (
 	CauseOverflow              // the peer's queue overflowed
 	CauseAckTimeout            // a batch unacknowledged after AckTimeout
 	CauseRetry                 // an owed answer asked for again
-	CauseAntiEntropy           // the random peer of an anti-entropy round
+	CauseAntiEntropy           // the random reader of an anti-entropy round
 	CauseAuthority             // a live delta refused for want of its author's grant
 	CauseTreeRepair            // a relayed delta held or refused: its author asked
 	CauseHeld                  // a held delta dropped from a full pending buffer, or refused once released
