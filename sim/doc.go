@@ -449,7 +449,8 @@
 // node probes every member at its join and sends every member its digest
 // every BindingsInterval), overlay upkeep 136.5 (max 283: HyParView's
 // joins, shuffles and neighbor requests walk the passive views), sync
-// 42.6 (anti-entropy picks one random reader of each namespace every 10 s; a member that
+// 42.6 (anti-entropy picked one random member every 10 s, now a random
+// reader of each namespace held; a member that
 // joins or restarts is synced with for every namespace both hold), tree
 // links 37.4 (max 88, over the whole run and up to 5 trees a node),
 // direct deltas 2.7 (max 201: replica sets under TreeThreshold go

@@ -796,21 +796,33 @@ func (e *Engine) Tick(now time.Time) {
 
 // antiEntropy asks, for each namespace held, one random peer among those
 // that may read it for a digest sync, so each namespace gets a round as
-// the epidemic model counts one, however few members share it. One
-// random peer for every namespace it may read, as before, left a
-// namespace read by 3 of a node's 6 peers unsynced 7 rounds in a row
-// (1% odds): a new reader of a team namespace got it from an owner that
-// lacked a writer's records and waited 82 s (mnemo sim --mixed, seed
-// 1291). The requests to one peer still leave as one message.
+// the epidemic model counts one, however few members share it; a node
+// that may not write ns asks among its writers, since only writers send
+// content (answerSync), and two readers comparing contexts repair
+// nothing. One random peer for every namespace it may read, as before,
+// left a namespace read by 3 of a node's 6 peers unsynced 7 rounds in a
+// row (1% odds): a new reader of a team namespace got it from an owner
+// that lacked a writer's records and waited 82 s (mnemo sim --mixed,
+// seed 1291). The requests to one peer still leave as one message.
 func (e *Engine) antiEntropy() {
 	ids := e.sortedPeers()
 	readers := make([]*peerState, 0, len(ids))
+	writers := make([]*peerState, 0, len(ids))
 	for _, ns := range e.st.Namespaces() {
-		readers = readers[:0]
+		readers, writers = readers[:0], writers[:0]
+		reader := !e.pol.ReplicaMayWrite(e.cfg.Replica, ns)
 		for _, id := range ids {
-			if p := e.peers[id]; e.pol.PeerMayRead(p.Peer, ns) {
-				readers = append(readers, p)
+			p := e.peers[id]
+			if !e.pol.PeerMayRead(p.Peer, ns) {
+				continue
 			}
+			readers = append(readers, p)
+			if reader && e.pol.ReplicaMayWrite(p.Replica, ns) {
+				writers = append(writers, p)
+			}
+		}
+		if len(writers) > 0 {
+			readers = writers
 		}
 		if len(readers) > 0 {
 			needSyncOf(readers[e.rng.IntN(len(readers))], ns, CauseAntiEntropy)
