@@ -191,6 +191,21 @@
 // ~10,000 dots of a partition that had healed, repaired only as
 // anti-entropy happened to pick a writer.
 //
+// Every writer that finds a peer just became a reader asks it for a sync,
+// and the reader's context is empty in each request, so each writer sent
+// it the whole namespace. One writer now asks at once, picked by a hash of
+// the reader and the namespace among the writers this node knows of
+// (askNewReader; nodes with the same membership pick the same); the others
+// wait RetransmitAfter, as the larger id of a join does, and then send
+// only what the reader still lacks. go test ./sim -run TestScaleFigures
+// -scale 1000/100/0.1, db48c32 → this: bytes on the wire / minimum 4.94 →
+// 3.38 (sync frames 663 → 269 MB; unasked sync answers 689 → 253 MB),
+// peak RSS 8.83 → 7.82 GB, same digest, but convergence after the last
+// fault 1.7 → 9.8 s and rounds 8.56 → 11.87x in link latencies; mnemo sim
+// --mixed --sweep 500 --seed 1000 against 2cf44c2, both at once: bytes
+// −2.5%, mean 1.36 → 1.52 s, worst 10.9 → 16.6 s; 100×1000 seeds 1/2/3,
+// bytes/minimum 2.84/2.83/2.72 → 2.79/2.77/2.65.
+//
 // # Checks on arrival
 //
 // A peer is known by the node key its frames are authenticated with (the
