@@ -100,6 +100,17 @@ func (newcomerPolicy) PeerMayRead(peer Peer, _ string) bool {
 	return peer.ID != "n3" || slices.Contains(peer.Principals, namespace.MustParse("agent://r"))
 }
 
+// n3HostsAReader tells the writers n0, n1 and n2 that n3 now hosts
+// agent://r, which makes it a reader (newcomerPolicy).
+func n3HostsAReader(c *cluster) {
+	for _, nd := range c.nodes[:3] {
+		all := nd.eng.Peers()
+		i := slices.IndexFunc(all, func(p Peer) bool { return p.ID == "n3" })
+		all[i].Principals = []namespace.Address{namespace.MustParse("agent://r")}
+		nd.eng.UpdatePeers([]Peer{all[i]})
+	}
+}
+
 // A member that becomes a reader gets the namespace from one writer, not
 // a whole copy from every writer that sees it: the others ask later and
 // send only what it still lacks (at 1,000 nodes the copies were 689 MB
@@ -118,12 +129,7 @@ func TestNewReaderGetsOneCopy(t *testing.T) {
 		}
 		return false
 	}
-	for _, nd := range c.nodes[:3] {
-		all := nd.eng.Peers()
-		i := slices.IndexFunc(all, func(p Peer) bool { return p.ID == "n3" })
-		all[i].Principals = []namespace.Address{namespace.MustParse("agent://r")}
-		nd.eng.UpdatePeers([]Peer{all[i]})
-	}
+	n3HostsAReader(c)
 	c.pump(20)
 	for range 4 {
 		c.tick(time.Second)
@@ -153,12 +159,7 @@ func TestNewReaderCutOffFromTheFirstWriter(t *testing.T) {
 		}
 		return first != "" && (from == first && to == "n3" || from == "n3" && to == first)
 	}
-	for _, nd := range c.nodes[:3] {
-		all := nd.eng.Peers()
-		i := slices.IndexFunc(all, func(p Peer) bool { return p.ID == "n3" })
-		all[i].Principals = []namespace.Address{namespace.MustParse("agent://r")}
-		nd.eng.UpdatePeers([]Peer{all[i]})
-	}
+	n3HostsAReader(c)
 	c.pump(20)
 	if c.converged("team://a") {
 		t.Fatal("set-up: n3 got team://a at once, with its first writer cut off")

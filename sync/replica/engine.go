@@ -698,12 +698,17 @@ func (e *Engine) writersOf(ns string) []PeerID {
 // once; the others wait RetransmitAfter (joinWait, as for a join) unless
 // the reader asks first, and then send only what it still lacks.
 func (e *Engine) askNewReader(p *peerState, ns string) {
-	ws := e.writersOf(ns)
-	if i, found := slices.BinarySearch(ws, p.ID); found {
-		// The new reader may write too, but holds none of ns yet.
-		ws = slices.Delete(slices.Clone(ws), i, i+1)
+	if !e.pol.ReplicaMayWrite(e.cfg.Replica, ns) {
+		needSyncOf(p, ns, CauseNewReader)
+		return
 	}
-	if len(ws) <= 1 || !e.pol.ReplicaMayWrite(e.cfg.Replica, ns) {
+	ws := e.writersOf(ns) // this node among them
+	n := len(ws)
+	at, found := slices.BinarySearch(ws, p.ID)
+	if found {
+		n-- // the new reader may write too, but holds none of ns yet
+	}
+	if n <= 1 {
 		needSyncOf(p, ns, CauseNewReader)
 		return
 	}
@@ -711,7 +716,11 @@ func (e *Engine) askNewReader(p *peerState, ns string) {
 	h.Write([]byte(p.ID))
 	h.Write([]byte{0})
 	h.Write([]byte(ns))
-	if ws[h.Sum64()%uint64(len(ws))] == e.cfg.Self {
+	i := int(h.Sum64() % uint64(n))
+	if found && i >= at {
+		i++ // skip the reader
+	}
+	if ws[i] == e.cfg.Self {
 		needSyncOf(p, ns, CauseNewReader)
 		return
 	}
@@ -866,26 +875,23 @@ func (e *Engine) Tick(now time.Time) {
 // seed 1291). The requests to one peer still leave as one message.
 func (e *Engine) antiEntropy() {
 	ids := e.sortedPeers()
-	readers := make([]*peerState, 0, len(ids))
-	writers := make([]*peerState, 0, len(ids))
+	readers := make([]PeerID, 0, len(ids))
 	for _, ns := range e.st.Namespaces() {
-		readers, writers = readers[:0], writers[:0]
-		reader := !e.pol.ReplicaMayWrite(e.cfg.Replica, ns)
-		for _, id := range ids {
-			p := e.peers[id]
-			if !e.pol.PeerMayRead(p.Peer, ns) {
-				continue
-			}
-			readers = append(readers, p)
-			if reader && e.pol.ReplicaMayWrite(p.Replica, ns) {
-				writers = append(writers, p)
-			}
+		var pick []PeerID
+		if !e.pol.ReplicaMayWrite(e.cfg.Replica, ns) {
+			pick = e.writersOf(ns) // this node is not among them
 		}
-		if len(writers) > 0 {
-			readers = writers
+		if len(pick) == 0 {
+			readers = readers[:0]
+			for _, id := range ids {
+				if e.pol.PeerMayRead(e.peers[id].Peer, ns) {
+					readers = append(readers, id)
+				}
+			}
+			pick = readers
 		}
-		if len(readers) > 0 {
-			needSyncOf(readers[e.rng.IntN(len(readers))], ns, CauseAntiEntropy)
+		if len(pick) > 0 {
+			needSyncOf(e.peers[pick[e.rng.IntN(len(pick))]], ns, CauseAntiEntropy)
 		}
 	}
 }
