@@ -118,7 +118,8 @@ type Config struct {
 	Retransmits     int
 	RetransmitAfter time.Duration
 	// AntiEntropyInterval between digest syncs of each namespace held with
-	// a random peer that may read it. Default 10s.
+	// a random peer that may read it (one that may write it, if this node
+	// may not). Default 10s.
 	AntiEntropyInterval time.Duration
 	// Limits for decoding peers' deltas. Default crdt.DefaultLimits.
 	Limits crdt.Limits
