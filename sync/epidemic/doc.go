@@ -227,9 +227,10 @@
 //   - per origin, a new tree starting from the eager links of the tree
 //     of another origin used last here (a settled tree's links form an
 //     undirected spanning tree, whatever the root; 1194bb2, seeds 1/2/3):
-//     bytes on the wire / minimum 2.79/2.77/2.65 -> 2.78/2.75/2.66,
-//     payload sends 84,190 -> 80,449 (seed 1), virtual time to converge
-//     after the last fault 7.3 -> 15.5 s (seed 1). Within noise.
+//     bytes on the wire / minimum 2.79/2.77/2.65 → 2.78/2.75/2.66,
+//     payload sends 84,190 → 80,449 (seed 1), virtual time to converge
+//     after the last fault 7.3 → 15.5 s (seed 1): bytes within noise,
+//     seed 1 slower to converge; not kept.
 //   - ticking the trees when they have work due, between the driver's
 //     ticks (a Node.Due of the earliest batch of announcements past
 //     IHaveInterval and wait for a payload past GraftTimeout or
