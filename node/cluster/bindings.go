@@ -31,8 +31,9 @@ import (
 //
 // A node sends each peer that joins a probe: the bindings naming its own
 // key (its claims, and hand-overs to it) with its digest, asking for the
-// peer's digest back; again every tick until an answer (any frame of the
-// peer's that asks nothing) arrives. A new claim or hand-over goes, alone,
+// peer's digest back; again at the first tick bindingsProbeRetry after,
+// and so on until an answer (any frame of the peer's that asks nothing)
+// arrives. A new claim or hand-over goes, alone,
 // to every peer at once, and every BindingsInterval every peer is sent the
 // digest alone (a summary). A node whose digest differs from a peer's asks
 // that peer only when the peer holds at least as many bindings as it does
@@ -83,6 +84,14 @@ const (
 	bindingsForms
 )
 
+// bindingsProbeRetry is the least time between two probes to a peer not
+// heard from: time for the probe's answer to come back. Probing again at
+// the next tick, however soon after the join it came, sent a fifth of the
+// probes twice at a start of 300 simulated nodes (their answers were on
+// the way: the simulator's ticks come every 250 ms, its round trips take
+// up to ~100 ms); a real node's ticks come every 500 ms.
+const bindingsProbeRetry = 300 * time.Millisecond
+
 // bindingsAskGap is the least time between two indexes a node sends to
 // ask a peer for the bindings it lacks.
 const bindingsAskGap = 500 * time.Millisecond
@@ -114,9 +123,10 @@ type bindingsExchange struct {
 	want map[replica.PeerID]bool
 	// probing: the peers given a sender since they were last heard, a
 	// superset of those askBindings probes (it drops the others as it
-	// meets them): walking every sender each tick for the few not heard
-	// yet was N² a tick at a start of N nodes.
-	probing map[replica.PeerID]bool
+	// meets them), each with when it was last probed: walking every
+	// sender each tick for the few not heard yet was N² a tick at a start
+	// of N nodes.
+	probing map[replica.PeerID]time.Time
 	// settled: per peer, the digests (this node's, then the peer's) an
 	// exchange with it ended on, unequal: a binding one of them refuses.
 	// The peer is not asked again while both stay so.
@@ -136,7 +146,7 @@ type bindingsSaver struct {
 func newBindingsExchange(now time.Time) bindingsExchange {
 	return bindingsExchange{lastSummary: now, asked: map[replica.PeerID]asked{}, heard: map[replica.PeerID]bool{},
 		sums: map[replica.PeerID][]byte{}, lacking: map[replica.PeerID][][]byte{}, settled: map[replica.PeerID]string{},
-		want: map[replica.PeerID]bool{}, probing: map[replica.PeerID]bool{}, saver: &bindingsSaver{}}
+		want: map[replica.PeerID]bool{}, probing: map[replica.PeerID]time.Time{}, saver: &bindingsSaver{}}
 }
 
 // forget drops what the exchange knows of the peers gone picks: they
@@ -378,7 +388,7 @@ func (l *loop) hostedElsewhere(p namespace.Address) (acl.NodeID, bool) {
 
 // bindingsFrame is the bindings frame of form. Each form is encoded once
 // per change of the directory: the same frame goes to every peer on join,
-// every tick until heard, in answers and every interval, and encoding it
+// again until heard, in answers and every interval, and encoding it
 // (compressed) each time cost as much as admitting its bindings.
 func (l *loop) bindingsFrame(form bindingsForm) []byte {
 	l.knownMu.Lock()

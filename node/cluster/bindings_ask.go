@@ -14,15 +14,21 @@ import (
 // one peer at a time (askNext), again each tick until the sets agree.
 
 // askBindings sends a probe (this node's claims, its digest, asking for
-// the peer's) to every peer not yet heard from.
+// the peer's) to every peer not yet heard from and not probed in the last
+// bindingsProbeRetry.
 func (l *loop) askBindings() {
+	now := l.cfg.Clock.Now()
 	var ids []replica.PeerID
-	for id := range l.bx.probing {
+	for id, at := range l.bx.probing {
 		_, peer := l.peers[id]
 		if _, out := l.senders[id]; !peer || !out || l.bx.heard[id] {
 			delete(l.bx.probing, id) // a sender made again (setMembers) probes it again
 			continue
 		}
+		if now.Sub(at) < bindingsProbeRetry {
+			continue
+		}
+		l.bx.probing[id] = now
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
@@ -149,8 +150,10 @@ func TestBindingsIndexIncremental(t *testing.T) {
 	}
 }
 
-// A probe lost at a join is sent again at the next tick, not left to the
-// next summary (BindingsInterval): a peer is probed each tick until heard.
+// A probe lost at a join is sent again at the first tick bindingsProbeRetry
+// after it, not left to the next summary (BindingsInterval): a peer is
+// probed again until heard; and not at an earlier tick, while its answer
+// may still be on the way.
 func TestBindingsProbeLostIsSentAgain(t *testing.T) {
 	net := newSteppedNet(t, 3, 29)
 	n0, n2 := net.nodes[0], net.nodes[2]
@@ -160,8 +163,16 @@ func TestBindingsProbeLostIsSentAgain(t *testing.T) {
 		t.Fatal("the scenario did not happen: node 2 got node 0's claim through the cut")
 	}
 	net.cut = nil
+	tally := net.tallyBindings()
+	ticks := 0
+	for ; (ticks+1)*int(steppedTick) < int(bindingsProbeRetry); ticks++ {
+		net.tick()
+		if tally.bindings > 0 {
+			t.Fatalf("a probe was sent again %d ms after the first", (ticks+1)*int(steppedTick/time.Millisecond))
+		}
+	}
 	net.tick()
 	if host, _ := n2.st.HostedElsewhere(n0.me.Principal); host != n0.id.NodeID() {
-		t.Fatalf("a tick after the cut healed node 2 has node 0's principal at %q, want node 0", host)
+		t.Fatalf("the first tick %v after the join has node 2 hold node 0's principal at %q, want node 0", bindingsProbeRetry, host)
 	}
 }

@@ -74,8 +74,8 @@
 // (agent://TARGET/.inbox/WRITER/...) to the node hosting TARGET. Which
 // agents a member hosts is never taken from what it advertises: every node
 // claims its local principals with bindings signed by its key (bindings.go,
-// acl.Binding), sends its claims to each member that joins (every tick
-// until the member answers), sends every member a digest of all it holds
+// acl.Binding), sends its claims to each member that joins (again, once
+// the answer is overdue, until the member answers), sends every member a digest of all it holds
 // each BindingsInterval (the digest says how many: a node that holds fewer
 // bindings than a peer, or as many but others, asks that peer for what it
 // lacks by an index of short ids), and admits what it receives into its acl.Directory
