@@ -34,8 +34,8 @@ import (
 // peer's digest back; again at the first tick bindingsProbeRetry after,
 // and so on until an answer (any frame of the peer's that asks nothing)
 // arrives. A new claim or hand-over goes, alone,
-// to every peer at once, and every BindingsInterval every peer is sent the
-// digest alone (a summary). A node whose digest differs from a peer's asks
+// to every peer at once, and every BindingsInterval every peer whose last
+// digest differs from the node's is sent the digest alone (a summary). A node whose digest differs from a peer's asks
 // that peer only when the peer holds at least as many bindings as it does
 // (a peer with fewer lacks some: it asks), and not again while both
 // digests stay those an exchange of the two already ended on (a binding
@@ -114,6 +114,7 @@ type bindingsExchange struct {
 	asked map[replica.PeerID]asked
 	heard map[replica.PeerID]bool   // peers that answered (sent a frame asking nothing)
 	sums  map[replica.PeerID][]byte // each peer's digest, as its last frame told it
+	told  map[replica.PeerID][]byte // this node's digest, as its last frame to each peer told it
 	// lacking: per peer, ids its index named that this node lacked, when
 	// the index could not be sent back at once (the peer is asked on a
 	// later tick, while this node still lacks one of them).
@@ -145,7 +146,7 @@ type bindingsSaver struct {
 
 func newBindingsExchange(now time.Time) bindingsExchange {
 	return bindingsExchange{lastSummary: now, asked: map[replica.PeerID]asked{}, heard: map[replica.PeerID]bool{},
-		sums: map[replica.PeerID][]byte{}, lacking: map[replica.PeerID][][]byte{}, settled: map[replica.PeerID]string{},
+		sums: map[replica.PeerID][]byte{}, told: map[replica.PeerID][]byte{}, lacking: map[replica.PeerID][][]byte{}, settled: map[replica.PeerID]string{},
 		want: map[replica.PeerID]bool{}, probing: map[replica.PeerID]time.Time{}, saver: &bindingsSaver{}}
 }
 
@@ -155,6 +156,7 @@ func (x *bindingsExchange) forget(gone func(replica.PeerID) bool) {
 	forgetIn(x.asked, gone)
 	forgetIn(x.heard, gone)
 	forgetIn(x.sums, gone)
+	forgetIn(x.told, gone)
 	forgetIn(x.lacking, gone)
 	forgetIn(x.settled, gone)
 	forgetIn(x.want, gone)
@@ -386,15 +388,16 @@ func (l *loop) hostedElsewhere(p namespace.Address) (acl.NodeID, bool) {
 	return acl.NodeIDOf(k), true
 }
 
-// bindingsFrame is the bindings frame of form. Each form is encoded once
-// per change of the directory: the same frame goes to every peer on join,
-// again until heard, in answers and every interval, and encoding it
-// (compressed) each time cost as much as admitting its bindings.
-func (l *loop) bindingsFrame(form bindingsForm) []byte {
+// bindingsFrame is the bindings frame of form, and the digest it carries.
+// Each form is encoded once per change of the directory: the same frame
+// goes to every peer on join, again until heard, in answers and every
+// interval, and encoding it (compressed) each time cost as much as
+// admitting its bindings.
+func (l *loop) bindingsFrame(form bindingsForm) (frame, sum []byte) {
 	l.knownMu.Lock()
 	defer l.knownMu.Unlock()
 	if f := l.bindingsFrames[form]; f != nil {
-		return f
+		return f, l.bindingsSum // both replaced together (reindexBindings)
 	}
 	m := &wire.Message{Kind: wire.KindBindings, Reply: form != bindingsSummary, BindingsSum: l.bindingsSum}
 	switch form {
@@ -406,17 +409,35 @@ func (l *loop) bindingsFrame(form bindingsForm) []byte {
 	frame, err := l.codec.Encode(m)
 	if err != nil {
 		l.log.Error("encode bindings", "err", err)
-		return nil
+		return nil, nil
 	}
 	l.bindingsFrames[form] = frame
-	return frame
+	return frame, l.bindingsSum
 }
 
-// sendBindingsSummary sends the digest of the bindings to every peer: the
-// periodic check, each BindingsInterval.
+// sendBindingsSummary sends the digest of the bindings, each
+// BindingsInterval, to every peer that may not know it or whose own may
+// differ: the periodic check. A peer is skipped when its last frame here
+// carried this node's digest, and this node's last frame to it did too.
+// If the two sets differ now, the peer's changed since, so the digest it
+// last heard of this node's differs from its own, and it sends. (Both
+// skip only if each last heard the other's current digest; a set only
+// grows while a node runs, so each then holds the other's: the same. A
+// node that restarts has heard no digest yet, and its peers forget
+// theirs of it.) So a settled cluster goes quiet after one interval,
+// where every peer was sent a summary each interval: N² frames each 30 s
+// among N nodes. A summary lost on the way leaves its receiver sending
+// one each interval to the peer that lost it, which has nothing to
+// answer: until either set changes, one frame an interval for that pair
+// instead of two.
 func (l *loop) sendBindingsSummary() {
 	l.bx.lastSummary = l.cfg.Clock.Now()
-	l.sendBindingsTo(l.senderIDs(func(replica.PeerID) bool { return true }), bindingsSummary)
+	l.knownMu.RLock()
+	mine := l.bindingsSum
+	l.knownMu.RUnlock()
+	l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool {
+		return !bytes.Equal(l.bx.sums[id], mine) || !bytes.Equal(l.bx.told[id], mine)
+	}), bindingsSummary)
 }
 
 // sendNewBindings sends bindings just made here (a claim, a hand-over),
@@ -470,7 +491,9 @@ func (l *loop) sendFrameTo(ids []replica.PeerID, m *wire.Message) {
 		return
 	}
 	for _, id := range ids {
-		l.push(id, wire.KindBindings, frame)
+		if l.push(id, wire.KindBindings, frame) {
+			l.bx.told[id] = m.BindingsSum
+		}
 	}
 }
 
@@ -479,13 +502,15 @@ func (l *loop) sendBindingsTo(ids []replica.PeerID, form bindingsForm) {
 	if len(ids) == 0 {
 		return
 	}
-	frame := l.bindingsFrame(form)
+	frame, sum := l.bindingsFrame(form)
 	for _, id := range ids {
 		if frame == nil {
 			l.dropped.Add(1)
 			continue
 		}
-		l.push(id, wire.KindBindings, frame)
+		if l.push(id, wire.KindBindings, frame) {
+			l.bx.told[id] = sum
+		}
 	}
 }
 
