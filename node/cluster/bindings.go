@@ -31,27 +31,27 @@ import (
 //
 // A node sends each peer that joins a probe: the bindings naming its own
 // key (its claims, and hand-overs to it) with its digest, asking for the
-// peer's digest back; again at the first tick bindingsProbeRetry after,
-// and so on until an answer (any frame of the peer's that asks nothing)
-// arrives. A new claim or hand-over goes, alone,
-// to every peer at once, and every BindingsInterval every peer whose last
-// digest differs from the node's is sent the digest alone (a summary). A node whose digest differs from a peer's asks
-// that peer only when the peer holds at least as many bindings as it does
-// (a peer with fewer lacks some: it asks), and not again while both
-// digests stay those an exchange of the two already ended on (a binding
-// one of them refuses for good). To ask, it sends its index (a short id
-// per binding); the peer answers with the bindings that index lacks, and
-// with its own index if it lacks some itself, which the first node answers
-// in turn: four frames at most, and only missing bindings travel. A node
-// sends its index on its own account to one peer per bindingsAskGap, the
-// peer with the most bindings first; an ask whose answer is lost is asked
-// again after bindingsAskGap (three tries). A frame whose digest matches
-// the receiver's is not decoded further.
+// peer's digest back; again at the first tick bindingsProbeRetry after, and
+// so on until an answer (any frame of the peer's that asks nothing)
+// arrives. A new claim or hand-over goes, alone, to every peer at once, and
+// every BindingsInterval the digest alone (a summary) goes to every peer
+// that may not hold the same (sendBindingsSummary). A node whose digest
+// differs from a peer's asks that peer only when the peer holds at least as
+// many bindings as it does (a peer with fewer lacks some: it asks), and not
+// again while both digests stay those an exchange of the two already ended
+// on (a binding one of them refuses for good). To ask, it sends its index
+// (a short id per binding); the peer answers with the bindings that index
+// lacks, and with its own index if it lacks some itself, which the first
+// node answers in turn: four frames at most, and only missing bindings
+// travel. A node sends its index on its own account to one peer per
+// bindingsAskGap, the peer with the most bindings first; an ask whose
+// answer is lost is asked again after bindingsAskGap (three tries). A frame
+// whose digest matches the receiver's is not decoded further.
 //
 // So a cluster starting together moves each claim once per pair (the
-// probes), a settled cluster a few dozen bytes per pair each interval, a
-// partition's heal nothing, and a node lacking bindings asks one peer for
-// just those. History, at 100 nodes starting together (`mnemo sim --nodes
+// probes), a settled cluster nothing once each node has heard every
+// peer's digest (one interval), a partition's heal nothing, and a node
+// lacking bindings asks one peer for just those. History, at 100 nodes starting together (`mnemo sim --nodes
 // 100 --ops 1000 --seed 1 --loss 0.1 --partitions 3 --tree-threshold -1`):
 // every join and claim once sent every binding to every peer (83 MB of
 // the 177 MB the run moved); then digests and indexes, every join sending
@@ -426,10 +426,10 @@ func (l *loop) bindingsFrame(form bindingsForm) (frame, sum []byte) {
 // node that restarts has heard no digest yet, and its peers forget
 // theirs of it.) So a settled cluster goes quiet after one interval,
 // where every peer was sent a summary each interval: N² frames each 30 s
-// among N nodes. A summary lost on the way leaves its receiver sending
-// one each interval to the peer that lost it, which has nothing to
-// answer: until either set changes, one frame an interval for that pair
-// instead of two.
+// among N nodes. A summary lost on the way leaves the peer it was for
+// sending one each interval to its sender, which has nothing to answer:
+// until either set changes, one frame an interval for that pair instead
+// of two.
 func (l *loop) sendBindingsSummary() {
 	l.bx.lastSummary = l.cfg.Clock.Now()
 	l.knownMu.RLock()
