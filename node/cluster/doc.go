@@ -75,11 +75,12 @@
 // agents a member hosts is never taken from what it advertises: every node
 // claims its local principals with bindings signed by its key (bindings.go,
 // acl.Binding), sends its claims to each member that joins (again, once
-// the answer is overdue, until the member answers), sends every member a digest of all it holds
-// each BindingsInterval (the digest says how many: a node that holds fewer
+// the answer is overdue, until the member answers), sends each
+// BindingsInterval a digest of all it holds to every member that may not
+// hold the same (the digest says how many: a node that holds fewer
 // bindings than a peer, or as many but others, asks that peer for what it
-// lacks by an index of short ids), and admits what it receives into its acl.Directory
-// (first claim stands, a conflicting claim is refused and counted in
+// lacks by an index of short ids), and admits what it receives into its
+// acl.Directory (first claim stands, a conflicting claim is refused and counted in
 // Status.BindingConflicts, only a hand-over moves an agent). The directory
 // is stored, so a node restarted alone still verifies the grants it holds,
 // and it is the memory service's key lookup and author check: a record's
