@@ -446,8 +446,9 @@
 // Connections per node (the report's line: distinct peers a node
 // exchanged frames with): at 300 nodes × 50 ops, 299 of 299 over the run
 // and 127 (max 299) in any 10 s; by kind over the run, bindings 299 (each
-// node probes every member at its join and sends every member its digest
-// every BindingsInterval), overlay upkeep 136.5 (max 283: HyParView's
+// node probes every member at its join and then sent every member its
+// digest every BindingsInterval; since d14ffee only members that may not
+// hold the same), overlay upkeep 136.5 (max 283: HyParView's
 // joins, shuffles and neighbor requests walk the passive views), sync
 // 42.6 (anti-entropy picked one random member every 10 s, now a random
 // reader of each namespace held; a member that
