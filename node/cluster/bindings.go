@@ -384,11 +384,7 @@ func (l *loop) sendFrameTo(ids []replica.PeerID, m *wire.Message) {
 		l.dropped.Add(uint64(len(ids)))
 		return
 	}
-	for _, id := range ids {
-		if l.push(id, wire.KindBindings, frame) {
-			l.bx.told[id] = m.BindingsSum
-		}
-	}
+	l.pushBindings(ids, frame, m.BindingsSum)
 }
 
 // sendBindingsTo sends the bindings frame of form to ids, in that order.
@@ -397,11 +393,19 @@ func (l *loop) sendBindingsTo(ids []replica.PeerID, form bindingsForm) {
 		return
 	}
 	frame, sum := l.bindingsFrame(form)
+	if frame == nil {
+		l.dropped.Add(uint64(len(ids)))
+		return
+	}
+	l.pushBindings(ids, frame, sum)
+}
+
+// pushBindings hands a bindings frame carrying the digest sum to each of
+// ids, in that order, and for each peer whose sender took the frame notes
+// sum as the digest this node last told it (told, for
+// sendBindingsSummary).
+func (l *loop) pushBindings(ids []replica.PeerID, frame, sum []byte) {
 	for _, id := range ids {
-		if frame == nil {
-			l.dropped.Add(1)
-			continue
-		}
 		if l.push(id, wire.KindBindings, frame) {
 			l.bx.told[id] = sum
 		}
