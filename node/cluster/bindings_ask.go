@@ -19,16 +19,16 @@ import (
 func (l *loop) askBindings() {
 	now := l.cfg.Clock.Now()
 	var ids []replica.PeerID
-	for id, at := range l.bx.probing {
+	for id, p := range l.bx.probing {
 		_, peer := l.peers[id]
 		if _, out := l.senders[id]; !peer || !out || l.bx.heard[id] {
 			delete(l.bx.probing, id) // a sender made again (setMembers) probes it again
 			continue
 		}
-		if now.Sub(at) < bindingsProbeRetry {
+		if now.Sub(p.at) < bindingsProbeRetry {
 			continue
 		}
-		l.bx.probing[id] = now
+		l.bx.probing[id] = probed{at: now, tries: p.tries + 1}
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/sync/wire"
 )
 
 // sortedDigest is the digest before the set hash: SHA-256 over the sorted,
@@ -178,5 +179,61 @@ func TestBindingsProbeLostIsSentAgain(t *testing.T) {
 			t.Fatalf("%v after the join node 2 does not have node 0's principal at node 0", time.Duration(ticks)*steppedTick)
 		}
 		net.tick()
+	}
+}
+
+// Two nodes that see each other join probe each other, and two first
+// probes that cross answer each other: two frames. Whatever is lost, each
+// keeps probing until it hears from the other, any other probe is
+// answered with the other's claims, and within a second each knows whom
+// the other hosts.
+func TestBindingsProbesCrossOrAreAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lose   func(from int, n map[int]int) bool // n: frames node from sent so far
+		frames int                                // bindings frames delivered
+	}{
+		{"nothing lost", func(int, map[int]int) bool { return false }, 2},
+		// Node 1's probe comes while node 0 probes: heard, nothing sent;
+		// node 1 hears nothing and probes again; node 0 answers.
+		{"one probe lost", func(from int, n map[int]int) bool { return from == 0 && n[0] == 1 }, 3},
+		{"that answer lost too", func(from int, n map[int]int) bool { return from == 0 && n[0] <= 2 }, 4},
+		// Probes sent again are answered even when they cross: an earlier
+		// probe was lost, or refused by a peer that did not know the
+		// sender yet.
+		{"both probes lost", func(_ int, n map[int]int) bool { return n[0]+n[1] <= 2 }, 4},
+	} {
+		net := newSteppedNet(t, 2, 31)
+		codec := wire.NewCodec(wire.DefaultMaxFrame)
+		sent, lost, delivered := map[int]int{}, 0, 0
+		net.lose = func(from, _ int, frame []byte) bool {
+			if m, err := codec.Decode(frame); err != nil || m.Kind != wire.KindBindings {
+				return false
+			}
+			sent[from]++
+			if tc.lose(from, sent) {
+				lost++
+				return true
+			}
+			return false
+		}
+		net.observe = func(_, _ int, frame []byte) {
+			if m, err := codec.Decode(frame); err == nil && m.Kind == wire.KindBindings {
+				delivered++
+			}
+		}
+		net.join()
+		for ticks := 1; !net.knowsAll(); ticks++ {
+			if ticks > int(time.Second/steppedTick) {
+				t.Fatalf("%s: a second after the join the two do not know each other's agents", tc.name)
+			}
+			net.tick()
+		}
+		for range 10 {
+			net.tick() // nothing more once both know
+		}
+		if delivered != tc.frames || (lost == 0) != (tc.name == "nothing lost") {
+			t.Fatalf("%s: %d bindings frames delivered, %d lost; want %d delivered", tc.name, delivered, lost, tc.frames)
+		}
 	}
 }

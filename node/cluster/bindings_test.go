@@ -63,9 +63,11 @@ func (net *steppedNet) knowsAll() bool {
 
 // Nodes starting together send each claim once to each peer (a probe
 // carries its sender's claims) and no index: nobody lacks anything that
-// the probes do not bring. (Each join used to send an index, answered
-// with every binding the index lacked: a node's claim travelled to each
-// peer from every node that had it by then.)
+// the probes do not bring; and two frames a pair, its two probes, which
+// cross and answer each other. (Each join used to send an index,
+// answered with every binding the index lacked: a node's claim travelled
+// to each peer from every node that had it by then. Then each probe was
+// answered with a bare digest: four frames a pair.)
 func TestBindingsStartMovesEachClaimOnce(t *testing.T) {
 	const n = 8
 	net := newSteppedNet(t, n, 5)
@@ -77,8 +79,9 @@ func TestBindingsStartMovesEachClaimOnce(t *testing.T) {
 	if !net.knowsAll() {
 		t.Fatal("the nodes do not know each other's agents")
 	}
-	if tally.bindings != n*(n-1) || tally.allIndexes() != 0 {
-		t.Fatalf("a start of %d nodes moved %d bindings and %d indexes; want %d and none", n, tally.bindings, tally.allIndexes(), n*(n-1))
+	if tally.bindings != n*(n-1) || tally.allIndexes() != 0 || tally.frames != n*(n-1) {
+		t.Fatalf("a start of %d nodes moved %d bindings in %d frames and %d indexes; want %d in %d and none",
+			n, tally.bindings, tally.frames, tally.allIndexes(), n*(n-1), n*(n-1))
 	}
 }
 

@@ -75,9 +75,10 @@
 // agents a member hosts is never taken from what it advertises: every node
 // claims its local principals with bindings signed by its key (bindings.go,
 // acl.Binding), sends its claims to each member that joins (again, once
-// the answer is overdue, until the member answers), sends each
-// BindingsInterval a digest of all it holds to every member that may not
-// hold the same (the digest says how many: a node that holds fewer
+// the answer is overdue, until it hears from the member: the member's
+// own probe, crossing, answers it), sends each BindingsInterval a digest
+// of all it holds to every member that may not hold the same (the digest
+// says how many: a node that holds fewer
 // bindings than a peer, or as many but others, asks that peer for what it
 // lacks by an index of short ids), and admits what it receives into its
 // acl.Directory (first claim stands, a conflicting claim is refused and counted in
@@ -109,7 +110,7 @@
 // proves the key moves nothing, and frames never go to an unproved address
 // while a trusted one is alive (and every send pins the key regardless).
 // Once proved, the peer starts over as one that joins: its sender moves,
-// it is sent this node's claims and asked for its digest, and the engine drops
+// the two exchange claims as nodes that join do, and the engine drops
 // what was queued or in flight to the old incarnation and syncs every
 // shared namespace with it (replica.Peer.Incarnation); the restarted node
 // does the same with each peer it finds, so catch-up runs both ways. The

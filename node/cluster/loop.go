@@ -552,9 +552,9 @@ func (l *loop) setMembers(ms []Sighting) {
 	for _, id := range joined {
 		m := next[id].member
 		l.senders[id] = sender{addr: m.Addr, inc: m.Incarnation, out: l.drv.open(id, m.Addr, m.PublicKey)}
-		l.bx.probing[id] = l.cfg.Clock.Now() // probed again until heard (askBindings)
+		l.bx.probing[id] = probed{at: l.cfg.Clock.Now(), tries: 1} // probed again until heard (askBindings)
 	}
-	l.sendBindingsTo(joined, bindingsProbe) // tell the newcomers whom this node hosts, and ask for their digest
+	l.sendBindingsTo(joined, bindingsProbe) // tell the newcomers whom this node hosts, and learn whom they do
 	slices.SortFunc(peers, func(a, b replica.Peer) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	l.eng.SetPeers(peers)
 }

@@ -27,7 +27,8 @@
 //     handled by the node's cluster loop. BindingsSum digests the sender's
 //     set (alone in a periodic summary); BindingIDs is its index (a short
 //     id per binding), so a peer sends only what the sender lacks; Reply
-//     asks for the peer's digest or index in return.
+//     asks for the peer's claims or index in return, and Answer marks the
+//     frame that answers a probe (Reply without an index).
 //
 // Protocol version 2 signs every namespace delta: Sig is the sender's
 // ed25519 signature over the message kind, namespace, From and the delta

@@ -135,6 +135,10 @@ type Message struct {
 	// (BindingIDSize bytes of SHA-256 over the encoding) of every binding
 	// it holds, so the peer sends only the bindings the sender lacks.
 	BindingIDs [][]byte `msgpack:"bi,omitempty"`
+	// Answer is, in a Bindings frame, set when it answers the receiver's
+	// probe (a Bindings frame with Reply and no index): the receiver
+	// learns its probe arrived.
+	Answer bool `msgpack:"a,omitempty"`
 	// Overlay is, in a KindTree message, the namespace whose broadcast
 	// tree the message belongs to.
 	Overlay string `msgpack:"o,omitempty"`
