@@ -448,7 +448,9 @@
 // and 127 (max 299) in any 10 s; by kind over the run, bindings 299 (each
 // node probes every member at its join and then sent every member its
 // digest every BindingsInterval; since d14ffee only members that may not
-// hold the same), overlay upkeep 136.5 (max 283: HyParView's
+// hold the same, and now at most 16 of them a round: node/cluster's
+// bindingsSummaryFanout; pairs' probes cross and answer each other since
+// 64cb0e6), overlay upkeep 136.5 (max 283: HyParView's
 // joins, shuffles and neighbor requests walk the passive views), sync
 // 42.6 (anti-entropy picked one random member every 10 s, now a random
 // reader of each namespace held; a member that

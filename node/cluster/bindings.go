@@ -33,7 +33,7 @@ import (
 // it is this node's), or the peer's own probe (answerProbe: two first
 // probes that cross answer each other, any other probe is answered). A new claim or hand-over
 // goes, alone, to every peer at once, and every BindingsInterval the
-// digest alone (a summary) goes to every peer that may not hold the same
+// digest alone (a summary) goes to a few peers that may not hold the same
 // (sendBindingsSummary). A node whose digest
 // differs from a peer's asks that peer only when the peer holds at least as
 // many bindings as it does (a peer with fewer lacks some: it asks), and not
@@ -115,7 +115,10 @@ const maxLackingIDs = 64
 // bindingsExchange is the loop's state of the bindings exchange with its
 // peers.
 type bindingsExchange struct {
-	lastSummary  time.Time // when the digest was last sent (sendBindingsSummary)
+	lastSummary time.Time // when the digest was last sent (sendBindingsSummary)
+	// summarized: the last peer sent the digest, in the ring of ids the
+	// next summaries start after (summaryTurn).
+	summarized   replica.PeerID
 	lastIndexAsk time.Time // when this node last sent its index asking for what it lacks
 	// asked: peers sent this node's index asking for what it lacks, whose
 	// answer has not come yet (asked again after bindingsAskGap).
@@ -143,8 +146,8 @@ type bindingsExchange struct {
 	saver   *bindingsSaver // stores the directory (storeBindings)
 }
 
-func newBindingsExchange(now time.Time) bindingsExchange {
-	return bindingsExchange{lastSummary: now, asked: map[replica.PeerID]asked{}, heard: map[replica.PeerID]bool{},
+func newBindingsExchange(now time.Time, self replica.PeerID) bindingsExchange {
+	return bindingsExchange{lastSummary: now, summarized: self, asked: map[replica.PeerID]asked{}, heard: map[replica.PeerID]bool{},
 		sums: map[replica.PeerID][]byte{}, told: map[replica.PeerID][]byte{}, lacking: map[replica.PeerID][][]byte{}, settled: map[replica.PeerID]string{},
 		want: map[replica.PeerID]bool{}, probing: map[replica.PeerID]probed{}, saver: &bindingsSaver{}}
 }
@@ -323,8 +326,9 @@ func (l *loop) bindingsFrame(form bindingsForm) (frame, sum []byte) {
 }
 
 // sendBindingsSummary sends the digest of the bindings, each
-// BindingsInterval, to every peer that may not know it or whose own may
-// differ: the periodic check. A peer is skipped when its last frame here
+// BindingsInterval, to bindingsSummaryFanout of the peers that may not
+// know it or whose own may differ: the periodic check. A peer is skipped
+// when its last frame here
 // carried this node's digest, and this node's last frame to it did too.
 // If the two sets differ now, the peer's changed since, so the digest it
 // last heard of this node's differs from its own, and it sends. (Both
@@ -342,9 +346,40 @@ func (l *loop) sendBindingsSummary() {
 	l.knownMu.RLock()
 	mine := l.bindingsSum
 	l.knownMu.RUnlock()
-	l.sendBindingsTo(l.senderIDs(func(id replica.PeerID) bool {
+	l.sendBindingsTo(l.bx.summaryTurn(l.senderIDs(func(id replica.PeerID) bool {
 		return !bytes.Equal(l.bx.sums[id], mine) || !bytes.Equal(l.bx.told[id], mine)
-	}), bindingsSummary)
+	})), bindingsSummary)
+}
+
+// bindingsSummaryFanout bounds the peers sent the digest each
+// BindingsInterval. The digest is the check that repairs lost bindings
+// frames, and one peer holding more than a node, told, gets that node
+// asking for all it lacks; so each node tells a few peers, in turns round
+// the ring of ids, and every node hears from about as many in each
+// interval. To all of them, the first interval after a start (when the
+// digests heard in the probes are stale) was N² frames: a million at
+// 1,000 nodes, 44 MB.
+const bindingsSummaryFanout = 16
+
+// summaryTurn picks, of the sorted peers ids, the bindingsSummaryFanout
+// that follow the last one summarized in the ring of ids (this node's own
+// at first, so the nodes' first turns spread over the ring), and notes
+// the last of them; returned sorted.
+func (x *bindingsExchange) summaryTurn(ids []replica.PeerID) []replica.PeerID {
+	if len(ids) <= bindingsSummaryFanout {
+		return ids
+	}
+	i, _ := slices.BinarySearch(ids, x.summarized)
+	if i < len(ids) && ids[i] == x.summarized {
+		i++
+	}
+	turn := make([]replica.PeerID, bindingsSummaryFanout)
+	for j := range turn {
+		turn[j] = ids[(i+j)%len(ids)]
+	}
+	x.summarized = turn[len(turn)-1]
+	slices.Sort(turn)
+	return turn
 }
 
 // sendNewBindings sends bindings just made here (a claim, a hand-over),

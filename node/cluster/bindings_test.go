@@ -306,3 +306,47 @@ func TestOwnHandoverUnseenUntilStored(t *testing.T) {
 		t.Fatalf("stored bindings after the hand-over: %d, want %d", got, before+1)
 	}
 }
+
+// Each BindingsInterval a node sends its digest to bindingsSummaryFanout
+// peers at most, in turns round the ring of ids, and that still repairs a
+// lost frame within the interval: a hand-over lost on its way to one node
+// reaches it from the peers whose turn names it.
+func TestBindingsSummaryFanout(t *testing.T) {
+	const n = bindingsSummaryFanout + 4
+	net := newSteppedNet(t, n, 37)
+	net.join()
+	for range 5 {
+		net.tick() // a hand-over must be newer than the claim it replaces
+	}
+	codec := wire.NewCodec(wire.DefaultMaxFrame)
+	summaries := map[int]int{} // by sender
+	net.observe = func(from, _ int, frame []byte) {
+		if m, err := codec.Decode(frame); err == nil && m.Kind == wire.KindBindings && len(m.Bindings) == 0 && len(m.BindingIDs) == 0 && !m.Reply {
+			summaries[from]++
+		}
+	}
+	n0, n1, last := net.nodes[0], net.nodes[1], net.nodes[n-1]
+	net.cut = func(from, to int) bool { return to == n-1 }
+	if _, err := n0.st.Handover(n0.me.Principal, n1.id.Public); err != nil {
+		t.Fatal(err)
+	}
+	net.run()
+	net.cut = nil
+	if host, _ := last.st.HostedElsewhere(n0.me.Principal); host != n0.id.NodeID() {
+		t.Fatalf("the last node learnt the hand-over across the cut: host %q", host)
+	}
+	for range int(BindingsInterval/steppedTick) + 1 {
+		net.tick()
+	}
+	if host, _ := last.st.HostedElsewhere(n0.me.Principal); host != n1.id.NodeID() {
+		t.Fatalf("a BindingsInterval after the cut, the last node has host %q for agent://n0, want node 1", host)
+	}
+	for i, c := range summaries {
+		if c > bindingsSummaryFanout {
+			t.Fatalf("node %d sent %d digests in one interval, more than %d", i, c, bindingsSummaryFanout)
+		}
+	}
+	if len(summaries) == 0 {
+		t.Fatal("no digest was sent")
+	}
+}

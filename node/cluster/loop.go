@@ -280,7 +280,7 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 		replica:     cfg.Identity.ReplicaID(),
 		drv:         drv,
 		peers:       map[replica.PeerID]peerInfo{},
-		bx:          newBindingsExchange(cfg.Clock.Now()),
+		bx:          newBindingsExchange(cfg.Clock.Now(), replica.PeerID(cfg.Identity.NodeID())),
 		senders:     map[replica.PeerID]sender{},
 		known:       map[[ed25519.PublicKeySize]byte]bool{},
 		proved:      map[candidate]bool{},

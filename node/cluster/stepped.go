@@ -151,8 +151,8 @@ func SortMembers(ms []Sighting) { slices.SortStableFunc(ms, byNodeID) }
 // Tick is what a Cluster does at each tick of its ticker, at the time
 // Config.Clock gives now: the engine's timers (ack timeouts,
 // anti-entropy), digest syncs for local deltas the queue dropped, and the
-// bindings to members not yet heard from (their digest to all every
-// BindingsInterval).
+// bindings to members not yet heard from (and every BindingsInterval
+// the digest to a few that may not hold the same).
 func (s *Stepped) Tick() { s.step(s.tick) }
 
 // Pump takes the local deltas waiting and sends what they make.
