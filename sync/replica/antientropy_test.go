@@ -172,3 +172,88 @@ func TestNewReaderCutOffFromTheFirstWriter(t *testing.T) {
 		t.Fatalf("n3, cut off from %s, did not get team://a from the other writers", first)
 	}
 }
+
+// A member that holds none of a namespace and is asked for it by several
+// writers at once (each took itself for the one to go first: their views
+// of who the writers are differed) tells the first its empty context, and
+// the others only when they ask again: one whole copy, not one a writer.
+func TestEmptyReaderAskedByManyGetsOneCopy(t *testing.T) {
+	c := newCluster(t, 4, Config{AntiEntropyInterval: time.Hour}, newcomerPolicy{}, 9)
+	for i := range 3 {
+		c.write(i, "team://a", fmt.Sprintf("m%d", i), "title", strings.Repeat("x", 2000))
+	}
+	c.tick(time.Millisecond)
+	c.pump(20)
+	copies := map[PeerID]int{} // whole copies of team://a's content sent to n3, by sender
+	c.drop = func(from, to PeerID, m *wire.Message) bool {
+		n := 0
+		for _, d := range m.Deltas {
+			n += len(d.Delta)
+		}
+		if to == "n3" && n > 3*2000 && (m.Kind == wire.KindSyncReply || m.Kind == wire.KindSyncRequest) {
+			copies[from]++
+		}
+		return false
+	}
+	n3HostsAReader(c)
+	for _, nd := range c.nodes[:3] {
+		if err := nd.eng.RequestSync("n3", "team://a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.pump(20)
+	for range 4 {
+		c.tick(time.Second)
+		c.pump(20)
+	}
+	if !c.converged("team://a") {
+		t.Fatal("n3 did not get team://a")
+	}
+	if len(copies) != 1 {
+		t.Fatalf("n3 got team://a's content from %v, want one writer", copies)
+	}
+}
+
+// A requester the empty reader did not tell is asked by the reader itself,
+// RetransmitAfter later: here the first requester's copy never comes, and
+// the second never asks again, and the reader still gets the namespace.
+func TestEmptyReaderAsksTheRequesterItDidNotTell(t *testing.T) {
+	c := newCluster(t, 4, Config{AntiEntropyInterval: time.Hour}, newcomerPolicy{}, 9)
+	for i := range 3 {
+		c.write(i, "team://a", fmt.Sprintf("m%d", i), "title", "x")
+	}
+	c.tick(time.Millisecond)
+	c.pump(20)
+	n1Asked := 0
+	c.drop = func(from, to PeerID, m *wire.Message) bool {
+		switch {
+		case to != "n3":
+			return false
+		case from == "n0":
+			return len(m.Deltas) > 0 // n0's copy is lost, every time
+		case m.Kind == wire.KindSyncRequest && from == "n1":
+			n1Asked++
+			return n1Asked > 1 // n1 asks once
+		case m.Kind == wire.KindSyncRequest:
+			return true // n2 never asks
+		}
+		return false
+	}
+	n3HostsAReader(c)
+	for _, nd := range c.nodes[:2] {
+		if err := nd.eng.RequestSync("n3", "team://a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.pump(20)
+	if c.converged("team://a") || n1Asked == 0 {
+		t.Fatalf("set-up: n3 got team://a at once, or n1 did not ask (%d)", n1Asked)
+	}
+	for range 4 {
+		c.tick(time.Second)
+		c.pump(20)
+	}
+	if !c.converged("team://a") {
+		t.Fatal("n3 did not get team://a from n1, which it had not told")
+	}
+}

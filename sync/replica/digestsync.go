@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -50,7 +51,25 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 		}
 		sum := retractedSum(ret)
 		ctx := e.st.Context(ns)
-		if m.Reply {
+		if m.Reply && ctx.IsEmpty() && e.toldEmptyRecently(ns) {
+			// This node holds none of ns and told another requester so
+			// less than RetransmitAfter ago: that one's whole copy may be
+			// on its way, and this requester, told the same, would send a
+			// second (emptyTold). It is not told now; this node asks it
+			// RetransmitAfter later (joinWait, as the other writers of a
+			// new reader wait), with what the first copy brought by then,
+			// unless it asks again first.
+			if p.joinWait == nil {
+				p.joinWait = map[string]SyncCause{}
+			}
+			if len(p.joinWait) == 0 {
+				p.joinAt = e.now.Add(e.cfg.RetransmitAfter)
+			}
+			p.joinWait[ns] = CauseReverse
+		} else if m.Reply {
+			if ctx.IsEmpty() {
+				e.toldEmpty(ns)
+			}
 			// Our context reveals no content, and it lets the requester send
 			// what we lack even when we cannot yet tell it may read ns (the
 			// grant that says so may be among what we lack).
@@ -315,3 +334,29 @@ func (e *Engine) antiEntropy() {
 		}
 	}
 }
+
+// toldEmptyRecently reports whether this node told a peer, within the
+// last RetransmitAfter, that it holds none of ns (emptyTold).
+func (e *Engine) toldEmptyRecently(ns string) bool {
+	at, ok := e.emptyTold[ns]
+	return ok && e.now.Sub(at) < e.cfg.RetransmitAfter
+}
+
+// toldEmpty notes that this node tells a requester now that it holds
+// none of ns. At most maxEmptyTold namespaces are noted at once (requests
+// may name any namespace); past that, one is not noted, and its next
+// requester is told too, as before the note existed.
+func (e *Engine) toldEmpty(ns string) {
+	if e.emptyTold == nil {
+		e.emptyTold = map[string]time.Time{}
+	}
+	if len(e.emptyTold) >= maxEmptyTold {
+		maps.DeleteFunc(e.emptyTold, func(_ string, at time.Time) bool { return e.now.Sub(at) >= e.cfg.RetransmitAfter })
+	}
+	if len(e.emptyTold) < maxEmptyTold {
+		e.emptyTold[ns] = e.now
+	}
+}
+
+// maxEmptyTold bounds Engine.emptyTold.
+const maxEmptyTold = 1024

@@ -380,6 +380,11 @@ type Engine struct {
 	// emptyAsked: when an empty holder last asked for a namespace whose
 	// tree traffic it refused (askEmpty), by namespace.
 	emptyAsked map[string]time.Time
+	// emptyTold: when this node, holding none of a namespace, last told a
+	// requester its empty context, by namespace: a second requester within
+	// RetransmitAfter is not told (answerSync), since each one told sends
+	// the whole namespace.
+	emptyTold map[string]time.Time
 }
 
 // held is a checked live delta whose dependencies have not all arrived.
