@@ -325,63 +325,6 @@ func (l *loop) bindingsFrame(form bindingsForm) (frame, sum []byte) {
 	return frame, l.bindingsSum
 }
 
-// sendBindingsSummary sends the digest of the bindings, each
-// BindingsInterval, to bindingsSummaryFanout of the peers that may not
-// know it or whose own may differ: the periodic check. A peer is skipped
-// when its last frame here
-// carried this node's digest, and this node's last frame to it did too.
-// If the two sets differ now, the peer's changed since, so the digest it
-// last heard of this node's differs from its own, and it sends. (Both
-// skip only if each last heard the other's current digest; a set only
-// grows while a node runs, so each then holds the other's: the same. A
-// node that restarts has heard no digest yet, and its peers forget
-// theirs of it.) So a settled cluster goes quiet after one interval,
-// where every peer was sent a summary each interval: N² frames each 30 s
-// among N nodes. A summary lost on the way leaves the peer it was for
-// sending one each interval to its sender, which has nothing to answer:
-// until either set changes, one frame an interval for that pair instead
-// of two.
-func (l *loop) sendBindingsSummary() {
-	l.bx.lastSummary = l.cfg.Clock.Now()
-	l.knownMu.RLock()
-	mine := l.bindingsSum
-	l.knownMu.RUnlock()
-	l.sendBindingsTo(l.bx.summaryTurn(l.senderIDs(func(id replica.PeerID) bool {
-		return !bytes.Equal(l.bx.sums[id], mine) || !bytes.Equal(l.bx.told[id], mine)
-	})), bindingsSummary)
-}
-
-// bindingsSummaryFanout bounds the peers sent the digest each
-// BindingsInterval. The digest is the check that repairs lost bindings
-// frames, and one peer holding more than a node, told, gets that node
-// asking for all it lacks; so each node tells a few peers, in turns round
-// the ring of ids, and every node hears from about as many in each
-// interval. To all of them, the first interval after a start (when the
-// digests heard in the probes are stale) was N² frames: a million at
-// 1,000 nodes, 44 MB.
-const bindingsSummaryFanout = 16
-
-// summaryTurn picks, of the sorted peers ids, the bindingsSummaryFanout
-// that follow the last one summarized in the ring of ids (this node's own
-// at first, so the nodes' first turns spread over the ring), and notes
-// the last of them; returned sorted.
-func (x *bindingsExchange) summaryTurn(ids []replica.PeerID) []replica.PeerID {
-	if len(ids) <= bindingsSummaryFanout {
-		return ids
-	}
-	i, _ := slices.BinarySearch(ids, x.summarized)
-	if i < len(ids) && ids[i] == x.summarized {
-		i++
-	}
-	turn := make([]replica.PeerID, bindingsSummaryFanout)
-	for j := range turn {
-		turn[j] = ids[(i+j)%len(ids)]
-	}
-	x.summarized = turn[len(turn)-1]
-	slices.Sort(turn)
-	return turn
-}
-
 // sendNewBindings sends bindings just made here (a claim, a hand-over),
 // alone, to every peer: they should not wait for the next summary.
 func (l *loop) sendNewBindings(bs []acl.Binding) {
