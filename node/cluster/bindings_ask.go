@@ -172,9 +172,13 @@ func (l *loop) sendBindingsSummary() {
 // frames, and one peer holding more than a node, told, gets that node
 // asking for all it lacks; so each node tells a few peers, in turns round
 // the ring of ids, and every node hears from about as many in each
-// interval. To all of them, the first interval after a start (when the
-// digests heard in the probes are stale) was N² frames: a million at
-// 1,000 nodes, 44 MB.
+// interval. What it bounds is the burst: the first interval after a start
+// (when the digests heard in the probes are stale) sent N² frames at once,
+// a million at 1,000 nodes, 44 MB. The total is not cut: the turns go on,
+// 16 a round, until each pair has swapped its current digests, so the
+// same frames are spread over about N/16 intervals (half an hour at
+// 1,000 nodes). Cutting the total needs a node to take a few peers' equal
+// digests for the rest's, which this exchange does not do yet.
 const bindingsSummaryFanout = 16
 
 // summaryTurn picks, of the sorted peers ids, the bindingsSummaryFanout
