@@ -95,69 +95,11 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 			continue
 		}
 		sendRetracted := uint64(len(ret)) != nc.Retracted || !bytes.Equal(sum[:], nc.RetSum)
-		if len(ret) == 0 {
-			sendRetracted = false
+		if !sendRetracted || len(ret) == 0 {
+			ret = nil
 		}
-		// Records go out in batches. Every batch's context claims the dots
-		// both sides have seen (so a dot the requester holds in a sent
-		// record and this side removed is dropped there) and the dots
-		// removed here that the requester never saw: a batch that brought
-		// a record past a removal without the removed dot would let the
-		// requester take that dot back from a peer that never saw the
-		// removal, and then hold it for good with a context equal to
-		// everyone's (the simulator found this at 100 nodes). Which dots
-		// were removed is known once every record is found, so the
-		// batches are made first and sent then. The last batch carries the
-		// retracted ids.
-		//
-		// But a removed dot's claim is only safe beside the record it was
-		// removed from: a join drops only what the delta's own records
-		// hold, so a batch claiming it without that record, arriving when
-		// the record's batch was lost, moves the requester's context past
-		// a removal its record never saw, and releases live deltas held
-		// for it onto the stale record (sim/doc.go, Found 6). Which record
-		// a removed dot was in is not kept, so an answer that claims
-		// removed dots goes whole, in one message up to
-		// WholeAnswerMaxBytes; only a larger one is still split, and can
-		// still leave that gap.
-		shared := ctx.Intersect(have)
-		var found []sentRecord
-		removed, err := e.st.Missing(ns, have, func(id string, rec *crdt.Record) error {
-			found = append(found, sentRecord{id, rec, len(crdt.EncodeRecord(rec)) + len(id)})
-			return nil
-		})
-		if err != nil {
-			// Nothing goes: a batch without the removed dots (known only
-			// once every record is found) could carry a record past a
-			// removal the requester never saw, the very gap the claims
-			// close. The requester's next sync asks again.
-			e.stateErr(p, fmt.Errorf("replica: answering %s's sync of %s: %w", p.ID, ns, err))
+		if !e.sendMissing(p, ns, ctx, have, ret) {
 			continue
-		}
-		limit := e.cfg.BatchMaxBytes
-		if removed != nil && !removed.IsEmpty() {
-			limit = max(limit, e.cfg.WholeAnswerMaxBytes)
-		}
-		batches := batchRecords(found, limit)
-		if len(batches) == 0 && ((removed != nil && !removed.IsEmpty()) || sendRetracted) {
-			batches = append(batches, map[string]*crdt.Record{})
-		}
-		claims := shared
-		if removed != nil && !removed.IsEmpty() {
-			claims = shared.Clone()
-			claims.Join(removed)
-		}
-		for i, b := range batches {
-			var rids []string
-			if sendRetracted && i == len(batches)-1 {
-				rids = ret
-			}
-			d := crdt.AssembleMap(claims.Clone(), b, rids)
-			nd := wire.NamespaceDelta{Namespace: ns, Delta: d.Encode()}
-			nd.Sign(wire.KindSyncReply, e.cfg.Signer)
-			msg := &wire.Message{Kind: wire.KindSyncReply, Deltas: []wire.NamespaceDelta{nd}}
-			p.stats.BytesSent += uint64(msg.Size())
-			e.send(p.ID, msg)
 		}
 		put(&p.answered, ns, e.now)
 		delete(p.joining, ns)
@@ -165,6 +107,75 @@ func (e *Engine) answerSync(p *peerState, m *wire.Message) {
 	if len(own) > 0 {
 		e.send(p.ID, &wire.Message{Kind: wire.KindSyncReply, Contexts: own})
 	}
+}
+
+// sendMissing sends p, in batches, the records of ns that have (p's
+// context) lacks, ctx being this node's context of ns; ret, when not nil,
+// goes with the last batch (the retracted ids). It reports false if the
+// store failed, and then nothing went.
+func (e *Engine) sendMissing(p *peerState, ns string, ctx, have *crdt.Context, ret []string) bool {
+	// Records go out in batches. Every batch's context claims the dots
+	// both sides have seen (so a dot the requester holds in a sent
+	// record and this side removed is dropped there) and the dots
+	// removed here that the requester never saw: a batch that brought
+	// a record past a removal without the removed dot would let the
+	// requester take that dot back from a peer that never saw the
+	// removal, and then hold it for good with a context equal to
+	// everyone's (the simulator found this at 100 nodes). Which dots
+	// were removed is known once every record is found, so the
+	// batches are made first and sent then. The last batch carries the
+	// retracted ids.
+	//
+	// But a removed dot's claim is only safe beside the record it was
+	// removed from: a join drops only what the delta's own records
+	// hold, so a batch claiming it without that record, arriving when
+	// the record's batch was lost, moves the requester's context past
+	// a removal its record never saw, and releases live deltas held
+	// for it onto the stale record (sim/doc.go, Found 6). Which record
+	// a removed dot was in is not kept, so an answer that claims
+	// removed dots goes whole, in one message up to
+	// WholeAnswerMaxBytes; only a larger one is still split, and can
+	// still leave that gap.
+	shared := ctx.Intersect(have)
+	var found []sentRecord
+	removed, err := e.st.Missing(ns, have, func(id string, rec *crdt.Record) error {
+		found = append(found, sentRecord{id, rec, len(crdt.EncodeRecord(rec)) + len(id)})
+		return nil
+	})
+	if err != nil {
+		// Nothing goes: a batch without the removed dots (known only
+		// once every record is found) could carry a record past a
+		// removal the requester never saw, the very gap the claims
+		// close. The requester's next sync asks again.
+		e.stateErr(p, fmt.Errorf("replica: answering %s's sync of %s: %w", p.ID, ns, err))
+		return false
+	}
+	limit := e.cfg.BatchMaxBytes
+	if removed != nil && !removed.IsEmpty() {
+		limit = max(limit, e.cfg.WholeAnswerMaxBytes)
+	}
+	batches := batchRecords(found, limit)
+	if len(batches) == 0 && ((removed != nil && !removed.IsEmpty()) || ret != nil) {
+		batches = append(batches, map[string]*crdt.Record{})
+	}
+	claims := shared
+	if removed != nil && !removed.IsEmpty() {
+		claims = shared.Clone()
+		claims.Join(removed)
+	}
+	for i, b := range batches {
+		var rids []string
+		if ret != nil && i == len(batches)-1 {
+			rids = ret
+		}
+		d := crdt.AssembleMap(claims.Clone(), b, rids)
+		nd := wire.NamespaceDelta{Namespace: ns, Delta: d.Encode()}
+		nd.Sign(wire.KindSyncReply, e.cfg.Signer)
+		msg := &wire.Message{Kind: wire.KindSyncReply, Deltas: []wire.NamespaceDelta{nd}}
+		p.stats.BytesSent += uint64(msg.Size())
+		e.send(p.ID, msg)
+	}
+	return true
 }
 
 // sentRecord is a record a sync answer sends, with its encoded size.
