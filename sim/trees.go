@@ -26,8 +26,8 @@ func (r *Report) writeTrees(w io.Writer) {
 	}
 	t := r.Trees
 	fmt.Fprintf(w, "  tree frames %d (%d bytes): %d broadcasts (up to %d trees a node), %d sent direct (no link yet), %d relayed deltas applied;\n"+
-		"    %d payload sends, %d announced ids, %d wants, %d grafts, %d given up, %d repairs asked of authors, %d relays distrusted\n",
-		r.TreeMessages, r.TreeBytes, t.Broadcasts, t.Trees, t.Direct, t.Relayed, t.Node.PayloadsSent, t.Node.IHaveIDs, t.Node.Wants, t.Node.Grafts, t.Node.GaveUp, t.Repairs, t.Distrusted)
+		"    %d payload sends, %d announced ids, %d wants, %d grafts, %d given up, %d repairs asked of authors, %d catch-ups, %d relays distrusted\n",
+		r.TreeMessages, r.TreeBytes, t.Broadcasts, t.Trees, t.Direct, t.Relayed, t.Node.PayloadsSent, t.Node.IHaveIDs, t.Node.Wants, t.Node.Grafts, t.Node.GaveUp, t.Repairs, t.CatchUps, t.Distrusted)
 	if a := r.Relays; a.Armed > 0 {
 		fmt.Fprintf(w, "  hostile relays %d: %d payloads altered, %d dropped (%d of them sent by another member since), %d replayed\n",
 			a.Armed, a.Altered, a.Dropped, a.Rerouted, a.Replayed)

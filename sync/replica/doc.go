@@ -412,6 +412,15 @@
 //     1000, virtual time to converge after the last fault): median 4.9 →
 //     4.7 s, p90 23.9 → 19.9 s, p99 79.5 → 57.2 s (seeds with trees at 4:
 //     median 6.9 → 5.6 s, p90 32.7 → 22.7 s), for 4% more sync frames.
+//   - A repair too small to spread still reaches the readers that just
+//     said they lack it: a writer that a sync brings writes older than
+//     catchUpAge sends them, at its next Tick, to each peer whose context
+//     told within AntiEntropyInterval held all it held before and lacks
+//     some of them (catchup.go, TreeStats.CatchUps), so a reader that
+//     asked a writer lacking the write in an anti-entropy round does not
+//     wait for the next round. At 100 nodes with loss and partitions the
+//     time to converge after the last fault fell by about a third, bytes
+//     unchanged (catchup.go, "Measured").
 //   - Holding a delta until what it depends on arrives (Order) is the
 //     engine's, on the author's account: the tree delivers in no order.
 //     A new reader is in the tree at once, so a relayed delta may reach

@@ -256,6 +256,7 @@ func (e *Engine) syncContent(ns string, cause SyncCause) {
 			t.spreadBase = e.st.Context(ns).Clone()
 		}
 	}
+	e.noteCatchUp(ns)
 }
 
 // spread tells t's links this node's context of t.ns if the syncs since

@@ -60,6 +60,9 @@ type TreeStats struct {
 	// be held (it depends on writes that have not arrived: a tree lost
 	// them) or was refused (by the driver, or for want of a grant here).
 	Repairs uint64 `json:"repairs"`
+	// CatchUps: answers sent unasked to a peer whose context, told lately,
+	// lacked old writes a sync had just brought this node (catchup.go).
+	CatchUps uint64 `json:"catch_ups"`
 	// Unreachable: links dropped because the driver's transport could
 	// not reach the peer (PeerUnreachable).
 	Unreachable uint64 `json:"unreachable"`
@@ -78,6 +81,7 @@ func (s *TreeStats) Add(o TreeStats) {
 	s.Distrusted += o.Distrusted
 	s.Withheld += o.Withheld
 	s.Repairs += o.Repairs
+	s.CatchUps += o.CatchUps
 	s.Unreachable += o.Unreachable
 	s.Node.Add(o.Node)
 }
@@ -103,6 +107,9 @@ type tree struct {
 	// brought enough; spreadAt: when last told (gap.go)
 	spreadBase *crdt.Context
 	spreadAt   time.Time
+	// catchBase: ns's context before a sync brought content, when this
+	// node may write ns (catchup.go)
+	catchBase *crdt.Context
 }
 
 // relayed is a relayed delta checked in Step, waiting for the tree to
@@ -306,6 +313,7 @@ func (e *Engine) tickTrees() {
 		t.node.Tick(e.now)
 		e.drainTree(t, nil)
 		e.spread(t)
+		e.catchUp(t)
 	}
 }
 
