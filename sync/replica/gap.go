@@ -248,7 +248,8 @@ const spreadMinDots = 64
 
 // syncContent notes content of ns come by a sync answer to a request of
 // cause (causeNone: unasked), to be spread if it repaired a gap: the
-// context before it is kept to count the dots it brought.
+// context before it is kept to count the dots it brought; and, whatever
+// the cause, to be caught up (noteCatchUp, catchup.go).
 func (e *Engine) syncContent(ns string, cause SyncCause) {
 	switch cause {
 	case causeNone, CauseHeal, CauseSpread, CauseGap:
