@@ -41,7 +41,7 @@ import (
 // after gap, anti-entropy, heal and spread answers (converge 21.9 s on
 // seeds 1-6 against 24.0 s before, where this gives 15.8 s); a spread of
 // every repair of those causes, however small (converge 12.0 s, bytes
-// +0.09); and anti-entropy rounds at a random phase per node rather than
+// +0.10); and anti-entropy rounds at a random phase per node rather than
 // all at once (no change).
 
 // catchUpAge: a sync's gain whose newest write is younger than this is
