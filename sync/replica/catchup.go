@@ -74,21 +74,17 @@ func (e *Engine) catchUp(t *tree) {
 	if len(base.Missing(ctx)) == 0 || !e.pol.ReplicaMayWrite(e.cfg.Replica, t.ns) {
 		return
 	}
-	var to []*peerState
-	var contexts []*crdt.Context
+	// The peers that told lately and may read come first; the age of
+	// the gain (one lookup of the dot index) next, since most gains are
+	// repairs of young writes; only then are the told contexts decoded.
+	var told []*peerState
 	for _, id := range e.sortedPeers() {
 		q := e.peers[id]
-		told, ok := q.told[t.ns]
-		if !ok || e.now.Sub(told.at) > e.cfg.AntiEntropyInterval || !e.pol.PeerMayRead(q.Peer, t.ns) {
-			continue
+		if c, ok := q.told[t.ns]; ok && e.now.Sub(c.at) <= e.cfg.AntiEntropyInterval && e.pol.PeerMayRead(q.Peer, t.ns) {
+			told = append(told, q)
 		}
-		theirs, err := crdt.DecodeContext(told.enc, e.cfg.Limits)
-		if err != nil || len(theirs.Missing(base)) > 0 || len(theirs.Missing(ctx)) == 0 {
-			continue
-		}
-		to, contexts = append(to, q), append(contexts, theirs)
 	}
-	if len(to) == 0 {
+	if len(told) == 0 {
 		return
 	}
 	var newest crdt.Timestamp
@@ -98,8 +94,12 @@ func (e *Engine) catchUp(t *tree) {
 	}); err != nil || e.now.Sub(newest.Time()) < catchUpAge {
 		return
 	}
-	for i, q := range to {
-		if e.sendMissing(q, t.ns, ctx, contexts[i], nil) {
+	for _, q := range told {
+		theirs, err := crdt.DecodeContext(q.told[t.ns].enc, e.cfg.Limits)
+		if err != nil || len(theirs.Missing(base)) > 0 || len(theirs.Missing(ctx)) == 0 {
+			continue
+		}
+		if e.sendMissing(q, t.ns, ctx, theirs, nil) {
 			e.treeStats.CatchUps++
 		}
 	}
