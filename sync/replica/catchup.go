@@ -31,13 +31,13 @@ import (
 // Measured (mnemo sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3,
 // seeds 1-12, against 0e6606d): virtual time to converge after the last
 // fault 22.9 -> 15.6 s on average (one anti-entropy round, 10 s, less
-// on 8 of the 12 seeds, two on one, none slower by more than 0.1 s),
+// on 7 of the 12 seeds, two on one, none slower by more than 0.1 s),
 // bytes on the wire / minimum 2.768 -> 2.759, 25-381
 // catch-ups a run. What it repairs, seed 4: two dots of team://t1 written
-// in a partition were lacked by 53 of its 61 holders at the heal, and
+// in a partition were lacked by 56 of its 61 holders at the heal, and
 // they reached them only at anti-entropy rounds 10 s apart (three). Tried
-// and not kept: every sync's gain caught up, without the age bound
-// (1,177-1,803 catch-ups a run, +0.04 bytes / minimum); catch-ups only
+// and not kept (seeds 1-6): every sync's gain caught up, without the age
+// bound (1,177-1,803 catch-ups a run, +0.04 bytes / minimum); catch-ups only
 // after gap, anti-entropy, heal and spread answers (converge 21.9 s on
 // seeds 1-6 against 24.0 s before, where this gives 15.8 s); a spread of
 // every repair of those causes, however small (converge 12.0 s, bytes
@@ -46,7 +46,7 @@ import (
 
 // catchUpAge: a sync's gain whose newest write is younger than this is
 // not caught up (the tree and its repairs are still carrying it). On
-// seeds 1-6 of the command above, 2 s caught up more (100-547 a run
+// seeds 1-6 of the command above, 2 s caught up more (84-547 a run
 // against 41-381) for the same times to converge and bytes / minimum
 // 2.702 -> 2.717; 10 s caught up fewer and left seeds 3 and 5 a round
 // slower (15.5 -> 25.3 s).
