@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,12 +119,15 @@ func TestInMemoryTakesLargeValues(t *testing.T) {
 
 // TestReleaseFilePagesFindsBadgersFiles: the Store reaches the KV's
 // ReleaseFilePages, which on Linux advises Badger's mapped tables in the
-// directory (one is written when the memtable is flushed at Close); a KV
-// in memory has none.
+// directory (one is written when the memtable is flushed at Close; 50 KB,
+// so that it holds more than its index and the page around it, which stay
+// mapped); a KV in memory has none.
 func TestReleaseFilePagesFindsBadgersFiles(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
-	edit(t, s, "team://a", "m1", 1, "co", "x")
+	for i := range 100 {
+		edit(t, s, "team://a", fmt.Sprintf("m%03d", i), 1, "co", strings.Repeat("x", 500))
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

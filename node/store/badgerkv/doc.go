@@ -46,12 +46,16 @@
 // where Badger unmapped a table; pages_linux.go). A hand-back costs ~0.3 ms
 // at 100k memories (37 tables), nearly all in the advice itself, whose
 // page-table walk covers every table's whole mapping: caching the
-// mappings instead of reading /proc/self/maps each time, and leaving each
-// table's index mapped (Badger reads the block offsets and bloom filter
-// in place, so every point read maps them again), were tried and not
-// kept: the index stayed as 3.7 MiB more resident after each hand-back
-// and the CPU per search moved within the noise (636 against 649 µs,
-// medians of 3, load ~12).
+// mappings instead of reading /proc/self/maps each time was tried and not
+// kept. Each table's index (block offsets and bloom filter, which Badger
+// reads in place, so every point read mapped them again) stays mapped
+// since issue 15's ninth round: 3.7 MiB more resident after each
+// hand-back at 100k memories. First tried at load ~12, where the CPU per
+// search moved within the noise (636 against 649 µs, medians of 3); on a
+// quiet machine (load < 0.3), mnemo bench search on one reopened 100k
+// directory, the two builds alternately 6×, medians of the 2,000
+// searches: CPU per search 621 → 586 µs, p95 1.05 → 0.99 ms (lower in
+// each of the six pairs), VmRSS after the hand-back 77.5 → 81.3 MiB.
 //
 // What the hand-backs cost, and what does not change it, was
 // measured then (mnemo bench search on one 100k directory; perf record of

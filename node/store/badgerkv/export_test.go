@@ -12,3 +12,13 @@ func Caches(k *KV) (block, index bool) {
 
 // SetFsync replaces the function k's Sync syncs each log file with.
 func SetFsync(k *KV, fsync func(path string) error) { k.fsync = fsync }
+
+// IndexBytes is the size of k's tables' indexes (block offsets and bloom
+// filters) and how many tables there are.
+func IndexBytes(k *KV) (bytes int64, tables int) {
+	for _, t := range k.db.Tables() {
+		bytes += int64(t.IndexSz)
+		tables++
+	}
+	return bytes, tables
+}

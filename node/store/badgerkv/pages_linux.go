@@ -46,6 +46,11 @@ const madvDontneed = 4
 // the first waits for the next hand-back. The value log is left alone: its
 // files are remapped when they are truncated, and values over 64 KiB are
 // rare and read rarely.
+//
+// Each table's index (its block offsets and bloom filter, ~2.6% of the
+// table bytes: 3.7 MiB at 100k memories) stays mapped: Badger reads it in
+// place on every point read, so handing it back only had the next
+// searches fault it in again (keptOut).
 func (k *KV) ReleaseFilePages() int64 {
 	if k.dir == "" {
 		return 0
@@ -58,10 +63,10 @@ func (k *KV) ReleaseFilePages() int64 {
 	defer txn.Discard()
 	pin := txn.NewIterator(badger.IteratorOptions{})
 	defer pin.Close()
-	listed := map[string]bool{} // pinned: in both listings
+	listed := map[string]int{} // pinned: in both listings; its index's size
 	for _, t := range k.db.Tables() {
 		if before[t.ID] {
-			listed[table.NewFilename(t.ID, k.dir)] = true
+			listed[table.NewFilename(t.ID, k.dir)] = t.IndexSz
 		}
 	}
 	f, err := os.Open("/proc/self/maps")
@@ -77,7 +82,8 @@ func (k *KV) ReleaseFilePages() int64 {
 		if len(fields) < 6 {
 			continue
 		}
-		if !listed[string(fields[5])] {
+		indexSz, ok := listed[string(fields[5])]
+		if !ok {
 			continue
 		}
 		lo, hi, ok := bytes.Cut(fields[0], []byte("-"))
@@ -89,11 +95,29 @@ func (k *KV) ReleaseFilePages() int64 {
 		if err1 != nil || err2 != nil || end <= start {
 			continue
 		}
-		n := uintptr(end - start)
+		n := keptOut(uintptr(end-start), uintptr(indexSz), uintptr(os.Getpagesize()))
+		if n == 0 {
+			continue
+		}
 		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, uintptr(start), n, madvDontneed); e != 0 {
 			continue
 		}
 		advised += int64(n)
 	}
 	return advised
+}
+
+// keptOut is how many bytes from the start of a table's mapping of size
+// bytes (whole pages) to advise, so that the table's tail stays mapped: its
+// index of indexSize bytes and the footer Badger writes after it at the
+// end of the file (the index's length, a checksum and the checksum's
+// length: a few bytes). Two pages more than the index cover the footer and
+// the file's last page, which the mapping rounds up; the cut is rounded
+// down to a page. 0 when that tail is the whole mapping.
+func keptOut(size, indexSize, page uintptr) uintptr {
+	keep := indexSize + 2*page
+	if keep >= size {
+		return 0
+	}
+	return (size - keep) &^ (page - 1)
 }
