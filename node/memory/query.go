@@ -3,13 +3,13 @@ package memory
 import (
 	"context"
 	"fmt"
-	"github.com/mnemohq/mnemo/node/memapi"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/node/schema"
 	"github.com/mnemohq/mnemo/node/search"
 	"github.com/mnemohq/mnemo/node/store"
