@@ -52,7 +52,7 @@
 // since issue 15's ninth round: 3.7 MiB more resident after each
 // hand-back at 100k memories. First tried at load ~12, where the CPU per
 // search moved within the noise (636 against 649 µs, medians of 3); on a
-// quiet machine (load < 0.3), mnemo bench search on one reopened 100k
+// quiet machine (load 0.0–0.7), mnemo bench search on one reopened 100k
 // directory, the two builds alternately 6×, medians of the 2,000
 // searches: CPU per search 621 → 586 µs, p95 1.05 → 0.99 ms (lower in
 // each of the six pairs), VmRSS after the hand-back 77.5 → 81.3 MiB.

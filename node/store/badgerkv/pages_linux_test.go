@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/quick"
 	"unsafe"
 
 	"github.com/mnemohq/mnemo/node/store"
@@ -202,5 +203,39 @@ func TestReleaseFilePagesDuringCompactions(t *testing.T) {
 		default:
 			advised += kv.ReleaseFilePages()
 		}
+	}
+}
+
+// TestKeptOutLeavesTheIndexMapped: for any table file (its size, its index's
+// size, a footer of up to a page less a byte after the index) and page size,
+// the part of its mapping the hand-back advises is whole pages, ends before
+// the index's first byte, and leaves mapped at most the index and three
+// pages; a table no larger than that keeps all of it.
+func TestKeptOutLeavesTheIndexMapped(t *testing.T) {
+	prop := func(fileSize, indexSize, footer uint32, pageShift uint8) bool {
+		page := uintptr(1) << (12 + pageShift%5) // 4 KiB to 64 KiB
+		file := uintptr(fileSize) + 1
+		foot := uintptr(footer) % page
+		if foot >= file {
+			foot = file - 1
+		}
+		index := uintptr(indexSize) % (file - foot)
+		mapped := (file + page - 1) &^ (page - 1)
+		cut := badgerkv.KeptOut(mapped, index, page)
+		indexStart := file - foot - index
+		switch {
+		case cut%page != 0:
+			t.Logf("cut %d is not whole pages of %d", cut, page)
+		case cut > indexStart:
+			t.Logf("cut %d passes the index's start %d (file %d, index %d, footer %d)", cut, indexStart, file, index, foot)
+		case mapped-cut > index+3*page:
+			t.Logf("cut %d keeps %d of %d mapped, more than the index %d and three pages", cut, mapped-cut, mapped, index)
+		default:
+			return true
+		}
+		return false
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: 20000}); err != nil {
+		t.Fatal(err)
 	}
 }
