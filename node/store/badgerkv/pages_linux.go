@@ -83,7 +83,10 @@ func (k *KV) ReleaseFilePages() int64 {
 			continue
 		}
 		indexSz, pinned := listed[string(fields[5])]
-		if !pinned || len(bytes.TrimLeft(fields[2], "0")) != 0 {
+		if !pinned {
+			continue
+		}
+		if offset, err := strconv.ParseUint(string(fields[2]), 16, 64); err != nil || offset != 0 {
 			// Badger maps each table whole, from offset 0; a mapping
 			// from elsewhere in the file does not end at its index, so
 			// where that index lies in it is not known: left alone.

@@ -224,6 +224,8 @@ func TestKeptOutLeavesTheIndexMapped(t *testing.T) {
 		cut := badgerkv.KeptOut(mapped, index, page)
 		indexStart := file - foot - index
 		switch {
+		case index+2*page >= mapped && cut != 0:
+			t.Logf("cut %d of a mapping of %d no larger than its index %d and two pages", cut, mapped, index)
 		case cut%page != 0:
 			t.Logf("cut %d is not whole pages of %d", cut, page)
 		case cut > indexStart:
