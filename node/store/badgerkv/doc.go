@@ -138,6 +138,36 @@
 // filled the room the arena left (RssAnon 67.7-67.8 against 62.4-62.7
 // MiB) and the CPU per search did not move (610 against 616 µs, medians).
 //
+// Larger memtables for writes (issue 14), measured and not taken. With 64
+// MiB memtables and 5 level-0 tables (stall 10), mnemo bench saves at 32
+// clients on a quiet machine (load ~0) gave 5,509 / 5,398 → 7,584 / 7,408
+// saves/s in 30 s runs, but most of that is compaction deferred past the
+// run: five 64 MiB level-0 tables are more than 30 s of saves hold. In 90 s
+// runs (~570k saves, ~630 MiB of records) the gain shrinks to 5,212 →
+// 6,443 saves/s (64 MiB and 2 level-0 tables: 6,301), 316 → 254 µs of CPU a
+// save, while the process's peak resident size goes 0.56 → 1.67 GB (1.45
+// with 2 level-0 tables): far from issue 14's 10,000 and far past what a
+// sidecar may hold. 8 MiB with 4 level-0 tables (stall 8) was within the
+// noise (5,739 / 5,323 saves/s). Two findings from the same work, for
+// whoever takes it up again:
+//   - Write amplification is not the two append streams of a save (its
+//     record under r/, its dot-index entry under d/, both in time order),
+//     as a table spanning both would overlap every older record. Badger
+//     alone, 200k one-record writes of 1,040 B, these options: the
+//     layout as it is 5.7 KB written a write; the dot entries above r/ in
+//     descending order, so that no table spans older keys, 5.4 KB;
+//     records alone 4.1 KB. It is the levels themselves:
+//     8 MiB memtables 6.7 KB a write over 1M writes, 64 MiB 4.8, 64 MiB
+//     with 5 level-0 tables 3.7; a larger BaseTableSize (8 MiB) or
+//     BaseLevelSize (64 MiB) made it worse (8.9 and 8.0 KB over 400k).
+//   - With 64 MiB memtables the process wrote 22 GB in a 30 s run
+//     (getrusage's blocks out, ~95 KB a save; 1.6 GB, 8.4 KB a save, at 8
+//     MiB). Badger alone shows it too: syncing every write, 6.9 KB a write
+//     at 8 MiB and 27.4 KB at 64 MiB. The memtable's log is a mapped file
+//     of twice MemTableSize, and each sync writes its dirty tail back; that
+//     the kernel writes larger folios of a larger mapping is the likely
+//     reason, not verified further.
+//
 // Point reads, and their garbage. Txn.Get copies a value three times into
 // new memory (the table iterator's ValueCopy, the item's SafeCopy,
 // Item.Value's copy), and no public call reads a table value without
