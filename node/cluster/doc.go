@@ -87,6 +87,24 @@
 // and it is the memory service's key lookup and author check: a record's
 // author must be hosted by the node of the replica that wrote it.
 //
+// Why every node still holds every binding (issue 14's N=1,000 bytes and
+// connections). Counted with temporary instrumentation of the policy and
+// the lookups above (go test ./sim -run TestScaleFigures -scale 1000/20/0,
+// one project namespace every node holds; counted per node as the peers
+// whose binding a decision read): the content's own checks need few (the
+// author checks read 1,998 (node, peer) bindings in all, about two a node,
+// beside the namespace's grant signer), but the engine's choices among
+// peers read all 999 of them. A namespace's readers are decided per peer
+// as it joins (Policy.PeerMayRead for every member: 999,000 pairs; even a
+// project namespace, which every agent reads, needs the peer's bound
+// agents to say it hosts one), and its writers by a scan of every peer
+// (Engine.writersOf; ReplicaMayWrite and the key lookup behind it read
+// ~700 a node). So sending bindings only where content needs them (stop
+// 36's design (b)) needs those choices to range over a bounded view of
+// peers (the overlay's, sync/epidemic), with a binding fetched from a peer
+// before the engine may count it a reader or writer; the bindings
+// exchange alone cannot be narrowed.
+//
 // Every frame's namespace deltas are signed with the node key and every
 // transaction the store commits is sealed with it (crdt.Seal); the engine
 // checks both on arrival and accepts a namespace's content only from
