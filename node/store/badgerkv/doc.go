@@ -148,7 +148,7 @@
 // save, while the process's peak resident size goes 0.56 → 1.67 GB (1.45
 // with 2 level-0 tables): far from issue 14's 10,000 and far past what a
 // sidecar may hold. 8 MiB with 4 level-0 tables (stall 8) was within the
-// noise (5,739 / 5,323 saves/s). Two findings from the same work, for
+// noise (5,739 / 5,323 saves/s). Three findings from the same work, for
 // whoever takes it up again:
 //   - Write amplification is not the two append streams of a save (its
 //     record under r/, its dot-index entry under d/, both in time order),
