@@ -98,12 +98,16 @@
 // as it joins (Policy.PeerMayRead for every member: 999,000 pairs; even a
 // project namespace, which every agent reads, needs the peer's bound
 // agents to say it hosts one), and its writers by a scan of every peer
-// (Engine.writersOf; ReplicaMayWrite and the key lookup behind it read
-// ~700 a node). So sending bindings only where content needs them (stop
-// 36's design (b)) needs those choices to range over a bounded view of
-// peers (the overlay's, sync/epidemic), with a binding fetched from a peer
-// before the engine may count it a reader or writer; the bindings
-// exchange alone cannot be narrowed.
+// (Engine.writersOf, which asks ReplicaMayWrite of each reader: ~700
+// peers a node, and ~670 through the memory service's key lookup).
+// A peer whose binding a node lacks is neither reader nor writer to it
+// (the policy finds no agent of it), so narrowing the exchange narrows
+// those choices by itself; what
+// it needs besides (stop 36's design (b)) is a bounded view to exchange
+// bindings with (the overlay's, sync/epidemic), and a delta whose author
+// or writer is not yet bound held while the binding is fetched from its
+// sender, which holds it or could not have accepted the delta: today
+// such a delta is refused (memory's checkRemoteAuthors, acl.ErrDenied).
 //
 // Every frame's namespace deltas are signed with the node key and every
 // transaction the store commits is sealed with it (crdt.Seal); the engine
