@@ -92,22 +92,24 @@
 // the lookups above (go test ./sim -run TestScaleFigures -scale 1000/20/0,
 // one project namespace every node holds; counted per node as the peers
 // whose binding a decision read): the content's own checks need few (the
-// author checks read 1,998 (node, peer) bindings in all, about two a node,
-// beside the namespace's grant signer), but the engine's choices among
-// peers read all 999 of them. A namespace's readers are decided per peer
-// as it joins (Policy.PeerMayRead for every member: 999,000 pairs; even a
-// project namespace, which every agent reads, needs the peer's bound
-// agents to say it hosts one), and its writers by a scan of every peer
-// (Engine.writersOf, which asks ReplicaMayWrite of each reader: ~700
-// peers a node, and ~670 through the memory service's key lookup).
-// A peer whose binding a node lacks is neither reader nor writer to it
-// (the policy finds no agent of it), so narrowing the exchange narrows
-// those choices by itself; what
-// it needs besides (stop 36's design (b)) is a bounded view to exchange
-// bindings with (the overlay's, sync/epidemic), and a delta whose author
-// or writer is not yet bound held while the binding is fetched from its
-// sender, which holds it or could not have accepted the delta: today
-// such a delta is refused (memory's checkRemoteAuthors, acl.ErrDenied).
+// author checks read 1,998 (node, peer) bindings in all, about two a node;
+// the namespace's grant signer is read through the key lookup, not
+// counted apart), but the engine's choices among peers read all 999 of
+// them. A namespace's readers are decided per peer as it joins
+// (Policy.PeerMayRead for every member: 999,000 pairs; even a project
+// namespace, which every agent reads, needs the peer's bound agents to say
+// it hosts one); ReplicaMayWrite, asked of peers when the engine picks
+// writers (Engine.writersOf scans every peer) and when it checks what they
+// send, read ~700 a node, and the memory service's key lookup ~670. A peer
+// whose binding a node lacks is neither reader nor writer to it (the
+// policy finds no agent of it), so narrowing the exchange narrows those
+// choices by itself. What it needs besides (stop 36's design (b)) is a
+// bounded view to exchange bindings with (the overlay's, sync/epidemic),
+// and a pull of the binding a refused delta lacked from its sender, which
+// holds it or could not have accepted the delta: today such a delta is
+// refused (memory's checkRemoteAuthors, acl.ErrDenied) and its namespace
+// synced again only once this node's bindings change (noteRefused), which
+// with every binding sent to every member they soon do.
 //
 // Every frame's namespace deltas are signed with the node key and every
 // transaction the store commits is sealed with it (crdt.Seal); the engine

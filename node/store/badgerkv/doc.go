@@ -143,25 +143,28 @@
 // clients on a quiet machine (load ~0) gave 5,509 / 5,398 → 7,584 / 7,408
 // saves/s in 30 s runs, but most of that is compaction deferred past the
 // run: five 64 MiB level-0 tables are more than 30 s of saves hold. In 90 s
-// runs (~570k saves, ~630 MiB of records) the gain shrinks to 5,212 →
-// 6,443 saves/s (64 MiB and 2 level-0 tables: 6,301), 316 → 254 µs of CPU a
-// save, while the process's peak resident size goes 0.56 → 1.67 GB (1.45
-// with 2 level-0 tables): far from issue 14's 10,000 and far past what a
-// sidecar may hold. 8 MiB with 4 level-0 tables (stall 8) was within the
+// runs (~570k saves with 64 MiB memtables, ~0.6 GB of records) the gain
+// shrinks to 5,212 → 6,443 saves/s (64 MiB and 2 level-0 tables: 6,301),
+// 316 → 254 µs of CPU a save, while the process's peak resident size
+// (/usr/bin/time's maximum) goes 0.53 → 1.60 GiB (1.38 with 2 level-0
+// tables): far from issue 14's 10,000 and far past what a sidecar may
+// hold. 8 MiB with 4 level-0 tables (stall 8) was within the
 // noise (5,739 / 5,323 saves/s). Three findings from the same work, for
 // whoever takes it up again:
 //   - Write amplification is not the two append streams of a save (its
 //     record under r/, its dot-index entry under d/, both in time order),
 //     as a table spanning both would overlap every older record. Badger
-//     alone, 200k one-record writes of 1,040 B, these options: the
+//     alone (a throwaway program: these options, no syncs, bytes written
+//     from /proc/self/io), 200k one-record writes of 1,040 B: the
 //     layout as it is 5.7 KB written a write; the dot entries above r/ in
 //     descending order, so that no table spans older keys, 5.4 KB;
 //     records alone 4.1 KB. It is the levels themselves:
 //     8 MiB memtables 6.7 KB a write over 1M writes, 64 MiB 4.8, 64 MiB
 //     with 5 level-0 tables 3.7; a larger BaseTableSize (8 MiB) or
-//     BaseLevelSize (64 MiB) made it worse (8.9 and 8.0 KB over 400k).
+//     BaseLevelSize (64 MiB) made it worse (8.9 and 8.0 KB over 400k,
+//     against 6.1 as configured).
 //   - With 64 MiB memtables the process wrote 22 GB in a 30 s run
-//     (getrusage's blocks out, ~95 KB a save; 1.6 GB, 8.4 KB a save, at 8
+//     (getrusage's blocks out, ~95 KB a save; 1.6 GB, ~9 KB a save, at 8
 //     MiB). Badger alone shows it too: syncing every write, 6.9 KB a write
 //     at 8 MiB and 27.4 KB at 64 MiB. The memtable's log is a mapped file
 //     of twice MemTableSize, and each sync writes its dirty tail back; that
@@ -170,10 +173,10 @@
 //   - Writing back mapped files costs CPU in the kernel at any memtable
 //     size. perf record -g of mnemo bench saves (5 s at 32 clients, 8
 //     MiB): ~9% of the process's samples flush the other core's TLB
-//     (ptep_clear_flush under folio_mkclean, and the IPIs it sends), two
-//     thirds of them in the msync Badger does after writing each new table
-//     (flushes and compactions), a third in the fdatasync of the memtable's
-//     log. Each dirty page of a shared mapping is write-protected before it
+//     (ptep_clear_flush under folio_mkclean, and the IPIs it sends), more
+//     than half of them in the msync Badger does after writing each new
+//     table (flushes and compactions), about a third in the fdatasync of
+//     the memtable's log. Each dirty page of a shared mapping is write-protected before it
 //     is written; no option of Badger writes its tables or log without
 //     mapping them.
 //
