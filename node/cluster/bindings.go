@@ -143,13 +143,17 @@ type bindingsExchange struct {
 	// exchange with it ended on, unequal: a binding one of them refuses.
 	// The peer is not asked again while both stay so.
 	settled map[replica.PeerID]string
-	saver   *bindingsSaver // stores the directory (storeBindings)
+	// pulled: per peer, the replicas whose bindings were pulled from it
+	// (bindings_pull.go), and when
+	pulled map[replica.PeerID]map[crdt.ReplicaID]time.Time
+	saver  *bindingsSaver // stores the directory (storeBindings)
 }
 
 func newBindingsExchange(now time.Time, self replica.PeerID) bindingsExchange {
 	return bindingsExchange{lastSummary: now, summarized: self, asked: map[replica.PeerID]asked{}, heard: map[replica.PeerID]bool{},
 		sums: map[replica.PeerID][]byte{}, told: map[replica.PeerID][]byte{}, lacking: map[replica.PeerID][][]byte{}, settled: map[replica.PeerID]string{},
-		want: map[replica.PeerID]bool{}, probing: map[replica.PeerID]probed{}, saver: &bindingsSaver{}}
+		want: map[replica.PeerID]bool{}, probing: map[replica.PeerID]probed{}, pulled: map[replica.PeerID]map[crdt.ReplicaID]time.Time{},
+		saver: &bindingsSaver{}}
 }
 
 // forget drops what the exchange knows of the peers gone picks: they
@@ -163,6 +167,7 @@ func (x *bindingsExchange) forget(gone func(replica.PeerID) bool) {
 	forgetIn(x.settled, gone)
 	forgetIn(x.want, gone)
 	forgetIn(x.probing, gone)
+	forgetIn(x.pulled, gone)
 }
 
 func forgetIn[V any](m map[replica.PeerID]V, gone func(replica.PeerID) bool) {
@@ -414,9 +419,9 @@ func (l *loop) pushBindings(ids []replica.PeerID, frame, sum []byte) {
 // whose digest is this node's own holds nothing new, and bindings already
 // held are not decoded again.
 func (l *loop) receiveBindings(from replica.PeerID, m *wire.Message) {
-	if len(m.Bindings) > MaxBindingsPerFrame || len(m.BindingIDs) > MaxBindingsPerFrame {
+	if len(m.Bindings) > MaxBindingsPerFrame || len(m.BindingIDs) > MaxBindingsPerFrame || len(m.BindingsOf) > maxPullsPerPeer {
 		l.rejected.Add(1)
-		l.log.Warn("bindings frame too large", "peer", from, "bindings", len(m.Bindings), "ids", len(m.BindingIDs))
+		l.log.Warn("bindings frame too large", "peer", from, "bindings", len(m.Bindings), "ids", len(m.BindingIDs), "pulled", len(m.BindingsOf))
 		return
 	}
 	_, asking := l.bx.asked[from]
@@ -432,8 +437,9 @@ func (l *loop) receiveBindings(from replica.PeerID, m *wire.Message) {
 	// The answer to this node's index: a frame asking nothing that brings
 	// bindings or an index, or shows the sets equal. A bare digest that
 	// differs is a summary crossing the ask (an answer from a peer holding
-	// at least as many bindings brings some), and the ask stays owed.
-	answer := asking && !m.Reply && (same || len(m.Bindings) > 0 || len(m.BindingIDs) > 0)
+	// at least as many bindings brings some), and the ask stays owed. A
+	// frame without a digest (a pull's answer) answers no index.
+	answer := asking && !m.Reply && len(m.BindingsSum) > 0 && (same || len(m.Bindings) > 0 || len(m.BindingIDs) > 0)
 	if !same {
 		l.admitBindings(from, m.Bindings)
 	}
@@ -442,6 +448,9 @@ func (l *loop) receiveBindings(from replica.PeerID, m *wire.Message) {
 		l.answerIndex(from, m)
 	case m.Reply:
 		l.answerProbe(from, same)
+	}
+	if len(m.BindingsOf) > 0 {
+		l.answerPull(from, m.BindingsOf)
 	}
 	if answer {
 		delete(l.bx.asked, from)

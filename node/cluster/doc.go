@@ -106,10 +106,15 @@
 // choices by itself. What it needs besides (stop 36's design (b)) is a
 // bounded view to exchange bindings with (the overlay's, sync/epidemic),
 // and a pull of the binding a refused delta lacked from its sender, which
-// holds it or could not have accepted the delta: today such a delta is
-// refused (memory's checkRemoteAuthors, acl.ErrDenied) and its namespace
-// synced again only once this node's bindings change (noteRefused), which
-// with every binding sent to every member they soon do.
+// holds it or could not have accepted the delta. The pull is built
+// (bindings_pull.go): a delta refused for its writer (the engine's
+// replica.WriterError) or its authors (memory's checkRemoteAuthors,
+// acl.ErrDenied) has its writers' bindings asked of its sender at once
+// (wire.Message.BindingsOf, at most once a second per peer and replica),
+// and admitting them syncs the refused namespace again (noteRefused,
+// resyncRefused); before, it waited for the digest exchange, up to
+// BindingsInterval or, when the sender's digest round skipped this node,
+// for a later one.
 //
 // Every frame's namespace deltas are signed with the node key and every
 // transaction the store commits is sealed with it (crdt.Seal); the engine

@@ -100,10 +100,13 @@ type Status struct {
 	Rejected uint64              `json:"rejected"`
 	// BindingConflicts counts claims to host an agent that another node
 	// already hosts: refused, and each logged with both nodes' ids.
-	BindingConflicts uint64            `json:"binding_conflicts"`
-	DroppedFrames    uint64            `json:"dropped_frames"`
-	LocalOverflow    uint64            `json:"local_overflows"`
-	Namespaces       []NamespaceDigest `json:"namespaces"`
+	BindingConflicts uint64 `json:"binding_conflicts"`
+	// BindingPulls counts the pulls of a refused delta's bindings sent
+	// to its sender (bindings_pull.go).
+	BindingPulls  uint64            `json:"binding_pulls"`
+	DroppedFrames uint64            `json:"dropped_frames"`
+	LocalOverflow uint64            `json:"local_overflows"`
+	Namespaces    []NamespaceDigest `json:"namespaces"`
 	// Agreement (with digests): per peer and namespace, how the peer's
 	// causal context as it last told it compares with this node's now
 	// (replica.Engine.Agreement). What digest sync compares, without the
@@ -175,7 +178,7 @@ type loop struct {
 	// by peer and namespace (observe.go; only with an Observer)
 	syncWatches map[syncKey]syncWatch
 
-	applied, rejected, dropped, localOver, conflicts atomic.Uint64
+	applied, rejected, dropped, localOver, conflicts, pulls atomic.Uint64
 
 	knownMu sync.RWMutex
 	// known: the public keys of live members, as arrays (a string key
@@ -454,6 +457,7 @@ func (l *loop) act() {
 			if err := l.svc.ApplyRemote(a.Namespace, a.Delta); err != nil {
 				// counted and logged with the Rejection Advance reports
 				refused = append(refused, replica.Refusal{Index: i, Err: err})
+				l.pullForRejection(a.From, err, a.Delta)
 				continue
 			}
 			l.applied.Add(1)
@@ -464,6 +468,7 @@ func (l *loop) act() {
 			l.rejected.Add(1)
 			l.log.Warn("delta rejected", "peer", rj.From, "namespace", rj.Namespace, "err", rj.Err)
 			l.noteRefused(rj)
+			l.pullForRejection(rj.From, rj.Err, nil)
 		}
 		for _, err := range r.Errors {
 			l.log.Error("replication state", "err", err)
@@ -580,7 +585,7 @@ func (l *loop) knownKey(pub ed25519.PublicKey) bool {
 func (l *loop) status(peers []replica.PeerStats, agreement []replica.PeerAgreement, digests bool) Status {
 	st := Status{NodeID: string(l.self), Replica: l.replica.String(), Peers: peers, Agreement: agreement}
 	st.Applied, st.Rejected, st.DroppedFrames, st.LocalOverflow = l.applied.Load(), l.rejected.Load(), l.dropped.Load(), l.localOver.Load()
-	st.BindingConflicts = l.conflicts.Load()
+	st.BindingConflicts, st.BindingPulls = l.conflicts.Load(), l.pulls.Load()
 	st.Namespaces = []NamespaceDigest{}
 	for _, ns := range (storeState{l.svc}).Namespaces() {
 		nd := NamespaceDigest{Namespace: ns}

@@ -238,6 +238,18 @@ type Ready struct {
 	Errors []error
 }
 
+// WriterError is an ErrNotAllowed refusal (errors.Is finds it) naming
+// the replica whose right to write the namespace this node did not find:
+// its grant may not be here yet, or the binding that says which agents
+// that replica's node hosts (the driver may pull it from the sender).
+type WriterError struct {
+	Replica crdt.ReplicaID
+	Err     error // wraps ErrNotAllowed
+}
+
+func (e *WriterError) Error() string { return e.Err.Error() }
+func (e *WriterError) Unwrap() error { return e.Err }
+
 // Errors reported in Rejections.
 var (
 	ErrNotHeld     = errors.New("replica: namespace not held here")

@@ -147,7 +147,7 @@ func (e *Engine) checkDelta(nd wire.NamespaceDelta, kind wire.Kind, key ed25519.
 				return false
 			}
 			if !pol.ReplicaMayWrite(dot.Replica, nd.Namespace) {
-				bad = fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAllowed, id, dot.Replica)
+				bad = &WriterError{Replica: dot.Replica, Err: fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAllowed, id, dot.Replica)}
 				return false
 			}
 		}
@@ -157,7 +157,7 @@ func (e *Engine) checkDelta(nd wire.NamespaceDelta, kind wire.Kind, key ed25519.
 	// the receiver holds that the delta claims without carrying, so only a
 	// peer that may write ns may send one, live or in a sync answer.
 	if bad == nil && !pol.ReplicaMayWrite(rep, nd.Namespace) {
-		bad = fmt.Errorf("%w: %s may not write %s, so it may not send it", ErrNotAllowed, author, nd.Namespace)
+		bad = &WriterError{Replica: rep, Err: fmt.Errorf("%w: %s may not write %s, so it may not send it", ErrNotAllowed, author, nd.Namespace)}
 	}
 	if bad != nil {
 		return nil, bad

@@ -28,7 +28,9 @@
 //     set (alone in a periodic summary); BindingIDs is its index (a short
 //     id per binding), so a peer sends only what the sender lacks; Reply
 //     asks for the peer's claims or index in return, and Answer marks the
-//     frame that answers a probe (Reply without an index).
+//     frame that answers a probe (Reply without an index). BindingsOf
+//     pulls the bindings of the replicas it names: those the sender
+//     lacked to check content the receiver sent it.
 //
 // Protocol version 2 signs every namespace delta: Sig is the sender's
 // ed25519 signature over the message kind, namespace, From and the delta

@@ -135,6 +135,11 @@ type Message struct {
 	// (BindingIDSize bytes of SHA-256 over the encoding) of every binding
 	// it holds, so the peer sends only the bindings the sender lacks.
 	BindingIDs [][]byte `msgpack:"bi,omitempty"`
+	// BindingsOf is, in a Bindings frame, a pull: the replica ids (of
+	// node keys, crdt.ReplicaOfKey) whose bindings the sender lacks to
+	// check content the receiver sent it; the receiver answers with the
+	// bindings it holds whose key is of one of them.
+	BindingsOf []uint64 `msgpack:"bo,omitempty"`
 	// Answer is, in a Bindings frame, set when it answers the receiver's
 	// probe (a Bindings frame with Reply and no index): the receiver
 	// learns its probe arrived.
@@ -272,7 +277,7 @@ func (m *Message) Size() int {
 			n += len(p) + 2
 		}
 	}
-	n += len(m.BindingsSum) + len(m.BindingIDs)*(BindingIDSize+2)
+	n += len(m.BindingsSum) + len(m.BindingIDs)*(BindingIDSize+2) + len(m.BindingsOf)*9
 	return n
 }
 

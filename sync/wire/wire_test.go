@@ -245,6 +245,7 @@ func FuzzDecode(f *testing.F) {
 		{Kind: KindSyncRequest, Contexts: []NamespaceContext{{Namespace: "team://x", Context: []byte{9}, Retracted: 1, RetSum: make([]byte, 32)}}, Reply: true},
 		{Kind: KindSyncReply, Deltas: []NamespaceDelta{{Namespace: "project://p", Delta: bytes.Repeat([]byte("abc"), 400)}}},
 		{Kind: KindBindings, Reply: true, BindingsSum: make([]byte, 32), BindingIDs: [][]byte{make([]byte, BindingIDSize), bytes.Repeat([]byte{7}, BindingIDSize)}},
+		{Kind: KindBindings, BindingsOf: []uint64{1, 1 << 63}},
 		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 1, Round: 2}, Deltas: []NamespaceDelta{{Namespace: "team://x", Delta: []byte{1}, Sig: make([]byte, 64), Author: "ab"}}},
 		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 2, IHave: []Announcement{{ID: make([]byte, TreeIDSize), Round: 3}}}},
 		{Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 11, Peer: "p", TTL: 2, Peers: []string{"a", "b"}}},

@@ -1,0 +1,118 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/sync/wire"
+)
+
+// pullNet is three stepped nodes where node 2 never talks to node 0 (a
+// cut both ways) and, while hiding is set, hears no binding that names
+// node 0's key from anyone: what node 0 writes reaches node 2 only in node
+// 1's sync answers, before the binding that lets it pass. pulls counts
+// the pull frames node 2 sends node 1 (BindingsOf).
+type pullNet struct {
+	*steppedNet
+	hiding bool
+	pulls  int
+}
+
+func newPullNet(t *testing.T, seed uint64) *pullNet {
+	pn := &pullNet{steppedNet: newSteppedNet(t, 3, seed), hiding: true}
+	codec := wire.NewCodec(0)
+	key0 := pn.nodes[0].id.Public
+	pn.cut = func(from, to int) bool { return from+to == 2 && from != 1 }
+	pn.lose = func(from, to int, frame []byte) bool {
+		m, err := codec.Decode(frame)
+		if err != nil || m.Kind != wire.KindBindings {
+			return false
+		}
+		if from == 2 && len(m.BindingsOf) > 0 {
+			pn.pulls++
+		}
+		if !pn.hiding || to != 2 {
+			return false
+		}
+		for _, e := range m.Bindings {
+			if b, err := acl.DecodeBinding(e); err == nil && b.Key.Equal(key0) {
+				return true
+			}
+		}
+		return false
+	}
+	pn.join()
+	n1 := pn.nodes[1]
+	for tick := 0; agentsOn(pn.nodes[2].st, n1.id.NodeID()) != "agent://n1" || agentsOn(n1.st, pn.nodes[0].id.NodeID()) != "agent://n0" ||
+		agentsOn(n1.st, pn.nodes[2].id.NodeID()) != "agent://n2"; tick++ {
+		if tick == 600 {
+			t.Fatal("node 1 never learned the other two bindings, or node 2 node 1's")
+		}
+		pn.tick()
+	}
+	return pn
+}
+
+// A write that reaches a node before the binding of its author's node
+// (node 0's save, in node 1's sync answer to node 2) is refused, and node
+// 2 pulls the binding from node 1, which holds it (it accepted the
+// write): the write is applied seconds later, well before the digest
+// round (BindingsInterval) would have brought the binding.
+func TestRefusedDeltaPullsItsBindingFromTheSender(t *testing.T) {
+	pn := newPullNet(t, 5)
+	n0, n2 := pn.nodes[0], pn.nodes[2]
+	id := pn.save(n0, "team://core", "pulled binding note")
+	for tick := 0; !pn.nodes[1].has(id); tick++ {
+		if tick == 100 {
+			t.Fatal("node 1 never got node 0's save")
+		}
+		pn.tick()
+	}
+	// Node 2 refuses it while it cannot know who wrote it.
+	for tick := 0; pn.pulls == 0; tick++ {
+		if tick == 100 {
+			t.Fatal("node 2 never pulled the binding it lacked")
+		}
+		pn.tick()
+		if n2.has(id) {
+			t.Fatal("a write whose author's node is unknown here was applied")
+		}
+	}
+	pn.hiding = false
+	start := pn.clock.Now()
+	for !n2.has(id) {
+		if pn.clock.Now().Sub(start) > BindingsInterval/3 {
+			t.Fatalf("node 2 did not get the write within %v of the binding being reachable (pulls %d)", BindingsInterval/3, pn.pulls)
+		}
+		pn.tick()
+	}
+	if agentsOn(n2.st, n0.id.NodeID()) != "agent://n0" {
+		t.Fatal("node 2 applied the write without node 0's binding")
+	}
+	if st := n2.st.Status(false); st.BindingPulls == 0 {
+		t.Fatalf("status counts no pull: %+v", st)
+	}
+}
+
+// A writer whose binding never comes (to node 2, as a forged author's
+// never comes to anyone) keeps its write refused, and the pulls it causes
+// stay bounded: one per bindingsPullGap, however often the write is
+// offered again.
+func TestUnanswerablePullsStayBounded(t *testing.T) {
+	pn := newPullNet(t, 6)
+	id := pn.save(pn.nodes[0], "team://core", "never bound here")
+	pn.pulls = 0
+	start := pn.clock.Now()
+	const span = 60 * time.Second
+	for pn.clock.Now().Sub(start) < span {
+		pn.tick()
+	}
+	if pn.nodes[2].has(id) {
+		t.Fatal("a write whose author's node is unknown here was applied")
+	}
+	if bound := int(span/bindingsPullGap) + 1; pn.pulls == 0 || pn.pulls > bound {
+		t.Fatalf("node 2 sent %d pulls in %v, want 1..%d", pn.pulls, span, bound)
+	}
+	t.Logf("%d pulls in %v", pn.pulls, span)
+}
