@@ -399,10 +399,11 @@ func (l *loop) sendBindingsTo(ids []replica.PeerID, form bindingsForm) {
 // pushBindings hands a bindings frame carrying the digest sum to each of
 // ids, in that order, and for each peer whose sender took the frame notes
 // sum as the digest this node last told it (told, for
-// sendBindingsSummary).
+// sendBindingsSummary). A frame without a digest (a pull, its answer:
+// bindings_pull.go) tells none, and leaves told as it was.
 func (l *loop) pushBindings(ids []replica.PeerID, frame, sum []byte) {
 	for _, id := range ids {
-		if l.push(id, wire.KindBindings, frame) {
+		if l.push(id, wire.KindBindings, frame) && len(sum) > 0 {
 			l.bx.told[id] = sum
 		}
 	}

@@ -42,20 +42,24 @@ const maxPullsPerPeer = 64
 // pullForRejection pulls from the sender the bindings of the writer a
 // refusal names: the engine's (replica.WriterError), or, for a delta the
 // memory service refused for its authors or signers (acl.ErrDenied,
-// acl.ErrNotAuthorized), every replica whose writes it carries (d).
+// acl.ErrNotAuthorized), every replica whose writes it carries (d). The
+// loop calls it for each of the service's refusals, with the delta, and
+// for each of the engine's Rejections, without: those include the
+// service's refusals again (Advance reports them), which then pull
+// nothing more.
 func (l *loop) pullForRejection(from replica.PeerID, err error, d *crdt.Map) {
 	var we *replica.WriterError
 	switch {
 	case errors.As(err, &we):
 		l.pullBindings(from, []crdt.ReplicaID{we.Replica})
 	case d != nil && (errors.Is(err, acl.ErrDenied) || errors.Is(err, acl.ErrNotAuthorized)):
-		l.pullBindings(from, writersOf(d))
+		l.pullBindings(from, dotReplicasOf(d))
 	}
 }
 
-// writersOf lists, sorted, the replicas of the dots of d's records (at
-// most maxPullsPerPeer).
-func writersOf(d *crdt.Map) []crdt.ReplicaID {
+// dotReplicasOf lists, sorted, the replicas of the dots of d's records
+// (at most maxPullsPerPeer): the nodes that wrote them.
+func dotReplicasOf(d *crdt.Map) []crdt.ReplicaID {
 	seen := map[crdt.ReplicaID]bool{}
 	d.Records(func(_ string, r *crdt.Record) bool {
 		for _, dot := range r.Dots() {
@@ -93,12 +97,14 @@ func (l *loop) pullBindings(from replica.PeerID, reps []crdt.ReplicaID) {
 		return
 	}
 	l.pulls.Add(1)
-	l.pushUnsummed(from, &wire.Message{Kind: wire.KindBindings, BindingsOf: ask})
+	l.sendFrameTo([]replica.PeerID{from}, &wire.Message{Kind: wire.KindBindings, BindingsOf: ask})
 }
 
 // answerPull sends peer from the bindings held whose key is of one of the
 // replicas its pull names, in the directory's order (a hand-over after
-// the binding it moves), if there are any.
+// the binding it moves), if there are any. The frame carries no digest,
+// so the receiver takes it for no answer to an index it asked with
+// (receiveBindings).
 func (l *loop) answerPull(from replica.PeerID, reps []uint64) {
 	want := make(map[crdt.ReplicaID]bool, len(reps))
 	for _, r := range reps {
@@ -113,20 +119,6 @@ func (l *loop) answerPull(from replica.PeerID, reps []uint64) {
 	}
 	l.knownMu.RUnlock()
 	if len(m.Bindings) > 0 {
-		l.pushUnsummed(from, m)
+		l.sendFrameTo([]replica.PeerID{from}, m)
 	}
-}
-
-// pushUnsummed sends a bindings frame without a digest (a pull, its
-// answer) to peer id. It leaves what this node last told the peer of its
-// digest (bindingsExchange.told) as it was, and the receiver takes it for
-// no answer to an index it asked with (receiveBindings).
-func (l *loop) pushUnsummed(id replica.PeerID, m *wire.Message) {
-	frame, err := l.codec.Encode(m)
-	if err != nil {
-		l.log.Error("encode bindings", "err", err)
-		l.dropped.Add(1)
-		return
-	}
-	l.push(id, wire.KindBindings, frame)
 }

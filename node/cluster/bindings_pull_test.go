@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/mnemohq/mnemo/acl"
+	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/sync/replica"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
 
@@ -96,11 +98,13 @@ func TestRefusedDeltaPullsItsBindingFromTheSender(t *testing.T) {
 }
 
 // A writer whose binding never comes (to node 2, as a forged author's
-// never comes to anyone) keeps its write refused, and the pulls it causes
-// stay bounded: one per bindingsPullGap, however often the write is
-// offered again.
+// never comes to anyone) keeps its write refused, and the pulls refusals
+// cause stay bounded: one per (peer, replica) per bindingsPullGap however
+// many refusals name it, and at most maxPullsPerPeer replicas of a peer
+// however many forged writers a member makes up.
 func TestUnanswerablePullsStayBounded(t *testing.T) {
 	pn := newPullNet(t, 6)
+	n1, n2 := pn.nodes[1], pn.nodes[2]
 	id := pn.save(pn.nodes[0], "team://core", "never bound here")
 	pn.pulls = 0
 	start := pn.clock.Now()
@@ -108,11 +112,31 @@ func TestUnanswerablePullsStayBounded(t *testing.T) {
 	for pn.clock.Now().Sub(start) < span {
 		pn.tick()
 	}
-	if pn.nodes[2].has(id) {
+	if n2.has(id) {
 		t.Fatal("a write whose author's node is unknown here was applied")
 	}
 	if bound := int(span/bindingsPullGap) + 1; pn.pulls == 0 || pn.pulls > bound {
 		t.Fatalf("node 2 sent %d pulls in %v, want 1..%d", pn.pulls, span, bound)
 	}
-	t.Logf("%d pulls in %v", pn.pulls, span)
+	t.Logf("%d pulls in %v, %d refusals", pn.pulls, span, n2.st.Status(false).Rejected)
+
+	// A burst of refusals in one instant: one writer named 100 times,
+	// then 200 forged writers.
+	from := replica.PeerID(n1.id.NodeID())
+	writer := pn.nodes[0].id.ReplicaID()
+	pn.pulls = 0
+	for range 100 {
+		n2.st.pullForRejection(from, &replica.WriterError{Replica: writer, Err: replica.ErrNotAllowed}, nil)
+	}
+	pn.run()
+	if pn.pulls > 1 {
+		t.Fatalf("100 refusals naming one writer in one instant sent %d pulls, want at most 1", pn.pulls)
+	}
+	for r := range 200 {
+		n2.st.pullForRejection(from, &replica.WriterError{Replica: crdt.ReplicaID(r + 1), Err: replica.ErrNotAllowed}, nil)
+	}
+	pn.run()
+	if got := len(n2.st.bx.pulled[from]); pn.pulls == 0 || got > maxPullsPerPeer {
+		t.Fatalf("200 forged writers: %d pulls, %d replicas remembered, want some and at most %d", pn.pulls, got, maxPullsPerPeer)
+	}
 }
