@@ -61,6 +61,10 @@ type Config struct {
 	// AntiEntropyInterval 10s) except QueueMaxDeltas 64, so that stalled
 	// subscribers overflow their queues within a run.
 	Engine replica.Config
+	// BindingsOnDemandAt is each node's cluster.Config.BindingsOnDemandAt:
+	// the membership from which bindings travel only where they are used.
+	// Default (0) never, as on a node.
+	BindingsOnDemandAt int
 	// Track is the number of updates whose spread is recorded for the plot
 	// and the rounds figure. Default 24.
 	Track int
@@ -211,6 +215,9 @@ func (c Config) ReplayCommand() string {
 	}
 	if c.Engine.TreeThreshold != 0 {
 		fmt.Fprintf(&b, " --tree-threshold %d", c.Engine.TreeThreshold)
+	}
+	if c.BindingsOnDemandAt != 0 {
+		fmt.Fprintf(&b, " --bindings-on-demand %d", c.BindingsOnDemandAt)
 	}
 	if c.MaxSkew != 5*time.Second {
 		fmt.Fprintf(&b, " --max-skew %v", c.MaxSkew)

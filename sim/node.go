@@ -135,9 +135,10 @@ func (s *Sim) open(n *simNode) error {
 		log = slog.New(slog.NewTextHandler(nodeLog{s, n}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", n.idx)
 	}
 	loop, err := cluster.NewStepped(cluster.Config{Service: svc, Identity: n.ident, Engine: ec, Clock: nodeClock{s, n}, Addr: string(n.id), Logger: log,
-		Codec:          s.codec,    // one compressor's history for the whole simulation, not one per node (same frames)
-		Bindings:       s.bindings, // one copy of each binding every node's directory admits
-		SkipWriteCheck: s.cfg.hooks.plantBug},
+		Codec:              s.codec,    // one compressor's history for the whole simulation, not one per node (same frames)
+		Bindings:           s.bindings, // one copy of each binding every node's directory admits
+		BindingsOnDemandAt: s.cfg.BindingsOnDemandAt,
+		SkipWriteCheck:     s.cfg.hooks.plantBug},
 		func(addr string, _ ed25519.PublicKey, frame []byte) { s.send(n, addr, frame) })
 	if err != nil {
 		svc.Close()

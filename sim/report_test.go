@@ -158,12 +158,17 @@ func TestTreeKindsAddUp(t *testing.T) {
 	}
 }
 
-var scale = flag.String("scale", "", "run the scale figures of issue 14: NODES/OPS/LOSS, e.g. 1000/100/0.1")
+var (
+	scale         = flag.String("scale", "", "run the scale figures of issue 14: NODES/OPS/LOSS, e.g. 1000/100/0.1")
+	scaleOnDemand = flag.Int("bindings-on-demand", 0, "with -scale: the nodes' BindingsOnDemandAt (0: never)")
+)
 
 // TestScaleFigures prints the report's scale figures for one namespace
 // every node holds (the rounds and connections of issue 14):
 //
 //	go test ./sim -run TestScaleFigures -scale 1000/100/0.1 -v
+//
+// (-bindings-on-demand 2 sends the bindings on demand.)
 func TestScaleFigures(t *testing.T) {
 	if *scale == "" {
 		t.Skip("run with -scale NODES/OPS/LOSS")
@@ -173,6 +178,7 @@ func TestScaleFigures(t *testing.T) {
 		t.Fatalf("-scale %q: %v", *scale, err)
 	}
 	cfg.Seed, cfg.Teams, cfg.Projects, cfg.Track = 1, 0, 1, 40
+	cfg.BindingsOnDemandAt = *scaleOnDemand
 	r := run(t, cfg)
 	var b strings.Builder
 	r.WriteText(&b)

@@ -354,7 +354,8 @@ func (s *Sim) transmit(from, to int, frame []byte) {
 // checkMayReceive is the read invariant at send time, on the sender's
 // worker: namespace content goes only to a node whose principal the
 // sender's own policy lets read it (what the engine must ask before every
-// send), and whose principal was granted read at some point (the oracle).
+// send), and whose principal was granted read at some point (the oracle);
+// a project's, any member (node/cluster's policy.PeerMayRead).
 // Bare contexts (dot metadata, no memory) are not checked: the engine
 // answers a sync with its context so that a grant can reach the
 // requester. It returns the violation, or "".
@@ -366,6 +367,7 @@ func (s *Sim) checkMayReceive(from *simNode, to int, ns string, k wire.Kind) str
 		if !memory.Replicated(ns) || strings.HasPrefix(ns, "agent://") && !inboxFor(ns, recv.principal) {
 			return fmt.Sprintf("read: %s sent %s of %s to %s", from.id, k, ns, recv.id)
 		}
+	case strings.HasPrefix(ns, "project://"): // every member reads a project, from its creation on
 	case !from.svc.MayRead(recv.principal, ns):
 		return fmt.Sprintf("read: %s sent %s of %s to %s, whose principal its policy does not let read it (t=%v)", from.id, k, ns, recv.id, from.now)
 	case !s.everRead[to][j]:

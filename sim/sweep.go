@@ -21,7 +21,8 @@ import (
 // One seed in four answers syncs in batches of 2 KiB, so that answers
 // split in several batches (lost, reordered) are swept too: at 150
 // operations an answer otherwise fits one batch, which hid two bugs of
-// split answers (doc.go, "Found").
+// split answers (doc.go, "Found"). One seed in five sends bindings on
+// demand (cluster.Config.BindingsOnDemandAt).
 func Mixed(seed uint64) Config {
 	c := Config{
 		Nodes: 4 + int(seed%7), Ops: 150, Seed: seed,
@@ -38,6 +39,12 @@ func Mixed(seed uint64) Config {
 		// seeds keep the engine's threshold, which only their larger
 		// sets reach.
 		c.Engine.TreeThreshold = 4
+	}
+	if seed%5 == 2 {
+		// Bindings travel only where they are used (node/cluster's
+		// bindings_demand.go, not a node's default yet): pulled for
+		// refused deltas and for the readers of sparse namespaces.
+		c.BindingsOnDemandAt = 2
 	}
 	return c
 }

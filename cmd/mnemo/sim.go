@@ -43,6 +43,7 @@ func runSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.DurationVar(&cfg.MaxSkew, "max-skew", 5*time.Second, "forward skew the nodes tolerate on incoming deltas")
 	fs.IntVar(&cfg.Engine.BatchMaxBytes, "batch", 0, "largest batch of a sync answer, in `BYTES` (default the engine's 256 KiB; small values split answers)")
 	fs.IntVar(&cfg.Engine.TreeThreshold, "tree-threshold", 0, "replica set size from which live deltas go over broadcast trees (default the engine's 8; negative: never)")
+	fs.IntVar(&cfg.BindingsOnDemandAt, "bindings-on-demand", 0, "membership from which bindings travel only where they are used (default 0: never, as on a node)")
 	fs.BoolVar(&cfg.NoSetRemoves, "no-set-removes", false, "no tag removes in the workload (tags are only added)")
 	scenario := fs.String("scenario", "", "scenario `FILE` (fixed topology and fault script)")
 	asJSON := fs.Bool("json", false, "print one JSON object (a sweep: one per line, then a summary)")

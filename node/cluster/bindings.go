@@ -146,14 +146,17 @@ type bindingsExchange struct {
 	// pulled: per peer, the replicas whose bindings were pulled from it
 	// (bindings_pull.go), and when
 	pulled map[replica.PeerID]map[crdt.ReplicaID]time.Time
-	saver  *bindingsSaver // stores the directory (storeBindings)
+	// pulledBy: the peers whose pull this node answered with its own
+	// bindings, which on demand get its new ones (sendNewBindings)
+	pulledBy map[replica.PeerID]bool
+	saver    *bindingsSaver // stores the directory (storeBindings)
 }
 
 func newBindingsExchange(now time.Time, self replica.PeerID) bindingsExchange {
 	return bindingsExchange{lastSummary: now, summarized: self, asked: map[replica.PeerID]asked{}, heard: map[replica.PeerID]bool{},
 		sums: map[replica.PeerID][]byte{}, told: map[replica.PeerID][]byte{}, lacking: map[replica.PeerID][][]byte{}, settled: map[replica.PeerID]string{},
 		want: map[replica.PeerID]bool{}, probing: map[replica.PeerID]probed{}, pulled: map[replica.PeerID]map[crdt.ReplicaID]time.Time{},
-		saver: &bindingsSaver{}}
+		pulledBy: map[replica.PeerID]bool{}, saver: &bindingsSaver{}}
 }
 
 // forget drops what the exchange knows of the peers gone picks: they
@@ -168,6 +171,7 @@ func (x *bindingsExchange) forget(gone func(replica.PeerID) bool) {
 	forgetIn(x.want, gone)
 	forgetIn(x.probing, gone)
 	forgetIn(x.pulled, gone)
+	forgetIn(x.pulledBy, gone)
 }
 
 func forgetIn[V any](m map[replica.PeerID]V, gone func(replica.PeerID) bool) {
@@ -331,7 +335,9 @@ func (l *loop) bindingsFrame(form bindingsForm) (frame, sum []byte) {
 }
 
 // sendNewBindings sends bindings just made here (a claim, a hand-over),
-// alone, to every peer: they should not wait for the next summary.
+// alone, to every peer: they should not wait for the next summary. On
+// demand, only to the peers that pulled this node's bindings
+// (bindings_demand.go).
 func (l *loop) sendNewBindings(bs []acl.Binding) {
 	if len(bs) == 0 {
 		return
@@ -343,7 +349,8 @@ func (l *loop) sendNewBindings(bs []acl.Binding) {
 	l.knownMu.RLock()
 	m.BindingsSum = l.bindingsSum
 	l.knownMu.RUnlock()
-	l.sendFrameTo(l.senderIDs(func(replica.PeerID) bool { return true }), m)
+	demand := l.onDemand()
+	l.sendFrameTo(l.senderIDs(func(id replica.PeerID) bool { return !demand || l.bx.pulledBy[id] }), m)
 }
 
 // bindingIndex is the short id of every binding held, in the directory's
@@ -497,15 +504,30 @@ func (l *loop) answerProbe(from replica.PeerID, same bool) {
 func (l *loop) admitBindings(from replica.PeerID, encs [][]byte) {
 	changed := false
 	l.knownMu.Lock()
+	var fresh [][]byte
 	for _, e := range encs {
-		if l.heldBindings[keyOfBinding(e)] {
-			continue
+		if !l.heldBindings[keyOfBinding(e)] {
+			fresh = append(fresh, e)
 		}
+	}
+	if len(fresh) > 0 && l.onDemand() {
+		var dropped int
+		fresh, dropped = l.firstClaimsOK(fresh)
+		l.rejected.Add(uint64(dropped))
+	}
+	var bound map[crdt.ReplicaID]bool // the replicas of the keys the bindings admitted name
+	for _, e := range fresh {
 		b, err := acl.DecodeBinding(e)
 		if err == nil {
 			var ch bool
 			ch, err = l.dir.Admit(b)
 			changed = changed || ch
+			if ch {
+				if bound == nil {
+					bound = map[crdt.ReplicaID]bool{}
+				}
+				bound[acl.ReplicaIDOf(b.Key)] = true
+			}
 		}
 		if err != nil {
 			l.rejected.Add(1)
@@ -523,7 +545,7 @@ func (l *loop) admitBindings(from replica.PeerID, encs [][]byte) {
 	if changed {
 		l.svc.RefreshPolicy() // records signed for newly bound principals may count now
 		l.refreshPrincipals()
-		l.resyncRefused()
+		l.resyncRefused(bound)
 	}
 }
 
@@ -585,39 +607,77 @@ func (l *loop) refreshPrincipals() {
 // once the bindings change.
 const maxRefused = 4096
 
+// refusal is a (peer, namespace) pair's refused content, waiting for a
+// binding: the replicas whose bindings it lacked (none known: any
+// binding admitted may help), and when it was first refused.
+type refusal struct {
+	reps []crdt.ReplicaID
+	at   time.Time
+}
+
 // noteRefused remembers a namespace whose content a peer sent was refused
 // because its author or sender may not write it here: the binding that
 // says who hosts that author may not have reached this node yet (deltas
 // and bindings travel apart), and nothing else would ask for that content
-// again before anti-entropy picks the pair (every peers × 10 s).
-func (l *loop) noteRefused(rj replica.Rejection) {
+// again before anti-entropy picks the pair (every peers × 10 s). reps are
+// the replicas whose bindings the refusal lacked (pullForRejection), or,
+// when it does not say, those the memory service's refusal of the same
+// delta named (applyRefused).
+func (l *loop) noteRefused(rj replica.Rejection, reps []crdt.ReplicaID) {
 	if !errors.Is(rj.Err, replica.ErrNotAllowed) && !errors.Is(rj.Err, acl.ErrDenied) {
 		return
 	}
-	if l.refusedFrom[rj.From][rj.Namespace] || l.refusedN >= maxRefused {
+	if len(reps) == 0 {
+		reps = l.applyRefused[refusedKey{rj.From, rj.Namespace}]
+	}
+	if _, ok := l.refusedFrom[rj.From][rj.Namespace]; ok || l.refusedN >= maxRefused {
 		return
 	}
 	if l.refusedFrom == nil {
-		l.refusedFrom = map[replica.PeerID]map[string]bool{}
+		l.refusedFrom = map[replica.PeerID]map[string]refusal{}
 	}
 	if l.refusedFrom[rj.From] == nil {
-		l.refusedFrom[rj.From] = map[string]bool{}
+		l.refusedFrom[rj.From] = map[string]refusal{}
 	}
-	l.refusedFrom[rj.From][rj.Namespace] = true
+	l.refusedFrom[rj.From][rj.Namespace] = refusal{reps: reps, at: l.cfg.Clock.Now()}
 	l.refusedN++
 }
 
-// resyncRefused asks every peer whose content was refused (noteRefused)
-// for a sync of those namespaces: the bindings changed, so what was
-// refused may pass now. A refusal that still holds is refused again and
-// remembered again, costing a sync per change of the bindings.
-func (l *loop) resyncRefused() {
+// refusedKey is a (peer, namespace) pair of applyRefused.
+type refusedKey struct {
+	peer replica.PeerID
+	ns   string
+}
+
+// resyncRefused asks the peers whose content was refused (noteRefused)
+// for a sync of those namespaces, when the bindings admitted since may let
+// it pass (bound: the replicas whose bindings were admitted): a refusal
+// that named the replicas it lacked once one of them is in bound, any
+// other at once. The others wait for the binding they
+// lack, BindingsInterval at most (then anti-entropy repairs them). A
+// refusal that still holds is refused again and remembered again. Asking
+// every pair at every change, when bindings came on demand one pull at a
+// time (bindings_demand.go), asked the same syncs again and again: at
+// 100 nodes most of the run's sync frames.
+func (l *loop) resyncRefused(bound map[crdt.ReplicaID]bool) {
+	now := l.cfg.Clock.Now()
 	for _, p := range slices.Sorted(maps.Keys(l.refusedFrom)) {
-		for _, ns := range slices.Sorted(maps.Keys(l.refusedFrom[p])) {
-			_ = l.eng.RequestSync(p, ns) // a peer gone since: nothing to ask
+		byNS := l.refusedFrom[p]
+		for _, ns := range slices.Sorted(maps.Keys(byNS)) {
+			rf := byNS[ns]
+			switch {
+			case len(rf.reps) == 0 || slices.ContainsFunc(rf.reps, func(r crdt.ReplicaID) bool { return bound[r] }):
+				_ = l.eng.RequestSync(p, ns) // a peer gone since: nothing to ask
+			case now.Sub(rf.at) < BindingsInterval:
+				continue
+			}
+			delete(byNS, ns)
+			l.refusedN--
+		}
+		if len(byNS) == 0 {
+			delete(l.refusedFrom, p)
 		}
 	}
-	l.refusedFrom, l.refusedN = nil, 0
 }
 
 // answerIndex sends a peer the bindings its index lacks, and, when it asks

@@ -18,6 +18,10 @@ import (
 // the peer's) to every peer not yet heard from and not probed in the last
 // bindingsProbeRetry.
 func (l *loop) askBindings() {
+	if l.onDemand() {
+		clear(l.bx.probing) // no probes on demand (bindings_demand.go)
+		return
+	}
 	now := l.cfg.Clock.Now()
 	var ids []replica.PeerID
 	for id, p := range l.bx.probing {
@@ -110,6 +114,9 @@ func (l *loop) askNext(now time.Time) {
 // many bindings (or does not say), unless an exchange with it already
 // ended on these two digests.
 func (l *loop) worthAsking(id replica.PeerID) bool {
+	if l.onDemand() {
+		return false // an index would fetch every binding the peer holds (bindings_demand.go)
+	}
 	l.knownMu.RLock()
 	defer l.knownMu.RUnlock()
 	if ids := l.bx.lacking[id]; len(ids) > 0 {
@@ -159,6 +166,9 @@ func (l *loop) senderIDs(want func(replica.PeerID) bool) []replica.PeerID {
 // of two.
 func (l *loop) sendBindingsSummary() {
 	l.bx.lastSummary = l.cfg.Clock.Now()
+	if l.onDemand() {
+		return // no digest round on demand (bindings_demand.go)
+	}
 	l.knownMu.RLock()
 	mine := l.bindingsSum
 	l.knownMu.RUnlock()

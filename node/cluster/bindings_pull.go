@@ -8,6 +8,7 @@ import (
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
 	"github.com/mnemohq/mnemo/sync/replica"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
@@ -40,21 +41,39 @@ const bindingsPullGap = time.Second
 const maxPullsPerPeer = 64
 
 // pullForRejection pulls from the sender the bindings of the writer a
-// refusal names: the engine's (replica.WriterError), or, for a delta the
-// memory service refused for its authors or signers (acl.ErrDenied,
-// acl.ErrNotAuthorized), every replica whose writes it carries (d). The
-// loop calls it for each of the service's refusals, with the delta, and
-// for each of the engine's Rejections, without: those include the
-// service's refusals again (Advance reports them), which then pull
-// nothing more.
-func (l *loop) pullForRejection(from replica.PeerID, err error, d *crdt.Map) {
+// refusal of namespace ns names: the engine's (replica.WriterError, with
+// the keys that signed acl records of the delta which did not count for
+// want of their signer's binding: deltaPolicy noted them), or, for a
+// delta the memory service refused for its authors or signers
+// (acl.ErrDenied, acl.ErrNotAuthorized), every replica whose writes it
+// carries (d) and those signers. The loop calls it for each of the
+// service's refusals, with the delta, and for each of the engine's
+// Rejections, without: those include the service's refusals again
+// (Advance reports them), which then pull nothing more. It returns the
+// replicas whose bindings the refusal lacked (pulled, or pulled lately).
+func (l *loop) pullForRejection(from replica.PeerID, ns string, err error, d *crdt.Map) []crdt.ReplicaID {
 	var we *replica.WriterError
 	switch {
 	case errors.As(err, &we):
-		l.pullBindings(from, []crdt.ReplicaID{we.Replica})
+		reps := append([]crdt.ReplicaID{we.Replica}, l.deltaSigners[ns]...)
+		delete(l.deltaSigners, ns)
+		l.pullBindings(from, reps)
+		return reps
 	case d != nil && (errors.Is(err, acl.ErrDenied) || errors.Is(err, acl.ErrNotAuthorized)):
-		l.pullBindings(from, dotReplicasOf(d))
+		reps := dotReplicasOf(d)
+		if addr, perr := namespace.Parse(ns); perr == nil {
+			if pol := l.svc.PolicyWithDelta(ns, d); pol != nil {
+				for r := range l.unboundSignersIn(pol, addr, nil) {
+					if !slices.Contains(reps, r) {
+						reps = append(reps, r)
+					}
+				}
+			}
+		}
+		l.pullBindings(from, reps)
+		return reps
 	}
+	return nil
 }
 
 // dotReplicasOf lists, sorted, the replicas of the dots of d's records
@@ -118,6 +137,9 @@ func (l *loop) answerPull(from replica.PeerID, reps []uint64) {
 		}
 	}
 	l.knownMu.RUnlock()
+	if want[l.replica] {
+		l.bx.pulledBy[from] = true
+	}
 	if len(m.Bindings) > 0 {
 		l.sendFrameTo([]replica.PeerID{from}, m)
 	}

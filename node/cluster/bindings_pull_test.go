@@ -126,14 +126,14 @@ func TestUnanswerablePullsStayBounded(t *testing.T) {
 	writer := pn.nodes[0].id.ReplicaID()
 	pn.pulls = 0
 	for range 100 {
-		n2.st.pullForRejection(from, &replica.WriterError{Replica: writer, Err: replica.ErrNotAllowed}, nil)
+		n2.st.pullForRejection(from, "team://t", &replica.WriterError{Replica: writer, Err: replica.ErrNotAllowed}, nil)
 	}
 	pn.run()
 	if pn.pulls > 1 {
 		t.Fatalf("100 refusals naming one writer in one instant sent %d pulls, want at most 1", pn.pulls)
 	}
 	for r := range 200 {
-		n2.st.pullForRejection(from, &replica.WriterError{Replica: crdt.ReplicaID(r + 1), Err: replica.ErrNotAllowed}, nil)
+		n2.st.pullForRejection(from, "team://t", &replica.WriterError{Replica: crdt.ReplicaID(r + 1), Err: replica.ErrNotAllowed}, nil)
 	}
 	pn.run()
 	if got := len(n2.st.bx.pulled[from]); pn.pulls == 0 || got > maxPullsPerPeer {

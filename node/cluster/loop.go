@@ -68,6 +68,12 @@ type Config struct {
 	// replication lag, sync durations and sizes, frames. Default nil.
 	Observer Observer
 
+	// BindingsOnDemandAt is the membership, this node included, from which
+	// bindings travel only where they are used rather than to every member
+	// (bindings_demand.go). Zero or negative, the default: never (on demand
+	// costs more than it saves so far: bindings_demand.go, "Measured").
+	BindingsOnDemandAt int
+
 	// SkipWriteCheck is a planted bug, for the simulator's test that its
 	// sweep finds one (sim: TestPlantedBugFound): the loop then accepts a
 	// namespace's content from any member, whether its agent may write it
@@ -167,13 +173,26 @@ type loop struct {
 	proving map[candidate]bool
 	wanted  map[candidate]Sighting
 	bx      bindingsExchange // with each peer (bindings.go)
+	demand  demandState      // bindings on demand (bindings_demand.go)
+	// membersGen counts the membership's changes (setMembers)
+	membersGen uint64
+	// deltaSigners: per namespace, the keys' replicas that signed acl
+	// records of a delta refused for a writer which did not count for want
+	// of their signer's binding (deltaPolicy notes them, the refusal's
+	// pull takes them: pullForRejection); cleared at each of the engine's
+	// outputs.
+	deltaSigners map[string][]crdt.ReplicaID
 	// refusedFrom: per peer, the namespaces whose content from it was
 	// refused for want of an authority this node may learn later (the
 	// binding of its author), synced again when the bindings change
 	// (resyncRefused). At most maxRefused pairs; past that, anti-entropy.
-	refusedFrom map[replica.PeerID]map[string]bool
+	refusedFrom map[replica.PeerID]map[string]refusal
 	refusedN    int
-	senders     map[replica.PeerID]sender // by value: one allocation less a peer
+	// applyRefused: the replicas the memory service's refusals of this
+	// output's deltas lacked, by (peer, namespace), for the engine's
+	// Rejections of the same deltas (noteRefused); cleared with deltaSigners.
+	applyRefused map[refusedKey][]crdt.ReplicaID
+	senders      map[replica.PeerID]sender // by value: one allocation less a peer
 	// syncWatches: this node's sync requests whose answer has not ended,
 	// by peer and namespace (observe.go; only with an Observer)
 	syncWatches map[syncKey]syncWatch
@@ -438,6 +457,7 @@ func (l *loop) tick() {
 		l.askBindings()
 	}
 	l.askBindingsAgain(now)
+	l.discoverReaders(now)
 }
 
 // act drives the engine's outputs as the replica package's loop contract
@@ -457,7 +477,12 @@ func (l *loop) act() {
 			if err := l.svc.ApplyRemote(a.Namespace, a.Delta); err != nil {
 				// counted and logged with the Rejection Advance reports
 				refused = append(refused, replica.Refusal{Index: i, Err: err})
-				l.pullForRejection(a.From, err, a.Delta)
+				if reps := l.pullForRejection(a.From, a.Namespace, err, a.Delta); len(reps) > 0 {
+					if l.applyRefused == nil {
+						l.applyRefused = map[refusedKey][]crdt.ReplicaID{}
+					}
+					l.applyRefused[refusedKey{a.From, a.Namespace}] = reps
+				}
 				continue
 			}
 			l.applied.Add(1)
@@ -467,9 +492,10 @@ func (l *loop) act() {
 		for _, rj := range r.Rejected {
 			l.rejected.Add(1)
 			l.log.Warn("delta rejected", "peer", rj.From, "namespace", rj.Namespace, "err", rj.Err)
-			l.noteRefused(rj)
-			l.pullForRejection(rj.From, rj.Err, nil)
+			l.noteRefused(rj, l.pullForRejection(rj.From, rj.Namespace, rj.Err, nil))
 		}
+		clear(l.deltaSigners)
+		clear(l.applyRefused)
 		for _, err := range r.Errors {
 			l.log.Error("replication state", "err", err)
 		}
@@ -511,6 +537,8 @@ func (l *loop) push(id replica.PeerID, kind wire.Kind, frame []byte) bool {
 // restarted, and is treated as one that joins.
 func (l *loop) setMembers(ms []Sighting) {
 	l.sightings = ms
+	l.membersGen++
+	l.demand.advertisers = nil
 	var peers []replica.Peer
 	next := map[replica.PeerID]peerInfo{}
 	for id, m := range l.choosePeers(ms) {
@@ -554,12 +582,17 @@ func (l *loop) setMembers(ms []Sighting) {
 		}
 	}
 	slices.Sort(joined)
+	demand := l.onDemand()
 	for _, id := range joined {
 		m := next[id].member
 		l.senders[id] = sender{addr: m.Addr, inc: m.Incarnation, out: l.drv.open(id, m.Addr, m.PublicKey)}
-		l.bx.probing[id] = probed{at: l.cfg.Clock.Now(), tries: 1} // probed again until heard (askBindings)
+		if !demand {
+			l.bx.probing[id] = probed{at: l.cfg.Clock.Now(), tries: 1} // probed again until heard (askBindings)
+		}
 	}
-	l.sendBindingsTo(joined, bindingsProbe) // tell the newcomers whom this node hosts, and learn whom they do
+	if !demand {
+		l.sendBindingsTo(joined, bindingsProbe) // tell the newcomers whom this node hosts, and learn whom they do
+	}
 	slices.SortFunc(peers, func(a, b replica.Peer) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	l.eng.SetPeers(peers)
 }

@@ -93,10 +93,18 @@ func (p *policy) ShouldHold(ns string) bool {
 	return false
 }
 
+// PeerMayRead: a member one of whose agents, by a verified binding, may
+// read ns; with bindings on demand, a project namespace every member (acl:
+// any agent bound to a key reads a project, and a member may bind a fresh
+// one at will, so asking for one adds no check, and it would make every
+// reader's binding travel to every member: bindings_demand.go).
 func (p *policy) PeerMayRead(peer replica.Peer, ns string) bool {
 	pn := p.parse(ns)
 	if !pn.replicated {
 		return false
+	}
+	if pn.addr.Kind == namespace.KindProject && p.l.onDemand() {
+		return true
 	}
 	for _, a := range peer.Principals {
 		if p.l.svc.MayReadAddress(a, pn.addr) {
@@ -138,6 +146,7 @@ func (d *deltaPolicy) ReplicaMayWrite(r crdt.ReplicaID, ns string) bool {
 			return true
 		}
 	}
+	d.l.noteDeltaSigners(ns, pn.addr, d.acl)
 	return false
 }
 
