@@ -355,7 +355,8 @@ func (s *Sim) transmit(from, to int, frame []byte) {
 // worker: namespace content goes only to a node whose principal the
 // sender's own policy lets read it (what the engine must ask before every
 // send), and whose principal was granted read at some point (the oracle);
-// a project's, any member (node/cluster's policy.PeerMayRead).
+// with bindings on demand, a project's, any member (node/cluster's
+// policy.PeerMayRead; the sweep's seeds set a threshold of 2 members).
 // Bare contexts (dot metadata, no memory) are not checked: the engine
 // answers a sync with its context so that a grant can reach the
 // requester. It returns the violation, or "".
@@ -367,7 +368,7 @@ func (s *Sim) checkMayReceive(from *simNode, to int, ns string, k wire.Kind) str
 		if !memory.Replicated(ns) || strings.HasPrefix(ns, "agent://") && !inboxFor(ns, recv.principal) {
 			return fmt.Sprintf("read: %s sent %s of %s to %s", from.id, k, ns, recv.id)
 		}
-	case strings.HasPrefix(ns, "project://"): // every member reads a project, from its creation on
+	case s.cfg.BindingsOnDemandAt > 0 && strings.HasPrefix(ns, "project://"): // on demand every member reads a project, from its creation on
 	case !from.svc.MayRead(recv.principal, ns):
 		return fmt.Sprintf("read: %s sent %s of %s to %s, whose principal its policy does not let read it (t=%v)", from.id, k, ns, recv.id, from.now)
 	case !s.everRead[to][j]:

@@ -504,11 +504,18 @@ func (l *loop) answerProbe(from replica.PeerID, same bool) {
 func (l *loop) admitBindings(from replica.PeerID, encs [][]byte) {
 	changed := false
 	l.knownMu.Lock()
-	var fresh [][]byte
+	var fresh []acl.Binding
 	for _, e := range encs {
-		if !l.heldBindings[keyOfBinding(e)] {
-			fresh = append(fresh, e)
+		if l.heldBindings[keyOfBinding(e)] {
+			continue
 		}
+		b, err := acl.DecodeBinding(e)
+		if err != nil {
+			l.rejected.Add(1)
+			l.log.Warn("binding refused", "peer", from, "err", err)
+			continue
+		}
+		fresh = append(fresh, b)
 	}
 	if len(fresh) > 0 && l.onDemand() {
 		var dropped int
@@ -516,18 +523,14 @@ func (l *loop) admitBindings(from replica.PeerID, encs [][]byte) {
 		l.rejected.Add(uint64(dropped))
 	}
 	var bound map[crdt.ReplicaID]bool // the replicas of the keys the bindings admitted name
-	for _, e := range fresh {
-		b, err := acl.DecodeBinding(e)
-		if err == nil {
-			var ch bool
-			ch, err = l.dir.Admit(b)
-			changed = changed || ch
-			if ch {
-				if bound == nil {
-					bound = map[crdt.ReplicaID]bool{}
-				}
-				bound[acl.ReplicaIDOf(b.Key)] = true
+	for _, b := range fresh {
+		ch, err := l.dir.Admit(b)
+		changed = changed || ch
+		if ch {
+			if bound == nil {
+				bound = map[crdt.ReplicaID]bool{}
 			}
+			bound[acl.ReplicaIDOf(b.Key)] = true
 		}
 		if err != nil {
 			l.rejected.Add(1)
@@ -653,8 +656,8 @@ type refusedKey struct {
 // for a sync of those namespaces, when the bindings admitted since may let
 // it pass (bound: the replicas whose bindings were admitted): a refusal
 // that named the replicas it lacked once one of them is in bound, any
-// other at once. The others wait for the binding they
-// lack, BindingsInterval at most (then anti-entropy repairs them). A
+// other at once. The others wait for the binding they lack,
+// BindingsInterval at most (then anti-entropy repairs them). A
 // refusal that still holds is refused again and remembered again. Asking
 // every pair at every change, when bindings came on demand one pull at a
 // time (bindings_demand.go), asked the same syncs again and again: at

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
 	"github.com/mnemohq/mnemo/namespace"
-	"github.com/mnemohq/mnemo/sync/replica"
 )
 
 // Bindings on demand: built, swept, and off by default (Measured, below).
@@ -38,7 +38,7 @@ import (
 //   - a signer's, of acl records of a namespace held here that do not
 //     count for want of it: pulled with the refused writer's when a
 //     delta's own records are the ones (noteDeltaSigners), else from the
-//     signer's node (unboundSigners).
+//     signer's node (discoverReaders).
 //
 // A project namespace needs no reader binding at all: on demand it is
 // readable by every member (policy.PeerMayRead), as it always was in
@@ -64,18 +64,20 @@ import (
 // Measured (sim, side by side with flooding in one session; the sweep's
 // seeds with seed%5 == 2 run on demand, all clean). The bindings go, the
 // content doubles: at 1,000 nodes (go test ./sim -run TestScaleFigures
-// -scale 1000/20/0 -bindings-on-demand 2 -v) binding frames 1,016,092 →
-// 34,694 and ~138 MB → 2.7 MB, connections per node 999 → 78.8 mean
-// (14.7 in any 10 s), but bytes/minimum 1.62 → 1.83: a node that lacks a
+// -scale 1000/20/0 -bindings-on-demand 2 -v, against the same without
+// the flag) binding frames 1,016,552 → 34,694 and 178.5 → 2.7 MB,
+// connections per node 999 → 78.8 mean (214 → 14.7 in any 10 s), but
+// bytes/minimum 1.67 → 1.83: a node that lacks a
 // writer's binding refuses its first deltas, pulls, and then syncs the
 // namespace again (the loop's "requested" syncs: 268 MB against a 204 MB
 // minimum), and a project every member reads from its creation
 // overflowed the creator's queues (6,993 fallbacks to state sync). At 100
 // nodes (mnemo sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3
 // --bindings-on-demand 64, seed 1), where every node reads nearly every
-// writer, 2.75 → 4.58. Tried and not kept: sending a writer's bindings
+// writer, 2.75 → 4.54. Tried and not kept: sending a writer's bindings
 // to a peer before the first tree payload or live batch of that writer
-// (per peer and writer once): refusals 5,914 → 4,539 at 100 nodes, but
+// (per peer and writer once); against the version it was tried on
+// (4.58 at 100 nodes), refusals 5,914 → 4,539 at 100 nodes, but
 // bytes/minimum 4.58 → 5.09 (binding frames ×3.3) and 1.83 → 2.25 at
 // 1,000. What it needs before it can be the default: the engine holding a
 // delta refused for its writer (bounded) and checking it again when the
@@ -83,13 +85,14 @@ import (
 // second time; and new readers of a project admitted at the pace of the
 // creator's queue.
 
-// readerHintRetry is the least time between two pulls of a member's
-// bindings for the agents it advertises, while the hints and what this
-// node holds stay the same and the pull bound none of them.
+// readerHintRetry is how often discoverReaders walks the members again
+// while what it reads (the membership, the policy, the bindings, the
+// namespaces held) stays the same: a pull that bound nothing is retried
+// then.
 const readerHintRetry = BindingsInterval
 
 // maxHintsParsed bounds the advertised agent names kept parsed
-// (loop.hintAddrs); past it the cache starts afresh.
+// (demandState.parsed, hintAddr); past it the cache starts afresh.
 const maxHintsParsed = 4096
 
 // onDemand reports whether bindings travel on demand: the membership,
@@ -98,7 +101,8 @@ func (l *loop) onDemand() bool {
 	return l.cfg.BindingsOnDemandAt > 0 && len(l.peers)+1 >= l.cfg.BindingsOnDemandAt
 }
 
-// demandState is the loop's state of reader discovery (discoverReaders).
+// demandState is the loop's state of bindings on demand: who advertises
+// which agent (firstClaimsOK) and reader discovery (discoverReaders).
 type demandState struct {
 	// advertisers: per advertised agent name, the keys of the alive
 	// members that advertise it; nil when the membership changed since it
@@ -110,8 +114,6 @@ type demandState struct {
 	// until next.
 	walked walkKey
 	next   time.Time
-	// hinted: per peer, when its bindings were last pulled for its hints.
-	hinted map[replica.PeerID]time.Time
 }
 
 type walkKey struct {
@@ -147,26 +149,18 @@ func (l *loop) advertisersOf(p string) []ed25519.PublicKey {
 	return l.demand.advertisers[p]
 }
 
-// firstClaimsOK drops from encs, on demand, the bindings of principals not
-// bound here whose chain in encs (the claim, then the hand-overs each
-// signed by the key before) does not end on the key of the one member
-// advertising that principal; it returns what is left and how many it
-// dropped. With knownMu held.
-func (l *loop) firstClaimsOK(encs [][]byte) ([][]byte, int) {
+// firstClaimsOK keeps of bs, on demand, all but the bindings of
+// principals not bound here whose chain in bs (the claim, then the
+// hand-overs each signed by the key before) does not end on the key of
+// the one member advertising that principal; it returns what it keeps and
+// how many it dropped. With knownMu held.
+func (l *loop) firstClaimsOK(bs []acl.Binding) ([]acl.Binding, int) {
 	type chain struct {
 		key ed25519.PublicKey
 		bad bool
 	}
 	var chains map[namespace.Address]*chain
-	decoded := make([]acl.Binding, len(encs))
-	ok := make([]bool, len(encs))
-	for i, e := range encs {
-		b, err := acl.DecodeBinding(e)
-		if err != nil {
-			ok[i] = true // refused by admitBindings, which counts it
-			continue
-		}
-		decoded[i], ok[i] = b, true
+	for _, b := range bs {
 		if _, bound := l.dir.KeyOf(b.Principal); bound {
 			continue
 		}
@@ -184,9 +178,11 @@ func (l *loop) firstClaimsOK(encs [][]byte) ([][]byte, int) {
 		}
 	}
 	if len(chains) == 0 {
-		return encs, 0
+		return bs, 0
 	}
-	for p, c := range chains {
+	// In order: the warnings go into the simulator's trace.
+	for _, p := range slices.SortedFunc(maps.Keys(chains), func(a, b namespace.Address) int { return strings.Compare(a.String(), b.String()) }) {
+		c := chains[p]
 		ads := l.advertisersOf(p.String())
 		if c.bad || len(ads) != 1 || !ads[0].Equal(c.key) {
 			c.bad = true
@@ -196,23 +192,20 @@ func (l *loop) firstClaimsOK(encs [][]byte) ([][]byte, int) {
 			l.log.Warn("first binding refused: its key is not the one member advertising the principal", "principal", p, "advertisers", len(ads))
 		}
 	}
-	kept := encs[:0:0]
-	dropped := 0
-	for i, e := range encs {
-		if c := chains[decoded[i].Principal]; ok[i] && c != nil && c.bad {
-			dropped++
-			continue
+	kept := bs[:0:0]
+	for _, b := range bs {
+		if c := chains[b.Principal]; c == nil || !c.bad {
+			kept = append(kept, b)
 		}
-		kept = append(kept, e)
 	}
-	return kept, dropped
+	return kept, len(bs) - len(kept)
 }
 
 // discoverReaders pulls, on demand, the bindings of each member that
 // advertises an agent that may read a team or inbox namespace held here
 // and is not bound to that member's key here, and of each member whose key
 // signed acl records of a namespace held here that do not count for want
-// of their signer's binding (unboundSigners): once per readerHintRetry
+// of their signer's binding (unboundSignersIn): once per readerHintRetry
 // while nothing changes, at once when the membership, the policy, the
 // bindings or the namespaces held do. The loop's tick calls it.
 func (l *loop) discoverReaders(now time.Time) {
@@ -243,34 +236,18 @@ func (l *loop) discoverReaders(now time.Time) {
 		return
 	}
 	l.demand.walked, l.demand.next = key, now.Add(readerHintRetry)
-	if l.demand.hinted == nil {
-		l.demand.hinted = map[replica.PeerID]time.Time{}
+	// The signers no refused delta pulled (their records came in a delta
+	// another member wrote, or were stored before).
+	var signers map[crdt.ReplicaID]bool
+	for _, ns := range all {
+		signers = l.unboundSignersIn(key.policy, ns, signers)
 	}
-	want := l.unboundSigners(all)
 	for _, id := range slices.Sorted(maps.Keys(l.peers)) {
 		pi := l.peers[id]
-		if at, ok := l.demand.hinted[id]; ok && now.Sub(at) < bindingsPullGap {
-			continue
-		}
-		if want[pi.peer.Replica] || l.wantsBindingsOf(pi, sparse) {
-			l.demand.hinted[id] = now
-			l.pullBindings(id, []crdt.ReplicaID{pi.peer.Replica})
+		if signers[pi.peer.Replica] || l.wantsBindingsOf(pi, sparse) {
+			l.pullBindings(id, []crdt.ReplicaID{pi.peer.Replica}) // at most once per bindingsPullGap
 		}
 	}
-}
-
-// unboundSigners lists the replicas of the node keys that signed acl
-// records of the namespaces held (all) which do not count here because no
-// key is known for their signer: a grant's or a creation's signer, whose
-// binding no refused delta pulled (the records came in a delta another
-// member wrote, or were stored before).
-func (l *loop) unboundSigners(all []namespace.Address) map[crdt.ReplicaID]bool {
-	pol := l.svc.Policy()
-	var want map[crdt.ReplicaID]bool
-	for _, ns := range all {
-		want = l.unboundSignersIn(pol, ns, want)
-	}
-	return want
 }
 
 // unboundSignersIn adds to want (made if nil) the replicas of the node
@@ -302,10 +279,7 @@ func (l *loop) wantsBindingsOf(pi peerInfo, sparse []namespace.Address) bool {
 		if a.IsZero() {
 			continue
 		}
-		l.knownMu.RLock()
-		k, bound := l.dir.KeyOf(a)
-		l.knownMu.RUnlock()
-		if bound && k.Equal(pi.member.PublicKey) {
+		if k, bound := l.keyOf(a); bound && k.Equal(pi.member.PublicKey) {
 			continue
 		}
 		for _, ns := range sparse {

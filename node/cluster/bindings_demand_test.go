@@ -105,19 +105,19 @@ func TestOnDemandFirstClaimNeedsItsSoleAdvertiser(t *testing.T) {
 	l := net.nodes[0].st.loop
 	honest, liar := net.nodes[1].id, net.nodes[2].id
 	victim := namespace.MustParse("agent://victim")
-	claim := func(host acl.Identity) []byte {
+	claim := func(host acl.Identity) acl.Binding {
 		b, err := acl.NewBinding(host, victim, crdt.Timestamp(1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b.Encode()
+		return b
 	}
-	handover := func(from acl.Identity, to ed25519.PublicKey) []byte {
+	handover := func(from acl.Identity, to ed25519.PublicKey) acl.Binding {
 		b, err := acl.NewHandover(from, victim, to, crdt.Timestamp(2))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b.Encode()
+		return b
 	}
 	advertise := func(ads map[int][]string) {
 		ms := net.members()
@@ -129,16 +129,16 @@ func TestOnDemandFirstClaimNeedsItsSoleAdvertiser(t *testing.T) {
 	cases := []struct {
 		name string
 		ads  map[int][]string
-		encs [][]byte
+		bs   []acl.Binding
 		keep int
 	}{
-		{"its host alone advertises it", map[int][]string{1: {"agent://victim"}}, [][]byte{claim(honest)}, 1},
-		{"nobody advertises it", nil, [][]byte{claim(honest)}, 0},
-		{"another member advertises it", map[int][]string{2: {"agent://victim"}}, [][]byte{claim(honest)}, 0},
-		{"two members advertise it", map[int][]string{1: {"agent://victim"}, 2: {"agent://victim"}}, [][]byte{claim(liar)}, 0},
-		{"handed over to its advertiser", map[int][]string{2: {"agent://victim"}}, [][]byte{claim(honest), handover(honest, liar.Public)}, 2},
-		{"handed over away from its advertiser", map[int][]string{1: {"agent://victim"}}, [][]byte{claim(honest), handover(honest, liar.Public)}, 0},
-		{"a hand-over with no claim", map[int][]string{2: {"agent://victim"}}, [][]byte{handover(honest, liar.Public)}, 0},
+		{"its host alone advertises it", map[int][]string{1: {"agent://victim"}}, []acl.Binding{claim(honest)}, 1},
+		{"nobody advertises it", nil, []acl.Binding{claim(honest)}, 0},
+		{"another member advertises it", map[int][]string{2: {"agent://victim"}}, []acl.Binding{claim(honest)}, 0},
+		{"two members advertise it", map[int][]string{1: {"agent://victim"}, 2: {"agent://victim"}}, []acl.Binding{claim(liar)}, 0},
+		{"handed over to its advertiser", map[int][]string{2: {"agent://victim"}}, []acl.Binding{claim(honest), handover(honest, liar.Public)}, 2},
+		{"handed over away from its advertiser", map[int][]string{1: {"agent://victim"}}, []acl.Binding{claim(honest), handover(honest, liar.Public)}, 0},
+		{"a hand-over with no claim", map[int][]string{2: {"agent://victim"}}, []acl.Binding{handover(honest, liar.Public)}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,23 +147,23 @@ func TestOnDemandFirstClaimNeedsItsSoleAdvertiser(t *testing.T) {
 				t.Fatal("not on demand")
 			}
 			l.knownMu.Lock()
-			kept, dropped := l.firstClaimsOK(c.encs)
+			kept, dropped := l.firstClaimsOK(c.bs)
 			l.knownMu.Unlock()
-			if len(kept) != c.keep || dropped != len(c.encs)-c.keep {
-				t.Fatalf("kept %d dropped %d of %d, want %d kept", len(kept), dropped, len(c.encs), c.keep)
+			if len(kept) != c.keep || dropped != len(c.bs)-c.keep {
+				t.Fatalf("kept %d dropped %d of %d, want %d kept", len(kept), dropped, len(c.bs), c.keep)
 			}
 		})
 	}
 	// Once bound, a principal's bindings are the directory's to judge:
 	// the rule is for first claims only.
 	advertise(map[int][]string{1: {"agent://victim"}})
-	net.nodes[0].st.admitBindings("", [][]byte{claim(honest)})
+	net.nodes[0].st.admitBindings("", [][]byte{claim(honest).Encode()})
 	if k, ok := l.keyOf(victim); !ok || !k.Equal(honest.Public) {
 		t.Fatal("the sole advertiser's claim was not admitted")
 	}
 	advertise(map[int][]string{1: {"agent://victim"}, 2: {"agent://victim"}})
 	l.knownMu.Lock()
-	kept, _ := l.firstClaimsOK([][]byte{handover(honest, liar.Public)})
+	kept, _ := l.firstClaimsOK([]acl.Binding{handover(honest, liar.Public)})
 	l.knownMu.Unlock()
 	if len(kept) != 1 {
 		t.Fatal("a bound principal's hand-over was held to the first-claim rule")
