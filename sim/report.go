@@ -438,6 +438,10 @@ func (r *Report) writeScale(w io.Writer) {
 	if len(causes) > 0 || r.Syncs.Unasked > 0 {
 		fmt.Fprintf(w, "  namespaces asked by cause: %s; unasked answers %d (%d bytes)\n", strings.Join(causes, ", "), r.Syncs.Unasked, r.Syncs.UnaskedBytes)
 	}
+	if sc := r.Syncs; sc.WriterHeld > 0 {
+		fmt.Fprintf(w, "  held for their writer's right: %d deltas, %d passed once it came, %d asked again when their time was up, %d pushed out\n",
+			sc.WriterHeld, sc.WriterReleased, sc.WriterExpired, sc.WriterEvicted)
+	}
 	if rd := r.Rounds; rd.Updates > 0 || rd.Short > 0 {
 		fmt.Fprintf(w, "rounds to 99.99%% of an update's holders: %.2f hops, %.2f link latencies; push-epidemic model %.2f (ratios %.2f, %.2f); %d updates of %.0f holders on average, %d short of 99.99%%\n",
 			rd.Hops, rd.Latencies, rd.Model, rd.HopsRatio(), rd.LatenciesRatio(), rd.Updates, rd.Holders, rd.Short)

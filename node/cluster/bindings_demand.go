@@ -79,11 +79,31 @@ import (
 // (per peer and writer once); against the version it was tried on
 // (4.58 at 100 nodes), refusals 5,914 → 4,539 at 100 nodes, but
 // bytes/minimum 4.58 → 5.09 (binding frames ×3.3) and 1.83 → 2.25 at
-// 1,000. What it needs before it can be the default: the engine holding a
-// delta refused for its writer (bounded) and checking it again when the
-// writer's binding comes, instead of a sync that brings the content a
-// second time; and new readers of a project admitted at the pace of the
-// creator's queue.
+// 1,000.
+//
+// Then the engine came to hold a delta refused for its writer (bounded)
+// and check it again when the writer's binding comes, instead of a sync
+// that brings the content a second time (sync/replica/writerhold.go).
+// Side by side in one session, on demand against flooding, both with it:
+//
+//	go test ./sim -run TestScaleFigures -scale 1000/20/0 [-bindings-on-demand 2] -v
+//	  bytes/minimum 1.62 → 0.79 (on demand 1.83 before the hold); binding
+//	  frames 1,018,152 → 24,778; connections per node 999 → 77.5 (191 →
+//	  19.2 in any 10 s); 14,797 deltas held, 14,608 of them passed
+//	-scale 300/20/0: 1.78 → 0.89
+//	-scale 300/300/0.1: 2.59 → 4.24, and 0.7 → 106.6 s to converge after
+//	  the last fault
+//	mnemo sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3 [--bindings-on-demand 64]
+//	  seed 1 2.76 → 3.42 (4.54 before the hold), seed 2 → 3.58
+//
+// So on demand wins where writes are few next to the members (the
+// bindings are then most of the bytes), and loses under loss and many
+// writers: a lost pull or binding leaves a writer's deltas held, and a
+// relayed delta held is not forwarded, so its subtree waits too. It
+// stays off by default. What it needs besides: pulls that adapt to loss
+// as retransmission does, and new readers of a project admitted at the
+// pace of the creator's queue (the 6,993 fallbacks above are still
+// there).
 
 // readerHintRetry is how often discoverReaders walks the members again
 // while what it reads (the membership, the policy, the bindings, the

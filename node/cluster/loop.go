@@ -491,6 +491,13 @@ func (l *loop) act() {
 		l.eng.Advance(refused)
 		for _, rj := range r.Rejected {
 			l.rejected.Add(1)
+			if rj.Held {
+				// The engine applies it once the writer's binding
+				// (pulled now) or grant comes, or asks again itself.
+				l.log.Debug("delta held for its writer's right", "peer", rj.From, "namespace", rj.Namespace, "err", rj.Err)
+				l.pullForRejection(rj.From, rj.Namespace, rj.Err, nil)
+				continue
+			}
 			l.log.Warn("delta rejected", "peer", rj.From, "namespace", rj.Namespace, "err", rj.Err)
 			l.noteRefused(rj, l.pullForRejection(rj.From, rj.Namespace, rj.Err, nil))
 		}

@@ -146,6 +146,11 @@ func (e *Engine) Advance(refused []Refusal) {
 			needSyncOf(p, a.Namespace, CauseHeld)
 		}
 	}
+	for i, a := range applied {
+		if !seen[i] {
+			e.appliedIn(a.Namespace) // a grant a held delta lacked may be in it
+		}
+	}
 	for i, a := range acks {
 		if p, ok := e.peers[a.to]; ok && !withhold[i] {
 			e.sendAck(p, a.seq)

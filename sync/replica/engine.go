@@ -128,6 +128,15 @@ type Config struct {
 	// PendingMax bounds the live deltas held back until what they depend on
 	// arrives. Default 4096; overflow drops the oldest and syncs instead.
 	PendingMax int
+	// WriterHoldFor is how long a delta refused for its writer's right
+	// (a *WriterError) is held for it (writerhold.go). Default
+	// 2×RetransmitAfter; negative holds none (the sender, or a relayed
+	// delta's author, is asked for a digest sync at once).
+	WriterHoldFor time.Duration
+	// WriterHoldMax bounds the deltas so held; their bytes are bounded
+	// by QueueMaxBytes. Default 1024; the oldest goes first, and is
+	// asked for again as if its time had passed.
+	WriterHoldMax int
 	// TreeThreshold is the size of a namespace's replica set (this node and
 	// the peers that may read it) from which this node's live deltas of
 	// it go over the namespace's epidemic broadcast tree instead of one
@@ -170,6 +179,12 @@ func (c *Config) withDefaults() {
 	}
 	if c.RetransmitAfter <= 0 {
 		c.RetransmitAfter = time.Second
+	}
+	if c.WriterHoldFor == 0 {
+		c.WriterHoldFor = 2 * c.RetransmitAfter
+	}
+	if c.WriterHoldMax <= 0 {
+		c.WriterHoldMax = 1024
 	}
 	if c.AntiEntropyInterval <= 0 {
 		c.AntiEntropyInterval = 10 * time.Second
@@ -223,6 +238,12 @@ type Rejection struct {
 	From      PeerID
 	Namespace string
 	Err       error
+	// Held: a delta refused for its writer's right (a *WriterError) that
+	// the engine keeps for Config.WriterHoldFor and applies if that
+	// right comes (a binding: UpdatePeers; a grant: a delta of the
+	// namespace applied), or else asks its sender for again
+	// (writerhold.go). The driver need not ask for it again itself.
+	Held bool
 }
 
 // Ready is what the engine produced since the last call. The driver applies
@@ -374,6 +395,15 @@ type Engine struct {
 	wait    outcomes // of the deltas to apply, and the acks waiting on them
 	// pending holds live deltas waiting for their dependencies, oldest first.
 	pending []held
+	// writerHeld holds deltas refused for their writer's right, oldest
+	// first (writerhold.go); writerHeldBytes their encoded size,
+	// writerHeldNS their count by namespace, writerDirty that a peer's
+	// principals changed or a delta of one of those namespaces applied
+	// since they were last checked.
+	writerHeld      []writerHeld
+	writerHeldBytes int
+	writerHeldNS    map[string]int
+	writerDirty     bool
 	// sigs, during one flushAll, memoises the signatures of the namespace
 	// deltas it sends (by the hash of the signed bytes): a local delta
 	// queued for every reader goes out as the same bytes to each, and one
@@ -434,6 +464,7 @@ func New(cfg Config, st State, pol Policy) *Engine {
 // Config.TreeThreshold (tree.go), else queued for each of them, and sends
 // what the windows allow.
 func (e *Engine) LocalDelta(ns string, d *crdt.Map) {
+	e.appliedIn(ns) // a grant a held delta lacked may be in it
 	// A namespace this delta created has no history a new reader lacks.
 	fresh := len(d.Context().Missing(e.st.Context(ns))) == 0
 	from := d.FirstDot(e.cfg.Replica)

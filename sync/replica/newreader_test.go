@@ -88,10 +88,11 @@ type mayReadOnly struct {
 func (p mayReadOnly) PeerMayRead(peer Peer, _ string) bool { return p.readers[peer.ID] }
 
 // A live delta refused because this node does not know its author may
-// write makes it ask the author for a sync at once (the grant travels in
-// the namespace, and the answer brings it with the writes), even when it
-// cannot tell the author may read the namespace (a request carries a
-// context, no content); and not again while that request is owed. The
+// write is held for that right (writerhold.go); when none comes within
+// WriterHoldFor, the node asks the author for a sync (the grant travels
+// in the namespace, and the answer brings it with the writes), even when
+// it cannot tell the author may read the namespace (a request carries a
+// context, no content), and not again while that request is owed. The
 // batch used to be sent again twice, refused each time, before the
 // author fell back to a sync ten seconds later.
 func TestRefusedForWantOfAuthorityAsksAuthor(t *testing.T) {
@@ -101,17 +102,28 @@ func TestRefusedForWantOfAuthorityAsksAuthor(t *testing.T) {
 	c.write(0, "team://a", "m0", "title", "n1 does not know n0 may write")
 	c.write(0, "team://a", "m1", "title", "nor this")
 	c.pump(10)
-	requests := 0
-	for _, k := range sent[[2]PeerID{"n1", "n0"}] {
-		if k == wire.KindSyncRequest {
-			requests++
+	requests := func() int {
+		n := 0
+		for _, k := range sent[[2]PeerID{"n1", "n0"}] {
+			if k == wire.KindSyncRequest {
+				n++
+			}
 		}
-	}
-	if requests != 1 {
-		t.Fatalf("n1 sent n0 %v; want one sync request", sent[[2]PeerID{"n1", "n0"}])
+		return n
 	}
 	if got := c.nodes[1].eng.Stats()[0].Rejected; got != 2 {
 		t.Fatalf("n1 rejected %d deltas; want both", got)
+	}
+	if n := requests(); n != 0 {
+		t.Fatalf("n1 asked n0 for %d syncs while it held the deltas; want none yet", n)
+	}
+	c.tick(2 * time.Second) // WriterHoldFor: 2×RetransmitAfter
+	c.pump(10)
+	if n := requests(); n != 1 {
+		t.Fatalf("n1 sent n0 %v; want one sync request once the hold's time was up", sent[[2]PeerID{"n1", "n0"}])
+	}
+	if s := c.nodes[1].eng.SyncStats(); s.WriterHeld != 2 || s.WriterExpired != 2 {
+		t.Fatalf("held %d, expired %d; want 2 and 2", s.WriterHeld, s.WriterExpired)
 	}
 }
 

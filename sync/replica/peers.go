@@ -28,6 +28,9 @@ func (e *Engine) SetPeers(peers []Peer) {
 		}
 	}
 	e.refreshTrees()
+	if e.recheckWriters() {
+		return // flushed at the next Tick, once they are applied (UpdatePeers)
+	}
 	e.flushAll()
 }
 
@@ -51,6 +54,13 @@ func (e *Engine) UpdatePeers(peers []Peer) {
 		e.setPeer(p)
 	}
 	e.refreshTrees()
+	if e.recheckWriters() {
+		// Held deltas passed: the requests this change asks for go at
+		// the next Tick, once they are applied, so that their contexts
+		// hold them (a new reader's sync answered with what was just
+		// released sent it a second time).
+		return
+	}
 	e.sigs = map[[32]byte][]byte{}
 	for _, p := range peers {
 		if ps, ok := e.peers[p.ID]; ok {
@@ -80,6 +90,7 @@ func (e *Engine) setPeer(p Peer) {
 		e.peers[p.ID] = ps
 		e.order = nil
 		ps.Peer = p
+		e.writersMayHaveCome() // a writer held for may be this one
 		// Both sides of a pair see it join, and one request (asking
 		// for the context back) repairs both ways: the node with the
 		// smaller id asks at once, the other only if no request has
@@ -103,6 +114,7 @@ func (e *Engine) setPeer(p Peer) {
 	ps.Peer = p
 	ps.listed = e.listed
 	if principalsChanged {
+		e.writersMayHaveCome()
 		// What the peer may read follows the agents it hosts: a newly
 		// bound agent's namespaces reach it by a digest sync.
 		for _, ns := range e.st.Namespaces() {

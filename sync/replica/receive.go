@@ -91,6 +91,14 @@ func (e *Engine) reject(p *peerState, ns string, err error) {
 	e.ready.Rejected = append(e.ready.Rejected, Rejection{From: p.ID, Namespace: ns, Err: err})
 }
 
+// rejectHeld reports the refusal of a delta held for its writer's right
+// (writerhold.go): Held tells the driver that the engine applies it if
+// that right comes, or asks for it again if not.
+func (e *Engine) rejectHeld(p *peerState, ns string, err error) {
+	p.stats.Rejected++
+	e.ready.Rejected = append(e.ready.Rejected, Rejection{From: p.ID, Namespace: ns, Err: err, Held: true})
+}
+
 // receiveDelta checks a namespace delta and, if it passes, hands it out to apply.
 func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 	kind := wire.KindSyncReply
@@ -99,20 +107,30 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 	}
 	d, err := e.checkDelta(nd, kind, p.Key, p.Replica, p.ID, live)
 	if err != nil {
+		if d != nil && e.holdForWriter(writerHeld{from: p.ID, ns: nd.Namespace, d: d, rep: p.Replica, live: live, first: nd.From, size: len(nd.Delta)}) {
+			e.rejectHeld(p, nd.Namespace, err)
+			return
+		}
 		e.reject(p, nd.Namespace, err)
 		if live && errors.Is(err, ErrNotAllowed) {
 			e.askAuthority(p, nd.Namespace)
 		}
 		return
 	}
+	e.accept(p, nd.Namespace, d, live, nd.From)
+}
+
+// accept hands out a checked delta of ns from p to apply, or holds a live
+// one until what it depends on is here.
+func (e *Engine) accept(p *peerState, ns string, d *crdt.Map, live bool, first uint64) {
 	p.stats.DeltasRecv++
 	// (A delta that overwrote nothing depends on nothing: no need to build
 	// what this node has seen.)
-	if live && !d.DependsOn(noDots, p.Replica, nd.From) && !d.DependsOn(e.haveFor(nd.Namespace), p.Replica, nd.From) {
-		e.holdFrom(p.ID, p.Replica, nd.Namespace, d, nd.From)
+	if live && !d.DependsOn(noDots, p.Replica, first) && !d.DependsOn(e.haveFor(ns), p.Replica, first) {
+		e.holdFrom(p.ID, p.Replica, ns, d, first)
 		return
 	}
-	e.toApply(Apply{From: p.ID, Namespace: nd.Namespace, Delta: d, Live: live})
+	e.toApply(Apply{From: p.ID, Namespace: ns, Delta: d, Live: live})
 }
 
 // checkDelta runs the checks on arrival (doc.go) on a namespace delta
@@ -120,7 +138,9 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 // author with replica rep: the peer that sent it, or for a relayed delta
 // (tree.go) the node that wrote it. A live delta holds only the author's
 // writes. The errors other than ErrNotHeld and ErrNotAllowed are about
-// the bytes themselves, whoever checks them.
+// the bytes themselves, whoever checks them. A refusal for the writer's
+// right (a *WriterError) comes with the decoded delta, which may be held
+// for that right (writerhold.go); any other comes without.
 func (e *Engine) checkDelta(nd wire.NamespaceDelta, kind wire.Kind, key ed25519.PublicKey, rep crdt.ReplicaID, author PeerID, live bool) (*crdt.Map, error) {
 	if !e.cfg.DeltaSigs.Verify(key, nd.SignedBytes(kind), nd.Sig) { // nd.Verify, remembered if DeltaSigs is set
 		return nil, ErrBadSignature
@@ -135,9 +155,24 @@ func (e *Engine) checkDelta(nd wire.NamespaceDelta, kind wire.Kind, key ed25519.
 	if err := d.VerifySeals(nd.Namespace, e.cfg.Seals); err != nil {
 		return nil, err
 	}
+	if err := e.mayWrite(nd.Namespace, d, rep, author, live); err != nil {
+		var we *WriterError
+		if errors.As(err, &we) {
+			return d, err
+		}
+		return nil, err
+	}
+	return d, nil
+}
+
+// mayWrite is checkDelta's part that depends on what this node knows
+// rather than on the bytes: the writes of d, in ns, sent (or written, if
+// relayed) by author with replica rep, are by writers of ns. A live delta
+// holds only rep's writes.
+func (e *Engine) mayWrite(ns string, d *crdt.Map, rep crdt.ReplicaID, author PeerID, live bool) error {
 	pol := e.pol
 	if dp, ok := pol.(DeltaPolicy); ok {
-		pol = dp.ForDelta(nd.Namespace, d)
+		pol = dp.ForDelta(ns, d)
 	}
 	var bad error
 	d.Records(func(id string, r *crdt.Record) bool {
@@ -146,7 +181,7 @@ func (e *Engine) checkDelta(nd wire.NamespaceDelta, kind wire.Kind, key ed25519.
 				bad = fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAuthor, id, dot.Replica)
 				return false
 			}
-			if !pol.ReplicaMayWrite(dot.Replica, nd.Namespace) {
+			if !pol.ReplicaMayWrite(dot.Replica, ns) {
 				bad = &WriterError{Replica: dot.Replica, Err: fmt.Errorf("%w: %s holds a write by replica %v", ErrNotAllowed, id, dot.Replica)}
 				return false
 			}
@@ -156,13 +191,10 @@ func (e *Engine) checkDelta(nd wire.NamespaceDelta, kind wire.Kind, key ed25519.
 	// Removals only by writers: a delta's causal context removes whatever
 	// the receiver holds that the delta claims without carrying, so only a
 	// peer that may write ns may send one, live or in a sync answer.
-	if bad == nil && !pol.ReplicaMayWrite(rep, nd.Namespace) {
-		bad = &WriterError{Replica: rep, Err: fmt.Errorf("%w: %s may not write %s, so it may not send it", ErrNotAllowed, author, nd.Namespace)}
+	if bad == nil && !pol.ReplicaMayWrite(rep, ns) {
+		bad = &WriterError{Replica: rep, Err: fmt.Errorf("%w: %s may not write %s, so it may not send it", ErrNotAllowed, author, ns)}
 	}
-	if bad != nil {
-		return nil, bad
-	}
-	return d, nil
+	return bad
 }
 
 // mayOwe reports whether p, which told theirs as its context of ns, owes
@@ -273,6 +305,7 @@ func (e *Engine) holdFrom(from PeerID, origin crdt.ReplicaID, ns string, d *crdt
 // release applies held deltas whose dependencies have arrived, and drops
 // those that became redundant.
 func (e *Engine) release() {
+	e.recheckWriters()
 	if len(e.pending) == 0 {
 		return
 	}

@@ -62,6 +62,14 @@ type SyncStats struct {
 	// Heals: trees' links that lost payloads in such a silence (the peer
 	// asked for some of those announced again): a partition healed.
 	Heals uint64 `json:"heals"`
+	// Deltas refused for their writer's right and held for it
+	// (writerhold.go): held, then passed once it came, dropped when
+	// their time was up, or pushed out of the full buffer (the last two
+	// asked for again).
+	WriterHeld     uint64 `json:"writer_held"`
+	WriterReleased uint64 `json:"writer_released"`
+	WriterExpired  uint64 `json:"writer_expired"`
+	WriterEvicted  uint64 `json:"writer_evicted"`
 }
 
 // Add adds o's counters to s.
@@ -75,6 +83,10 @@ func (s *SyncStats) Add(o SyncStats) {
 	s.UnaskedBytes += o.UnaskedBytes
 	s.HealProbes += o.HealProbes
 	s.Heals += o.Heals
+	s.WriterHeld += o.WriterHeld
+	s.WriterReleased += o.WriterReleased
+	s.WriterExpired += o.WriterExpired
+	s.WriterEvicted += o.WriterEvicted
 }
 
 // needSyncOf marks ns to be synced with p for cause, keeping the cause

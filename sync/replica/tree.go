@@ -361,6 +361,11 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 	if em.Kind == epidemic.KindGossip && !t.node.Received(em.ID) {
 		rl, err = e.checkRelayed(p, em.ID, m.Deltas[0])
 		if err != nil {
+			if rl != nil && e.holdForWriter(writerHeld{from: p.ID, ns: ns, d: rl.d, rep: rl.origin.Replica, author: rl.origin.ID,
+				live: true, first: rl.nd.From, size: len(rl.nd.Delta), relay: &heldRelay{em: em, rl: rl}}) {
+				e.rejectHeld(p, ns, err)
+				return
+			}
 			e.reject(p, ns, err)
 			if errors.Is(err, ErrNotAllowed) {
 				// This node's view (the author's grant not here yet):
@@ -376,16 +381,7 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 			}
 			return
 		}
-		if e.cfg.Payloads != nil { // the tree keeps it: one copy for the engines sharing the table
-			em.Payload = e.cfg.Payloads.Intern(em.ID, em.Payload)
-		}
-		// The tree keeps the origin with the payload: the author's id as
-		// held here, not a copy per message (checkRelayed found it).
-		if em.Origin == epidemic.PeerID(e.cfg.Self) {
-			em.Origin = epidemic.PeerID(e.cfg.Self)
-		} else if op, ok := e.peers[PeerID(em.Origin)]; ok {
-			em.Origin = epidemic.PeerID(op.ID)
-		}
+		e.keepRelayed(&em)
 	}
 	if em.Kind == epidemic.KindWant && t.probed != nil {
 		// A want of what a heal's probe announced again is its evidence,
@@ -399,6 +395,21 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 		e.treeStats.Refused++
 	}
 	e.drainTree(t, rl)
+}
+
+// keepRelayed readies a checked relayed delta's message for its tree,
+// which keeps the payload: one copy for the engines sharing the table,
+// and the origin as the author's id held here, not a copy per message
+// (checkRelayed found it).
+func (e *Engine) keepRelayed(em *epidemic.Message) {
+	if e.cfg.Payloads != nil {
+		em.Payload = e.cfg.Payloads.Intern(em.ID, em.Payload)
+	}
+	if em.Origin == epidemic.PeerID(e.cfg.Self) {
+		em.Origin = epidemic.PeerID(e.cfg.Self)
+	} else if op, ok := e.peers[PeerID(em.Origin)]; ok {
+		em.Origin = epidemic.PeerID(op.ID)
+	}
 }
 
 // checkRelayed runs the checks on arrival (doc.go) on a relayed delta,
@@ -419,6 +430,11 @@ func (e *Engine) checkRelayed(p *peerState, id epidemic.MsgID, nd wire.Namespace
 		return nil, fmt.Errorf("%w: the author %s of a relayed delta", ErrUnknownPeer, author)
 	}
 	d, err := e.checkDelta(nd, wire.KindDeltas, key, rep, author, true)
+	if err != nil && d != nil && origin != nil {
+		// Refused for the author's right (a *WriterError), which may
+		// come: the delta with it, to be held (writerhold.go).
+		return &relayed{id: id, nd: nd, d: d, origin: origin}, err
+	}
 	if err != nil {
 		if !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrNotAllowed) {
 			// About the bytes, not this node's view: the author's
@@ -458,18 +474,24 @@ func (e *Engine) deliverRelayed(t *tree, dv epidemic.Delivery, rl *relayed) {
 	if rl.origin == nil {
 		return // this node's own delta, come back after its id was forgotten
 	}
+	e.applyRelayed(from, t.ns, rl)
+}
+
+// applyRelayed hands out a relayed delta of ns delivered from a relay
+// to apply, or holds it until what it depends on is here.
+func (e *Engine) applyRelayed(from *peerState, ns string, rl *relayed) {
 	e.treeStats.Relayed++
 	from.stats.DeltasRecv++
 	o := rl.origin
-	if !rl.d.DependsOn(noDots, o.Replica, rl.nd.From) && !rl.d.DependsOn(e.haveFor(t.ns), o.Replica, rl.nd.From) {
+	if !rl.d.DependsOn(noDots, o.Replica, rl.nd.From) && !rl.d.DependsOn(e.haveFor(ns), o.Replica, rl.nd.From) {
 		// Held on the author's account; a sync on overflow goes to the
 		// author, which may write ns (a relay may only read it).
-		e.holdFrom(o.ID, o.Replica, t.ns, rl.d, rl.nd.From)
+		e.holdFrom(o.ID, o.Replica, ns, rl.d, rl.nd.From)
 		// This node missed something the author wrote or had seen.
-		e.askAuthor(o.ID, t.ns)
+		e.askAuthor(o.ID, ns)
 		return
 	}
-	e.toApply(Apply{From: from.ID, Namespace: t.ns, Delta: rl.d, Live: true, author: o.ID})
+	e.toApply(Apply{From: from.ID, Namespace: ns, Delta: rl.d, Live: true, author: o.ID})
 }
 
 // askAuthor asks the author of a relayed delta this node could not apply
