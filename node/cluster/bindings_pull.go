@@ -144,3 +144,26 @@ func (l *loop) answerPull(from replica.PeerID, reps []uint64) {
 		l.sendFrameTo([]replica.PeerID{from}, m)
 	}
 }
+
+// pullHeldWriters pulls again, each tick, the bindings of the writers
+// whose deltas the engine holds for their right (replica.HeldWriters)
+// from the peers those came from: a pull or its answer lost would
+// otherwise leave them held until the engine gives up and asks for a
+// sync, which brings the content again (and is refused again while the
+// binding is still missing). pullBindings' gap keeps it to one pull of a
+// (peer, replica) per bindingsPullGap.
+func (l *loop) pullHeldWriters() {
+	var from replica.PeerID
+	var reps []crdt.ReplicaID
+	for _, hw := range l.eng.HeldWriters() {
+		if hw.From != from && len(reps) > 0 {
+			l.pullBindings(from, reps)
+			reps = reps[:0]
+		}
+		from = hw.From
+		reps = append(reps, hw.Replica)
+	}
+	if len(reps) > 0 {
+		l.pullBindings(from, reps)
+	}
+}

@@ -140,3 +140,50 @@ func TestUnanswerablePullsStayBounded(t *testing.T) {
 		t.Fatalf("200 forged writers: %d pulls, %d replicas remembered, want some and at most %d", pn.pulls, got, maxPullsPerPeer)
 	}
 }
+
+// A delta held for its writer's binding (the engine's writer hold) has
+// that binding pulled again while it waits, so a pull whose answer was
+// lost costs one more small frame, not the content again: once the
+// binding is reachable node 2 applies the write it holds without node 1
+// sending it again (without the pulls again, the hold ran out and node 2
+// asked node 1 for a sync, whose answer brought the write a second time).
+func TestHeldDeltaPullsItsBindingAgain(t *testing.T) {
+	pn := newPullNet(t, 7)
+	n0, n2 := pn.nodes[0], pn.nodes[2]
+	codec := wire.NewCodec(0)
+	unhidden, resent := false, 0
+	lose := pn.lose
+	pn.lose = func(from, to int, frame []byte) bool {
+		if m, err := codec.Decode(frame); err == nil && unhidden && from == 1 && to == 2 && m.Kind == wire.KindSyncReply {
+			for _, nd := range m.Deltas {
+				if d, err := crdt.DecodeMap(nd.Delta, crdt.DefaultLimits()); err == nil && nd.Namespace == "team://core" && d.Len() > 0 {
+					resent++
+					t.Logf("resent at %v, asked %v, held %+v", pn.clock.Now(), n2.st.loop.eng.SyncStats().Asked, n2.st.loop.eng.SyncStats())
+				}
+			}
+		}
+		return lose(from, to, frame)
+	}
+	id := pn.save(n0, "team://core", "held, then pulled again")
+	for tick := 0; n2.st.loop.eng.SyncStats().WriterHeld == 0; tick++ {
+		if tick == 200 {
+			t.Fatal("node 2 never held node 0's write")
+		}
+		pn.tick()
+	}
+	held := n2.st.loop.eng.SyncStats()
+	pn.hiding, unhidden = false, true
+	t.Logf("unhidden at %v", pn.clock.Now())
+	for tick := 0; !n2.has(id); tick++ {
+		if tick == 200 {
+			t.Fatal("node 2 never applied the write it held")
+		}
+		pn.tick()
+	}
+	if s := n2.st.loop.eng.SyncStats(); s.WriterReleased == 0 || s.WriterExpired > held.WriterExpired {
+		t.Fatalf("held %d, passed %d, ran out %d (%d before the binding was reachable); want it passed from the hold", s.WriterHeld, s.WriterReleased, s.WriterExpired, held.WriterExpired)
+	}
+	if resent > 0 {
+		t.Fatalf("node 1 sent the write again %d times", resent)
+	}
+}

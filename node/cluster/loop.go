@@ -451,6 +451,7 @@ func (l *loop) tick() {
 	l.retryProofs()
 	now := l.cfg.Clock.Now()
 	l.eng.Tick(now)
+	l.pullHeldWriters()
 	if now.Sub(l.bx.lastSummary) >= BindingsInterval {
 		l.sendBindingsSummary()
 	} else {

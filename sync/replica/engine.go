@@ -675,6 +675,9 @@ func (e *Engine) Tick(now time.Time) {
 			switch {
 			case a.want != nil && len(e.st.Context(ns).Missing(a.want)) == 0:
 				delete(p.asked, ns) // everything the peer had is here
+			case a.want != nil && e.heldHas(ns, a.want):
+				// What it lacks is held for its writer's right
+				// (writerhold.go): asking again would bring it again.
 			case now.Sub(a.at) < p.syncRetryWait(e.cfg, a):
 			case a.tries >= syncTries:
 				delete(p.asked, ns) // anti-entropy's turn

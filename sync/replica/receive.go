@@ -107,7 +107,7 @@ func (e *Engine) receiveDelta(p *peerState, nd wire.NamespaceDelta, live bool) {
 	}
 	d, err := e.checkDelta(nd, kind, p.Key, p.Replica, p.ID, live)
 	if err != nil {
-		if d != nil && e.holdForWriter(writerHeld{from: p.ID, ns: nd.Namespace, d: d, rep: p.Replica, live: live, first: nd.From, size: len(nd.Delta)}) {
+		if d != nil && e.holdForWriter(writerHeld{from: p.ID, ns: nd.Namespace, d: d, rep: p.Replica, lacks: lackedBy(err), live: live, first: nd.From, size: len(nd.Delta)}) {
 			e.rejectHeld(p, nd.Namespace, err)
 			return
 		}

@@ -361,7 +361,7 @@ func (e *Engine) stepTree(p *peerState, m *wire.Message) {
 	if em.Kind == epidemic.KindGossip && !t.node.Received(em.ID) {
 		rl, err = e.checkRelayed(p, em.ID, m.Deltas[0])
 		if err != nil {
-			if rl != nil && e.holdForWriter(writerHeld{from: p.ID, ns: ns, d: rl.d, rep: rl.origin.Replica, author: rl.origin.ID,
+			if rl != nil && e.holdForWriter(writerHeld{from: p.ID, ns: ns, d: rl.d, rep: rl.origin.Replica, author: rl.origin.ID, lacks: lackedBy(err),
 				live: true, first: rl.nd.From, size: len(rl.nd.Delta), relay: &heldRelay{em: em, rl: rl}}) {
 				e.rejectHeld(p, ns, err)
 				return

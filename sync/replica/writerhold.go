@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"cmp"
+	"errors"
 	"slices"
 	"time"
 
@@ -13,7 +15,11 @@ import (
 // Content, grants and bindings travel apart, so a delta can arrive before
 // what lets its writer write its namespace here: the binding that says
 // which agents the writer's node hosts, or the grant to those agents
-// (checkDelta's *WriterError). Such a delta was dropped, and its sender
+// (checkDelta's *WriterError). Only the first is held for: a writer
+// whose node hosts no agent known here (unbound). A writer bound here and
+// refused lacks a grant, or may not write; its sender is asked at once,
+// as before, and its delta never passes on a grant that came after it (a
+// member's erasure sent before it was granted write would have). Such a delta was dropped, and its sender
 // (a relayed delta's author) asked at once for a digest sync of the
 // namespace, whose answer brought the same content a second time, and was
 // refused again while the binding was still on its way (the driver asked
@@ -42,6 +48,7 @@ type writerHeld struct {
 	// writer (the sender, or a relayed delta's author).
 	rep    crdt.ReplicaID
 	author PeerID
+	lacks  crdt.ReplicaID // the writer the last check found no right of
 	live   bool
 	first  uint64 // the delta's From (what it depends on)
 	size   int    // its encoded bytes
@@ -65,6 +72,15 @@ func (e *Engine) holdForWriter(h writerHeld) bool {
 	if h.author == "" {
 		h.author = h.from
 	}
+	if !e.unbound(h.lacks) {
+		// A writer bound here whom the policy refuses: a grant may be
+		// missing, which its sender's sync brings at once (askAuthority),
+		// or the writer may not write. Held, its delta would pass once
+		// a grant came, later than it was refused: the erasure a member
+		// sent before it was granted write would then apply (the
+		// malicious-member e2e test).
+		return false
+	}
 	if h.relay != nil && slices.ContainsFunc(e.writerHeld, func(o writerHeld) bool {
 		return o.relay != nil && o.relay.rl.id == h.relay.rl.id
 	}) {
@@ -87,6 +103,30 @@ func (e *Engine) holdForWriter(h writerHeld) bool {
 	e.writerHeldNS[h.ns]++
 	e.syncStats.WriterHeld++
 	return true
+}
+
+// unbound reports whether rep is a replica whose node hosts no principal
+// known here (or no peer's): the binding that would say which agents it
+// hosts has not come.
+func (e *Engine) unbound(rep crdt.ReplicaID) bool {
+	if rep == 0 || rep == e.cfg.Replica {
+		return false
+	}
+	for _, p := range e.peers {
+		if p.Replica == rep {
+			return len(p.Principals) == 0
+		}
+	}
+	return true
+}
+
+// lackedBy is the replica a *WriterError names.
+func lackedBy(err error) crdt.ReplicaID {
+	var we *WriterError
+	if errors.As(err, &we) {
+		return we.Replica
+	}
+	return 0
 }
 
 // unheld takes h's share out of the held deltas' counts.
@@ -143,7 +183,7 @@ func (e *Engine) recheckWriters() bool {
 			switch {
 			case !e.pol.ShouldHold(h.ns):
 				e.unheld(h) // no longer held here
-			case e.mayWrite(h.ns, h.d, h.rep, h.author, h.live) != nil:
+			case e.stillLacks(&h):
 				kept = append(kept, h)
 			default:
 				e.unheld(h)
@@ -170,6 +210,58 @@ func (e *Engine) recheckWriters() bool {
 		e.askAgain(h)
 	}
 	return len(passed) > 0
+}
+
+// stillLacks checks h's writers' right again, and reports whether one
+// still lacks it (noted in h.lacks).
+func (e *Engine) stillLacks(h *writerHeld) bool {
+	err := e.mayWrite(h.ns, h.d, h.rep, h.author, h.live)
+	if r := lackedBy(err); r != 0 {
+		h.lacks = r
+	}
+	return err != nil
+}
+
+// heldHas reports whether this node's context of ns joined with those of
+// the deltas of ns held for their writer's right covers want.
+func (e *Engine) heldHas(ns string, want *crdt.Context) bool {
+	if e.writerHeldNS[ns] == 0 {
+		return false
+	}
+	have := e.st.Context(ns)
+	for _, h := range e.writerHeld {
+		if h.ns == ns {
+			have.Join(h.d.Context())
+		}
+	}
+	return len(have.Missing(want)) == 0
+}
+
+// HeldWriter is a writer whose right a held delta lacks, and the peer the
+// delta came from (which checked that right, or wrote it).
+type HeldWriter struct {
+	From    PeerID
+	Replica crdt.ReplicaID
+}
+
+// HeldWriters lists, sorted and once each, the writers whose right the
+// deltas held for it lack: a driver that pulls bindings asks From for
+// them again while they are held (a pull lost, or its answer, would
+// otherwise leave them held until WriterHoldFor asks for a sync).
+func (e *Engine) HeldWriters() []HeldWriter {
+	var out []HeldWriter
+	for _, h := range e.writerHeld {
+		if h.lacks != 0 {
+			out = append(out, HeldWriter{From: h.from, Replica: h.lacks})
+		}
+	}
+	slices.SortFunc(out, func(a, b HeldWriter) int {
+		if c := cmpStr(string(a.From), string(b.From)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Replica, b.Replica)
+	})
+	return slices.Compact(out)
 }
 
 // goOn takes a held delta whose writer's right came on as its arrival

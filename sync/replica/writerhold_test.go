@@ -173,3 +173,23 @@ func TestHeldRelayedSteppedIntoTheTree(t *testing.T) {
 		t.Fatal("no held delta passed")
 	}
 }
+
+// A writer whose node hosts agents known here and who is refused lacks a
+// grant, or may not write: its delta is not held (it would pass on a
+// grant that came after it), and its sender is asked for a sync at once.
+func TestBoundWriterRefusedIsNotHeld(t *testing.T) {
+	pol := writersPolicy{writers: map[crdt.ReplicaID]bool{}}
+	c := newCluster(t, 2, Config{}, pol, 59)
+	p := testPeer("n0", 0)
+	p.Principals = []namespace.Address{namespace.MustParse("agent://w")}
+	c.nodes[1].eng.UpdatePeers([]Peer{p})
+	sent := c.recordSent()
+	c.write(0, "team://a", "m0", "title", "by a bound writer without the grant")
+	c.pump(10)
+	if s := c.nodes[1].eng.SyncStats(); s.WriterHeld != 0 {
+		t.Fatalf("%d held; want none", s.WriterHeld)
+	}
+	if n := syncRequestsOf(*sent, "team://a"); n == 0 {
+		t.Fatal("the sender was not asked for a sync at once")
+	}
+}
