@@ -81,29 +81,30 @@ import (
 // bytes/minimum 4.58 → 5.09 (binding frames ×3.3) and 1.83 → 2.25 at
 // 1,000.
 //
-// Then the engine came to hold a delta refused for its writer (bounded)
-// and check it again when the writer's binding comes, instead of a sync
-// that brings the content a second time (sync/replica/writerhold.go).
-// Side by side in one session, on demand against flooding, both with it:
+// Then the engine came to hold a delta refused for want of its writer's
+// binding (bounded) and check it again when the binding comes, instead of
+// a sync that brings the content a second time (sync/replica/writerhold.go),
+// and the loop pulls a held writer's binding again each tick
+// (pullHeldWriters). Side by side in one session, flooding → on demand,
+// both with it:
 //
 //	go test ./sim -run TestScaleFigures -scale 1000/20/0 [-bindings-on-demand 2] -v
-//	  bytes/minimum 1.62 → 0.79 (on demand 1.83 before the hold); binding
-//	  frames 1,018,152 → 24,778; connections per node 999 → 77.5 (191 →
-//	  19.2 in any 10 s); 14,797 deltas held, 14,608 of them passed
-//	-scale 300/20/0: 1.78 → 0.89
-//	-scale 300/300/0.1: 2.59 → 4.24, and 0.7 → 106.6 s to converge after
-//	  the last fault
-//	mnemo sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3 [--bindings-on-demand 64]
-//	  seed 1 2.76 → 3.42 (4.54 before the hold), seed 2 → 3.58
+//	  bytes/minimum 1.66 → 0.79 (on demand 1.83 before the hold); binding
+//	  frames 1,016,508 → 25,596; connections per node 999 → 77.6 (181 →
+//	  19.3 in any 10 s); 14,572 deltas held, every one passed
+//	-scale 300/20/0: 1.78 → 0.90
+//	-scale 300/300/0.1: 2.58 → 3.34, converged after the last fault 8.7 →
+//	  0.6 s (without the pulls again 4.24 and 106.6 s)
+//	mnemo sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3 --seed 1 [--bindings-on-demand 64]
+//	  2.78 → 3.30 (4.54 before the hold)
 //
-// So on demand wins where writes are few next to the members (the
+// So on demand wins where writes are few beside the members (the
 // bindings are then most of the bytes), and loses under loss and many
-// writers: a lost pull or binding leaves a writer's deltas held, and a
-// relayed delta held is not forwarded, so its subtree waits too. It
-// stays off by default. What it needs besides: pulls that adapt to loss
-// as retransmission does, and new readers of a project admitted at the
-// pace of the creator's queue (the 6,993 fallbacks above are still
-// there).
+// writers, where every node needs nearly every writer's binding anyway
+// and a relayed delta held is not forwarded, so its subtree waits too.
+// It stays off by default. What it needs besides: new readers of a
+// project admitted at the pace of the creator's queue (the 6,993
+// fallbacks at 1,000 nodes are still there).
 
 // readerHintRetry is how often discoverReaders walks the members again
 // while what it reads (the membership, the policy, the bindings, the

@@ -126,7 +126,7 @@
 // It sends 3% of the bindings frames at 1,000 nodes and cuts the
 // connections a node makes to 78 on average; with the engine's hold its
 // bytes at 1,000 nodes and 20 writes are 0.79 of the minimum against
-// flooding's 1.62, but under loss and many writers it costs more than
+// flooding's 1.66, but under loss and many writers it costs more than
 // the bindings saved, so it is off by default (its "Measured").
 //
 // Every frame's namespace deltas are signed with the node key and every

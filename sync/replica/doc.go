@@ -34,9 +34,10 @@
 //     refused live deltas 1,649/1,548/1,425 → 167/208/219, for 1–2% more
 //     bytes (the fallbacks, mostly a partition's, stay). Since
 //     writerhold.go such a delta (and a sync answer or relayed delta
-//     refused the same way) is held for WriterHoldFor first, checked
-//     again when a binding or a delta of its namespace comes, and the
-//     author asked only if its right has not come by then: with bindings
+//     refused the same way) whose writer's node hosts no agent known
+//     here is held for WriterHoldFor first, checked again when a
+//     binding or a delta of its namespace comes, and the author asked
+//     only if its right has not come by then: with bindings
 //     pulled on demand (node/cluster), go test ./sim -run
 //     TestScaleFigures -scale 1000/20/0 -bindings-on-demand 2 went from
 //     1.83 to 0.79 bytes on the wire / minimum, the re-sent content gone.
