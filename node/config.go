@@ -78,6 +78,15 @@ type Config struct {
 	// sizes measured so far (100 simulated nodes, 20 real ones) the trees
 	// cost more bytes and more latency than they save the writer.
 	TreeThreshold int
+	// BindingsOnDemandAt, when 2 or more, is the membership (this node
+	// included) from which bindings travel only where they are used:
+	// pulled for the deltas refused for want of them and from the members
+	// advertising the readers of team and inbox namespaces held, instead
+	// of flooded to every member (node/cluster's bindings_demand.go). 0,
+	// the default, floods at any size: on demand costs more bytes under
+	// loss and many writers, and fewer where writes are few beside the
+	// members (README, "bindings on demand").
+	BindingsOnDemandAt int
 	// WrapTransport, when set, wraps the QUIC transport the node (self)
 	// replicates over. Tests use it to put a hostile relay's send path in a
 	// real node (node/cluster/clustertest); `mnemo node` never sets it.
@@ -96,6 +105,9 @@ func (c *Config) validate() (namespace.Address, error) {
 	c.Dir = dir
 	if c.TreeThreshold < 0 || c.TreeThreshold == 1 {
 		return namespace.Address{}, fmt.Errorf("node: tree threshold %d: want 0 (direct sends) or 2 and more holders", c.TreeThreshold)
+	}
+	if c.BindingsOnDemandAt < 0 || c.BindingsOnDemandAt == 1 {
+		return namespace.Address{}, fmt.Errorf("node: bindings on demand from %d members: want 0 (never) or 2 and more", c.BindingsOnDemandAt)
 	}
 	if c.HTTPAddr == "" {
 		c.HTTPAddr = DefaultHTTPAddr

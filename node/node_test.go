@@ -259,13 +259,15 @@ func TestNonLoopbackWarns(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for name, cfg := range map[string]Config{
-		"no dir":           {Agent: "alice"},
-		"bad agent":        {Dir: t.TempDir(), Agent: "team://x"},
-		"agent with path":  {Dir: t.TempDir(), Agent: "agent://alice/sub"},
-		"negative body":    {Dir: t.TempDir(), Agent: "alice", MaxBodyBytes: -1},
-		"negative timeout": {Dir: t.TempDir(), Agent: "alice", ShutdownTimeout: -time.Second},
-		"tree of one":      {Dir: t.TempDir(), Agent: "alice", TreeThreshold: 1},
-		"negative trees":   {Dir: t.TempDir(), Agent: "alice", TreeThreshold: -3},
+		"no dir":             {Agent: "alice"},
+		"bad agent":          {Dir: t.TempDir(), Agent: "team://x"},
+		"agent with path":    {Dir: t.TempDir(), Agent: "agent://alice/sub"},
+		"negative body":      {Dir: t.TempDir(), Agent: "alice", MaxBodyBytes: -1},
+		"negative timeout":   {Dir: t.TempDir(), Agent: "alice", ShutdownTimeout: -time.Second},
+		"tree of one":        {Dir: t.TempDir(), Agent: "alice", TreeThreshold: 1},
+		"negative trees":     {Dir: t.TempDir(), Agent: "alice", TreeThreshold: -3},
+		"on demand from one": {Dir: t.TempDir(), Agent: "alice", BindingsOnDemandAt: 1},
+		"on demand negative": {Dir: t.TempDir(), Agent: "alice", BindingsOnDemandAt: -2},
 	} {
 		if n, err := Open(cfg); err == nil {
 			n.Close()

@@ -68,6 +68,8 @@ func (n *Node) startReplication() error {
 		StartTransport:  transport,
 		StartMembership: realnet.Membership(realnet.Gossip{BindAddr: n.cfg.GossipAddr, Join: n.cfg.Join, ClusterKey: key}, netLog),
 		Observer:        n.meter,
+		// 0 floods at any size, as cluster.Config's zero does.
+		BindingsOnDemandAt: n.cfg.BindingsOnDemandAt,
 	})
 	if err != nil {
 		return err

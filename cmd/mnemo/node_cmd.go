@@ -35,6 +35,7 @@ func runNode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.StringVar(&cfg.QUICAddr, "quic", "", "QUIC listen `ADDR` (default 127.0.0.1:0; needs --cluster-key)")
 	fs.IntVar(&cfg.QueueMaxDeltas, "queue-deltas", 0, "bound on each peer's queue of waiting deltas, `N` (default 10000; overflow falls back to digest sync)")
 	fs.DurationVar(&cfg.AntiEntropy, "anti-entropy", 0, "interval between digest syncs of each namespace with a random peer that may read it, `DURATION` (default 10s)")
+	fs.IntVar(&cfg.BindingsOnDemandAt, "bindings-on-demand", 0, "from a membership of `N` nodes (this one included), send agent bindings only where they are used instead of to every member (0, the default: always to every member)")
 	fs.IntVar(&cfg.TreeThreshold, "tree-threshold", 0, "send live deltas of namespaces with `N` holders or more over epidemic broadcast trees (0, the default: direct sends to every holder)")
 	join := fs.String("join", "", "gossip `ADDR[,ADDR]` of members to join (needs --cluster-key)")
 	memLimit := fs.String("memory-limit", "", "soft limit on the Go runtime's memory, `SIZE` in bytes or with KiB/MiB/GiB; \"off\" for none (default "+defaultMemoryLimit+", or $GOMEMLIMIT when set). The garbage collector works harder near it; it is never a hard cap: while the live heap is above four fifths of it, the limit follows the heap at a quarter above (not when set by $GOMEMLIMIT)")
