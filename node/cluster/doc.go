@@ -112,7 +112,9 @@
 // acl.ErrDenied) has its writers' bindings asked of its sender at once
 // (wire.Message.BindingsOf, at most once a second per peer and replica),
 // and admitting them lets the refused delta pass: the engine holds one
-// refused for its writer (Rejection.Held, sync/replica/writerhold.go),
+// whose writer is bound to no agent here (Rejection.Held,
+// sync/replica/writerhold.go; the loop pulls those bindings again while
+// it does, pullHeldWriters),
 // and for the memory service's refusals the loop syncs the refused
 // namespace again (noteRefused, resyncRefused: once a binding of a
 // replica the refusal lacked comes, or at once for a refusal that does

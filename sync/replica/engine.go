@@ -129,7 +129,8 @@ type Config struct {
 	// arrives. Default 4096; overflow drops the oldest and syncs instead.
 	PendingMax int
 	// WriterHoldFor is how long a delta refused for its writer's right
-	// (a *WriterError) is held for it (writerhold.go). Default
+	// (a *WriterError), when that writer's node hosts no agent known
+	// here, is held for it (writerhold.go). Default
 	// 2×RetransmitAfter; negative holds none (the sender, or a relayed
 	// delta's author, is asked for a digest sync at once).
 	WriterHoldFor time.Duration
@@ -238,8 +239,8 @@ type Rejection struct {
 	From      PeerID
 	Namespace string
 	Err       error
-	// Held: a delta refused for its writer's right (a *WriterError) that
-	// the engine keeps for Config.WriterHoldFor and applies if that
+	// Held: a delta refused for the right of a writer bound to no agent
+	// here (a *WriterError) that the engine keeps for Config.WriterHoldFor and applies if that
 	// right comes (a binding: UpdatePeers; a grant: a delta of the
 	// namespace applied), or else asks its sender for again
 	// (writerhold.go). The driver need not ask for it again itself.

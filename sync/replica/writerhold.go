@@ -15,25 +15,33 @@ import (
 // Content, grants and bindings travel apart, so a delta can arrive before
 // what lets its writer write its namespace here: the binding that says
 // which agents the writer's node hosts, or the grant to those agents
-// (checkDelta's *WriterError). Only the first is held for: a writer
-// whose node hosts no agent known here (unbound). A writer bound here and
-// refused lacks a grant, or may not write; its sender is asked at once,
-// as before, and its delta never passes on a grant that came after it (a
-// member's erasure sent before it was granted write would have). Such a delta was dropped, and its sender
+// (checkDelta's *WriterError). Such a delta was dropped, and its sender
 // (a relayed delta's author) asked at once for a digest sync of the
 // namespace, whose answer brought the same content a second time, and was
 // refused again while the binding was still on its way (the driver asked
-// once more when it came). The engine now keeps the checked, decoded
-// delta for Config.WriterHoldFor and checks its writer's right again
-// when it may have come: a peer's principals changed (SetPeers,
-// UpdatePeers: a binding admitted) or a delta of its namespace was
-// applied (a grant). Passing, it goes on as on arrival: applied, held for
-// what it depends on, or, relayed, stepped into its tree (delivered,
-// forwarded, announced) unless a copy came another way since. Still
-// refused when its time is up, or pushed out of the bounded buffer
-// (WriterHoldMax deltas, QueueMaxBytes bytes; the oldest first), it is
-// dropped and its sender or author asked for a sync as before. Its
-// Rejection says Held, so the driver need not ask again itself.
+// once more when it came).
+//
+// The engine now keeps the checked, decoded delta of a writer whose node
+// hosts no agent known here (unbound: its binding has not come) for
+// Config.WriterHoldFor, and checks its writer's right again when it may
+// have come: a peer's principals changed (SetPeers, UpdatePeers: a
+// binding admitted) or a delta of its namespace was applied (a grant).
+// Passing, it goes on as on arrival: applied, held for what it depends
+// on, or, relayed, stepped into its tree (delivered, forwarded,
+// announced) unless a copy came another way since. Still refused when its
+// time is up, or pushed out of the bounded buffer (WriterHoldMax deltas,
+// QueueMaxBytes bytes; the oldest first), it is dropped and its sender or
+// author asked for a sync as before. Its Rejection says Held, so the
+// driver need not ask again itself; a driver that pulls bindings asks
+// for the lacking ones again while they are held (HeldWriters).
+//
+// A writer bound here and refused lacks a grant, or may not write: not
+// held, its sender asked at once as before, so its delta never passes on
+// a grant that came after it (held, a member's erasure sent before it was
+// granted write applied once granted). An unbound writer's delta may
+// still pass on a grant that comes with or after its binding, within
+// WriterHoldFor; what it applies then, the writer could send again by
+// right at that moment.
 //
 // A relayed delta held once is not held again when its other copies
 // come (other links of the tree, answers to wants): they are refused,
