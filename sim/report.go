@@ -246,12 +246,14 @@ type wireCounts struct {
 	// peers[c][i] is a bitset of the nodes i sent a frame of class c to
 	// or got one from (sent: both ends count it, lost or not).
 	peers [connClasses][][]uint64
-	// window: the same over the current connWindow, all classes
-	// together, and the sums and most of its counts over past windows.
-	window                []([]uint64)
+	// window[c]: the same over the current connWindow, and the sums
+	// and (all classes together) most of its counts over past windows.
+	window                [connClasses][][]uint64
 	windowEnd             time.Duration
-	windowSum, windowN    int
+	windowSum, windowN    [connClasses]int
 	windowMax, windowLast int
+	windows               []float64 // each past window's mean over the nodes
+	windowMaxes           []int     // and its most
 }
 
 // Frame classes for Connections.
@@ -277,10 +279,12 @@ func (s *Sim) count(from, to int, g wire.Glance, frame []byte) {
 		for k := range c.peers {
 			c.peers[k] = bitsets(len(s.nodes))
 		}
-		c.window = bitsets(len(s.nodes))
+		for k := range c.window {
+			c.window[k] = bitsets(len(s.nodes))
+		}
 		c.windowEnd = s.now + connWindow
 	}
-	if from >= len(c.window) || to >= len(c.window) {
+	if from >= len(c.window[connAll]) || to >= len(c.window[connAll]) {
 		return // New makes every node, joiners included, before any frame
 	}
 	if s.now >= c.windowEnd {
@@ -311,23 +315,38 @@ func (s *Sim) count(from, to int, g wire.Glance, frame []byte) {
 	for _, k := range []int{connAll, class} {
 		setBit(c.peers[k][from], to)
 		setBit(c.peers[k][to], from)
+		setBit(c.window[k][from], to)
+		setBit(c.window[k][to], from)
 	}
-	setBit(c.window[from], to)
-	setBit(c.window[to], from)
 }
 
 // closeWindow counts the peers of each node that exchanged frames in
-// the window and clears it; nodes with none are not counted.
+// the window, in all and by class, and clears it; nodes with none are not
+// counted. A class's mean is over the windows in which the node exchanged
+// any frame, so the classes' means add up to at least the mean in all.
 func (c *wireCounts) closeWindow() {
-	most := 0
-	for _, b := range c.window {
+	most, sum, n := 0, 0, 0
+	for i, b := range c.window[connAll] {
 		k := ones(b)
-		if k > 0 {
-			c.windowSum += k
-			c.windowN++
-			most = max(most, k)
+		if k == 0 {
+			continue
 		}
-		clear(b)
+		most = max(most, k)
+		sum += k
+		n++
+		for cl := range c.window {
+			c.windowSum[cl] += ones(c.window[cl][i])
+			c.windowN[cl]++
+		}
+	}
+	if n > 0 {
+		c.windows = append(c.windows, float64(sum)/float64(n))
+		c.windowMaxes = append(c.windowMaxes, most)
+	}
+	for cl := range c.window {
+		for _, b := range c.window[cl] {
+			clear(b)
+		}
 	}
 	c.windowMax = max(c.windowMax, most)
 	c.windowLast = most
@@ -369,6 +388,16 @@ type Connections struct {
 	// the windows in which the node exchanged a frame.
 	WindowMean float64 `json:"window_mean"`
 	WindowMax  int     `json:"window_max"`
+	// WindowBy is WindowMean by what the frames carried: tree links,
+	// overlay upkeep, sync, bindings, direct deltas (a peer may count in
+	// several).
+	WindowBy [5]float64 `json:"window_by"`
+	// Windows is WindowMean window by window, in order (the last one
+	// partial), and WindowMaxes the most of each: the overlays' forming at
+	// the start weighs on the mean, and the later windows are what a node
+	// holds once they have formed.
+	Windows     []float64 `json:"windows"`
+	WindowMaxes []int     `json:"window_maxes"`
 }
 
 func (c *wireCounts) connections() Connections {
@@ -390,11 +419,15 @@ func (c *wireCounts) connections() Connections {
 		m, x := stat(c.peers[k])
 		*dst = [2]float64{m, float64(x)}
 	}
-	if c.window != nil {
+	if c.window[connAll] != nil {
 		c.closeWindow() // the last, partial one
 	}
-	if c.windowN > 0 {
-		out.WindowMean, out.WindowMax = float64(c.windowSum)/float64(c.windowN), c.windowMax
+	if n := c.windowN[connAll]; n > 0 {
+		out.WindowMean, out.WindowMax = float64(c.windowSum[connAll])/float64(n), c.windowMax
+		for k := connTree; k < connClasses; k++ {
+			out.WindowBy[k-connTree] = float64(c.windowSum[k]) / float64(n)
+		}
+		out.Windows, out.WindowMaxes = c.windows, c.windowMaxes
 	}
 	return out
 }
@@ -447,7 +480,22 @@ func (r *Report) writeScale(w io.Writer) {
 			rd.Hops, rd.Latencies, rd.Model, rd.HopsRatio(), rd.LatenciesRatio(), rd.Updates, rd.Holders, rd.Short)
 	}
 	c := r.Connections
-	fmt.Fprintf(w, "connections per node (distinct peers it exchanged frames with, mean/max): run %.1f/%d (tree links %.1f/%.0f, overlay upkeep %.1f/%.0f, sync %.1f/%.0f, bindings %.1f/%.0f, direct deltas %.1f/%.0f); any %v %.1f/%d\n",
+	fmt.Fprintf(w, "connections per node (distinct peers it exchanged frames with, mean/max): run %.1f/%d (tree links %.1f/%.0f, overlay upkeep %.1f/%.0f, sync %.1f/%.0f, bindings %.1f/%.0f, direct deltas %.1f/%.0f); any %v %.1f/%d (tree links %.1f, overlay upkeep %.1f, sync %.1f, bindings %.1f, direct deltas %.1f); window by window %s\n",
 		c.Mean, c.Max, c.Tree[0], c.Tree[1], c.Overlay[0], c.Overlay[1], c.Sync[0], c.Sync[1], c.Bindings[0], c.Bindings[1], c.Direct[0], c.Direct[1],
-		connWindow, c.WindowMean, c.WindowMax)
+		connWindow, c.WindowMean, c.WindowMax, c.WindowBy[0], c.WindowBy[1], c.WindowBy[2], c.WindowBy[3], c.WindowBy[4], windowSeries(c.Windows, c.WindowMaxes))
+}
+
+// windowSeries prints the windows' means and most, the first three and
+// the last three of a longer run.
+func windowSeries(ws []float64, most []int) string {
+	var parts []string
+	for i, w := range ws {
+		if len(ws) > 6 && i == 3 {
+			parts = append(parts, "…")
+		}
+		if len(ws) <= 6 || i < 3 || i >= len(ws)-3 {
+			parts = append(parts, fmt.Sprintf("%.1f/%d", w, most[i]))
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,14 @@ func TestConnectionsFigure(t *testing.T) {
 	}
 	if c := direct.Connections; c.Max != 19 || c.Mean != 19 || c.Tree[1] != 0 || c.WindowMax != 19 {
 		t.Fatalf("direct sends, one namespace all 20 hold: connections %+v, want 19 each, no tree frames", c)
+	}
+	// Window by window, and by what the frames carried: the direct deltas
+	// and their acks reach every holder within the windows, no tree frame
+	// does, and no window's mean or most passes the run's.
+	if c := direct.Connections; len(c.Windows) == 0 || len(c.Windows) != len(c.WindowMaxes) || c.WindowBy[0] != 0 || c.WindowBy[4] == 0 ||
+		slices.Max(c.Windows) > float64(c.WindowMax) || slices.Max(c.WindowMaxes) != c.WindowMax ||
+		c.WindowBy[1]+c.WindowBy[2]+c.WindowBy[3]+c.WindowBy[4] < c.WindowMean {
+		t.Fatalf("direct sends: windows %+v", c)
 	}
 	if testing.Short() || raceEnabled {
 		return
