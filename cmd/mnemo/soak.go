@@ -13,6 +13,16 @@ package main
 //     is down, stopped or restarting is "unreachable", not lost; one the
 //     node did not answer in time may still be applied, and then is simply
 //     an extra record.
+//   - With --keep N each agent saves N memories and then overwrites them
+//     in turn (PATCH of title and content, acknowledged by 200), so the
+//     namespace stops growing at NODES x AGENTS x N memories. Without it
+//     every write is a new memory and the namespace grows tenfold in ten
+//     minutes, and what a process grows to is its data (README, "Soak"):
+//     the RSS bound then cannot tell a leak from the data. Each write's
+//     title carries its number in the agent's writes; an overwrite is lost
+//     if a node's copy of that memory holds an earlier number than the
+//     last one acknowledged (a later unacknowledged one may have been
+//     applied).
 //   - Faults come one at a time from a seeded script: kill -9 and a restart
 //     on ports the OS picks (same data directory, so the same key and
 //     tokens), joining a random live node; or SIGSTOP for PauseMin..PauseMax
@@ -36,14 +46,18 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/mnemohq/mnemo/node"
 	"github.com/mnemohq/mnemo/node/httpapi"
+	"github.com/mnemohq/mnemo/node/memapi"
 	"github.com/mnemohq/mnemo/sync/gossip"
 )
 
@@ -65,6 +79,7 @@ type soakConfig struct {
 	RSSDrift   float64       // allowed drift from the baseline, as a fraction
 	HeapDir    string        // where heap profiles of processes past the bound go ("" = none taken)
 	Settle     time.Duration // bound on the wait for equal digests at the end
+	Keep       int           // memories per agent, overwritten in turn once saved (0: every write a new memory)
 	Seed       uint64
 }
 
@@ -103,6 +118,8 @@ func runSoak(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.StringVar(&cfg.HeapDir, "heap-profiles", "", "write a heap profile of each node process into `DIR` at its RSS baseline and each time it passes\n"+
 		"the bound by another tenth (go tool pprof -base BASELINE LATER tells what grew)")
 	fs.DurationVar(&cfg.Settle, "settle", 2*time.Minute, "bound on the wait for equal digests after the faults")
+	fs.IntVar(&cfg.Keep, "keep", 0, "each agent saves `N` memories, then overwrites them in turn, so the namespace stops growing\n"+
+		"(default 0: every write a new memory)")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "fault script seed (default from the clock; printed)")
 	pos, code := parseArgs(fs, args, stdout)
 	if code >= 0 {
@@ -117,6 +134,9 @@ func runSoak(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if cfg.For <= 0 || cfg.FaultEvery <= 0 || cfg.DownMax < 0 || cfg.PauseMin < 0 || cfg.PauseMax < cfg.PauseMin ||
 		cfg.RSSEvery <= 0 || cfg.RSSWarm < 0 || cfg.Settle <= 0 || cfg.RSSDrift <= 0 {
 		return usageError(stderr, fs, "durations must be positive (--pause-max at least --pause-min) and --rss-drift above 0")
+	}
+	if cfg.Keep < 0 || cfg.Keep > 1_000_000 {
+		return usageError(stderr, fs, "--keep 0..1000000 please")
 	}
 	if cfg.HeapDir != "" {
 		if err := os.MkdirAll(cfg.HeapDir, 0o700); err != nil {
@@ -143,8 +163,12 @@ func runSoak(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	} else if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return failed(stderr, fs, err)
 	}
-	fmt.Fprintf(stdout, "soak: %d nodes x %d agents, %.3g saves/s each, for %v, a fault every %v, seed %d\nsoak: data and node logs in %s\n",
-		cfg.Nodes, cfg.Agents, cfg.Rate, cfg.For, cfg.FaultEvery, cfg.Seed, cfg.Dir)
+	kept := "every write a new memory"
+	if cfg.Keep > 0 {
+		kept = fmt.Sprintf("%d memories per agent, then overwritten in turn", cfg.Keep)
+	}
+	fmt.Fprintf(stdout, "soak: %d nodes x %d agents, %.3g writes/s each (%s), for %v, a fault every %v, seed %d\nsoak: data and node logs in %s\n",
+		cfg.Nodes, cfg.Agents, cfg.Rate, kept, cfg.For, cfg.FaultEvery, cfg.Seed, cfg.Dir)
 	s := newSoak(cfg, stdout)
 	err := s.run(ctx)
 	if err == nil && s.failures == 0 {
@@ -178,9 +202,11 @@ type soak struct {
 	failures     int // checks that failed
 }
 
+// soakAck is one acknowledged write: a save, or an overwrite of id.
 type soakAck struct {
-	id    string
-	agent string
+	id      string
+	agent   string
+	version int // the write's number among the agent's writes, in its title
 }
 
 func newSoak(cfg soakConfig, out io.Writer) *soak {
@@ -334,13 +360,17 @@ func (s *soak) agreed(ctx context.Context, limit time.Duration) (string, bool) {
 	return d, ok
 }
 
-// write saves as agent a at the configured rate until ctx ends. A save is
-// acknowledged only by 201 with an id; one its node could not answer (down,
-// paused, restarting) is counted as unreachable, not lost.
+// write saves as agent a at the configured rate until ctx ends, and once
+// it holds Keep memories (if set) overwrites them in turn instead. A save
+// is acknowledged only by 201 with an id, an overwrite by 200; one its
+// node could not answer (down, paused, restarting) is counted as
+// unreachable, not lost.
 func (s *soak) write(ctx context.Context, a soakAgent) {
 	rng := rand.New(rand.NewPCG(s.cfg.Seed, a.seq+1))
 	tick := time.NewTicker(time.Duration(float64(time.Second) / s.cfg.Rate))
 	defer tick.Stop()
+	var mine []string // this agent's memories, while fewer than Keep or Keep is 0: saving
+	next := 0         // the one overwritten next
 	for k := 0; ; k++ {
 		select {
 		case <-ctx.Done():
@@ -362,18 +392,29 @@ func (s *soak) write(ctx context.Context, a soakAgent) {
 		}
 		req := benchSave(rng, 0, k)
 		req.Namespace = soakNS
-		req.Title = fmt.Sprintf("%s save %d: %s", a.name, k, req.Title)
+		req.Title = soakTitle(a.name, k, req.Title)
 		var m struct {
 			ID string `json:"id"`
 		}
 		sctx, cancel := context.WithTimeout(ctx, saveTimeout)
-		err := s.api.call(sctx, p.url, tok, "POST", "/v1/memories", req, http.StatusCreated, &m)
+		var err error
+		if s.cfg.Keep > 0 && len(mine) == s.cfg.Keep {
+			m.ID = mine[next]
+			next = (next + 1) % len(mine)
+			upd := memapi.UpdateRequest{Title: &req.Title, Content: &req.Content}
+			err = s.api.call(sctx, p.url, tok, "PATCH", "/v1/memories/"+url.PathEscape(m.ID), upd, http.StatusOK, nil)
+		} else {
+			err = s.api.call(sctx, p.url, tok, "POST", "/v1/memories", req, http.StatusCreated, &m)
+			if err == nil && m.ID != "" && s.cfg.Keep > 0 {
+				mine = append(mine, m.ID)
+			}
+		}
 		cancel()
 		s.mu.Lock()
 		var st *errStatus
 		switch {
 		case err == nil && m.ID != "":
-			s.acks = append(s.acks, soakAck{id: m.ID, agent: a.name})
+			s.acks = append(s.acks, soakAck{id: m.ID, agent: a.name, version: k})
 		case errors.As(err, &st):
 			s.answers[st.code]++
 		case ctx.Err() == nil:
@@ -490,4 +531,24 @@ func (s *soak) shutdown() {
 		}()
 	}
 	wg.Wait()
+}
+
+// soakTitle is the title of agent's write number k: the check reads k back
+// (soakVersion) to tell which write a node's copy holds.
+func soakTitle(agent string, k int, title string) string {
+	return fmt.Sprintf("%s save %d: %s", agent, k, title)
+}
+
+// soakVersion is the write number soakTitle put in title (false if none).
+func soakVersion(title string) (int, bool) {
+	_, rest, ok := strings.Cut(title, " save ")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.Atoi(num)
+	return k, err == nil && k >= 0
 }

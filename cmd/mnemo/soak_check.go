@@ -35,26 +35,28 @@ func (s *soak) check(ctx context.Context, writesEnded time.Time) error {
 	for i, n := range s.nodes {
 		_, records[i] = s.api.digest(ctx, n, soakNS)
 	}
+	latest := lastAcked(acks)
 	missing := make([][]soakAck, len(s.nodes))
 	for i, n := range s.nodes {
 		p := n.current()
 		var ex struct {
 			Memories []struct {
-				ID string `json:"id"`
+				ID    string `json:"id"`
+				Title string `json:"title"`
 			} `json:"memories"`
 		}
 		if err := s.api.call(ctx, p.url, n.token, "GET", "/v1/export?namespace="+url.QueryEscape(soakNS), nil, http.StatusOK, &ex); err != nil {
 			return fmt.Errorf("export %s from %s: %w", soakNS, n.name, err)
 		}
-		have := make(map[string]bool, len(ex.Memories))
+		have := make(map[string]int, len(ex.Memories)) // id -> the write its copy holds
 		for _, m := range ex.Memories {
-			have[m.ID] = true
-		}
-		for _, a := range acks {
-			if !have[a.id] {
-				missing[i] = append(missing[i], a)
+			if k, ok := soakVersion(m.Title); ok {
+				have[m.ID] = k
+			} else {
+				have[m.ID] = -1
 			}
 		}
+		missing[i] = lostOn(latest, have)
 	}
 	s.report(acks, lastFault, writesEnded, agreedAt, digest, agreed, records, missing)
 	return nil
@@ -101,14 +103,14 @@ func (s *soak) report(acks []soakAck, lastFault, writesEnded, agreedAt time.Time
 	for _, m := range missing {
 		lost = max(lost, len(m))
 	}
-	fmt.Fprintf(w, "  lost writes         %d (%d acknowledged ids looked up on each of %d nodes)%s\n", lost, len(acks), len(s.nodes), fail(lost == 0))
+	fmt.Fprintf(w, "  lost writes         %d (%d acknowledged writes, to %d memories, looked up on each of %d nodes)%s\n", lost, len(acks), len(lastAcked(acks)), len(s.nodes), fail(lost == 0))
 	for i, m := range missing {
 		if len(m) == 0 {
 			continue
 		}
 		var ids []string
 		for _, a := range m[:min(len(m), 5)] {
-			ids = append(ids, a.id+" by "+a.agent)
+			ids = append(ids, fmt.Sprintf("%s by %s (write %d)", a.id, a.agent, a.version))
 		}
 		fmt.Fprintf(w, "    %s lacks %d, e.g. %s\n", s.nodes[i].name, len(m), strings.Join(ids, ", "))
 	}
@@ -136,6 +138,39 @@ func (s *soak) report(acks []soakAck, lastFault, writesEnded, agreedAt time.Time
 		}
 		n.mu.Unlock()
 	}
+}
+
+// lastAcked is, for each memory written, its last acknowledged write
+// (the highest number: an agent's writes to one memory are in order), in
+// the order the memories were first acknowledged.
+func lastAcked(acks []soakAck) []soakAck {
+	at := map[string]int{}
+	var out []soakAck
+	for _, a := range acks {
+		i, ok := at[a.id]
+		switch {
+		case !ok:
+			at[a.id] = len(out)
+			out = append(out, a)
+		case a.version > out[i].version:
+			out[i] = a
+		}
+	}
+	return out
+}
+
+// lostOn is the acknowledged writes a node's copy lacks: have maps each
+// memory it holds to the write its copy holds (-1 if its title names none).
+// A copy holding a later write than the last acknowledged one has it too
+// (a later write may be applied and not acknowledged).
+func lostOn(latest []soakAck, have map[string]int) []soakAck {
+	var out []soakAck
+	for _, a := range latest {
+		if k, ok := have[a.id]; !ok || k < a.version {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // rssDrift judges one process's samples: the baseline is the first sample

@@ -14,8 +14,10 @@ import (
 // nodes, writers on each, a fault every 1.5 s (seed 4 draws a SIGSTOP
 // then a kill -9 first), then the checks. The RSS bound is not judged here
 // (a node's RSS grows in its first minute, and 12 s holds none of it): the
-// bound is raised out of the way and the figures are only printed. Skipped
-// with -short; it takes about 15 s on the shared machine.
+// bound is raised out of the way and the figures are only printed. Each
+// agent keeps 5 memories (--keep), so most writes are overwrites, checked
+// on every node as saves are. Skipped with -short; it takes about 15 s on
+// the shared machine.
 func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs five real nodes for 12 s")
@@ -23,7 +25,7 @@ func TestSoakShort(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"soak", "--bin", binPath, "--dir", t.TempDir(),
 		"--for", "12s", "--fault-every", "1500ms", "--down-max", "1s", "--pause-min", "1s", "--pause-max", "2s",
-		"--rss-every", "1s", "--rss-warmup", "4s", "--rss-drift", "100", "--settle", "90s", "--seed", "4"}, nil, &out, &errb)
+		"--rss-every", "1s", "--rss-warmup", "4s", "--rss-drift", "100", "--settle", "90s", "--keep", "5", "--seed", "4"}, nil, &out, &errb)
 	t.Log(out.String())
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -46,6 +48,36 @@ func TestSoakShort(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(m[1]); n < 100 {
 		t.Errorf("want at least 100 acknowledged saves from 15 agents in 12 s")
+	}
+	k := regexp.MustCompile(`\(\d+ acknowledged writes, to (\d+) memories`).FindStringSubmatch(out.String())
+	if k == nil {
+		t.Fatal("no count of memories written")
+	}
+	if n, _ := strconv.Atoi(k[1]); n > 15*5 || n == 0 {
+		t.Errorf("%d memories written; want at most 5 for each of 15 agents", n)
+	}
+}
+
+// An overwrite acknowledged is lost on a node whose copy holds an earlier
+// write; a copy holding a later one (applied, its answer lost) has it.
+func TestSoakOverwritesLost(t *testing.T) {
+	acks := []soakAck{{"m1", "a", 0}, {"m2", "a", 1}, {"m1", "a", 2}, {"m2", "a", 3}, {"m3", "a", 4}}
+	latest := lastAcked(acks)
+	if len(latest) != 3 || latest[0].version != 2 || latest[1].version != 3 || latest[2].version != 4 {
+		t.Fatalf("lastAcked = %+v", latest)
+	}
+	if lost := lostOn(latest, map[string]int{"m1": 2, "m2": 5, "m3": 4}); len(lost) != 0 {
+		t.Errorf("a node holding every last write, one later, lacks %+v", lost)
+	}
+	lost := lostOn(latest, map[string]int{"m1": 0, "m2": 3, "x": 9})
+	if len(lost) != 2 || lost[0].id != "m1" || lost[1].id != "m3" {
+		t.Errorf("stale m1 and missing m3: lostOn = %+v", lost)
+	}
+	if k, ok := soakVersion(soakTitle("agent://s0b", 17, "a title: with a colon")); !ok || k != 17 {
+		t.Errorf("soakVersion = %d, %v; want 17", k, ok)
+	}
+	if _, ok := soakVersion("imported by hand"); ok {
+		t.Error("a title without a write number gave one")
 	}
 }
 
