@@ -246,7 +246,7 @@ type wireCounts struct {
 	// peers[c][i] is a bitset of the nodes i sent a frame of class c to
 	// or got one from (sent: both ends count it, lost or not).
 	peers [connClasses][][]uint64
-	// window[c]: the same over the current connWindow, and the sums
+	// window[c]: the same over the current ConnWindow, and the sums
 	// and (all classes together) most of its counts over past windows.
 	window                [connClasses][][]uint64
 	windowEnd             time.Duration
@@ -267,10 +267,12 @@ const (
 	connClasses
 )
 
-// connWindow is the span of the windowed count (Connections.Window):
-// about an idle timeout after which a transport would close a
-// connection that carried nothing.
-const connWindow = 10 * time.Second
+// ConnWindow is the span of the windowed count (Connections.Window*):
+// the idle timeout after which the node's transport closes a connection
+// that carried nothing (quicnet.DefaultIdleTimeout; a test in cmd/mnemo
+// keeps the two equal), so a window's distinct peers are the connections
+// a node holds open at once. It was 10 s, a third of the transport's.
+const ConnWindow = 30 * time.Second
 
 // count records one frame sent from one node to another.
 func (s *Sim) count(from, to int, g wire.Glance, frame []byte) {
@@ -282,14 +284,14 @@ func (s *Sim) count(from, to int, g wire.Glance, frame []byte) {
 		for k := range c.window {
 			c.window[k] = bitsets(len(s.nodes))
 		}
-		c.windowEnd = s.now + connWindow
+		c.windowEnd = s.now + ConnWindow
 	}
 	if from >= len(c.window[connAll]) || to >= len(c.window[connAll]) {
 		return // New makes every node, joiners included, before any frame
 	}
 	if s.now >= c.windowEnd {
 		c.closeWindow()
-		c.windowEnd = s.now + connWindow
+		c.windowEnd = s.now + ConnWindow
 	}
 	class := connDirect
 	switch g.Kind {
@@ -373,7 +375,7 @@ func ones(b []uint64) int {
 // Connections are the distinct peers a node exchanged frames with (either
 // way): over the whole run, the connections a transport that opens one
 // per peer and closes none would hold, in all and by what the frames
-// carried; and within windows of connWindow, those a transport closing
+// carried; and within windows of ConnWindow, those a transport closing
 // a connection idle that long would hold at most at once.
 type Connections struct {
 	Mean float64 `json:"mean"` // over the nodes
@@ -384,7 +386,7 @@ type Connections struct {
 	Sync     [2]float64 `json:"sync"`
 	Bindings [2]float64 `json:"bindings"`
 	Direct   [2]float64 `json:"direct"`
-	// WindowMean and WindowMax: per node and window of connWindow, over
+	// WindowMean and WindowMax: per node and window of ConnWindow, over
 	// the windows in which the node exchanged a frame.
 	WindowMean float64 `json:"window_mean"`
 	WindowMax  int     `json:"window_max"`
@@ -482,7 +484,7 @@ func (r *Report) writeScale(w io.Writer) {
 	c := r.Connections
 	fmt.Fprintf(w, "connections per node (distinct peers it exchanged frames with, mean/max): run %.1f/%d (tree links %.1f/%.0f, overlay upkeep %.1f/%.0f, sync %.1f/%.0f, bindings %.1f/%.0f, direct deltas %.1f/%.0f); any %v %.1f/%d (tree links %.1f, overlay upkeep %.1f, sync %.1f, bindings %.1f, direct deltas %.1f); window by window %s\n",
 		c.Mean, c.Max, c.Tree[0], c.Tree[1], c.Overlay[0], c.Overlay[1], c.Sync[0], c.Sync[1], c.Bindings[0], c.Bindings[1], c.Direct[0], c.Direct[1],
-		connWindow, c.WindowMean, c.WindowMax, c.WindowBy[0], c.WindowBy[1], c.WindowBy[2], c.WindowBy[3], c.WindowBy[4], windowSeries(c.Windows, c.WindowMaxes))
+		ConnWindow, c.WindowMean, c.WindowMax, c.WindowBy[0], c.WindowBy[1], c.WindowBy[2], c.WindowBy[3], c.WindowBy[4], windowSeries(c.Windows, c.WindowMaxes))
 }
 
 // windowSeries prints the windows' means and most, the first three and

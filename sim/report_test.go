@@ -170,6 +170,7 @@ func TestTreeKindsAddUp(t *testing.T) {
 var (
 	scale         = flag.String("scale", "", "run the scale figures of issue 14: NODES/OPS/LOSS, e.g. 1000/100/0.1")
 	scaleOnDemand = flag.Int("bindings-on-demand", 0, "with -scale: the nodes' BindingsOnDemandAt (0: never)")
+	scaleSpan     = flag.Duration("span", 0, "with -scale: the virtual time the operations are spread over (default Config.Span's)")
 )
 
 // TestScaleFigures prints the report's scale figures for one namespace
@@ -177,7 +178,9 @@ var (
 //
 //	go test ./sim -run TestScaleFigures -scale 1000/100/0.1 -v
 //
-// (-bindings-on-demand 2 sends the bindings on demand.)
+// (-bindings-on-demand 2 sends the bindings on demand; -span 3m spreads the
+// operations over three minutes, so the connections' windows show a node
+// once the overlays have formed, under writes.)
 func TestScaleFigures(t *testing.T) {
 	if *scale == "" {
 		t.Skip("run with -scale NODES/OPS/LOSS")
@@ -188,6 +191,7 @@ func TestScaleFigures(t *testing.T) {
 	}
 	cfg.Seed, cfg.Teams, cfg.Projects, cfg.Track = 1, 0, 1, 40
 	cfg.BindingsOnDemandAt = *scaleOnDemand
+	cfg.Span = *scaleSpan
 	r := run(t, cfg)
 	var b strings.Builder
 	r.WriteText(&b)
