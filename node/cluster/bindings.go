@@ -116,9 +116,11 @@ const maxLackingIDs = 64
 // peers.
 type bindingsExchange struct {
 	lastSummary time.Time // when the digest was last sent (sendBindingsSummary)
-	// summarized: the last peer sent the digest, in the ring of ids the
-	// next summaries start after (summaryTurn).
-	summarized   replica.PeerID
+	// self is this node's id, which with a peer's names their turn of the
+	// digest rounds (summaryTurn); served, the last round whose turns
+	// were sent.
+	self         replica.PeerID
+	served       uint64
 	lastIndexAsk time.Time // when this node last sent its index asking for what it lacks
 	// asked: peers sent this node's index asking for what it lacks, whose
 	// answer has not come yet (asked again after bindingsAskGap).
@@ -153,7 +155,7 @@ type bindingsExchange struct {
 }
 
 func newBindingsExchange(now time.Time, self replica.PeerID) bindingsExchange {
-	return bindingsExchange{lastSummary: now, summarized: self, asked: map[replica.PeerID]asked{}, heard: map[replica.PeerID]bool{},
+	return bindingsExchange{lastSummary: now, self: self, asked: map[replica.PeerID]asked{}, heard: map[replica.PeerID]bool{},
 		sums: map[replica.PeerID][]byte{}, told: map[replica.PeerID][]byte{}, lacking: map[replica.PeerID][][]byte{}, settled: map[replica.PeerID]string{},
 		want: map[replica.PeerID]bool{}, probing: map[replica.PeerID]probed{}, pulled: map[replica.PeerID]map[crdt.ReplicaID]time.Time{},
 		pulledBy: map[replica.PeerID]bool{}, saver: &bindingsSaver{}}

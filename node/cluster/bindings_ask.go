@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"time"
@@ -174,40 +175,71 @@ func (l *loop) sendBindingsSummary() {
 	l.knownMu.RUnlock()
 	l.sendBindingsTo(l.bx.summaryTurn(l.senderIDs(func(id replica.PeerID) bool {
 		return !bytes.Equal(l.bx.sums[id], mine) || !bytes.Equal(l.bx.told[id], mine)
-	})), bindingsSummary)
+	}), len(l.eng.Peers()), l.bx.lastSummary), bindingsSummary)
 }
 
 // bindingsSummaryFanout bounds the peers sent the digest each
-// BindingsInterval. The digest is the check that repairs lost bindings
-// frames, and one peer holding more than a node, told, gets that node
-// asking for all it lacks; so each node tells a few peers, in turns round
-// the ring of ids, and every node hears from about as many in each
-// interval. What it bounds is the burst: the first interval after a start
-// (when the digests heard in the probes are stale) sent N² frames at once,
-// a million at 1,000 nodes, 44 MB. The total is not cut: the turns go on,
-// 16 a round, until each pair has swapped its current digests, so the
-// same frames are spread over about N/16 intervals (half an hour at
-// 1,000 nodes). Cutting the total needs a node to take a few peers' equal
-// digests for the rest's, which this exchange does not do yet.
+// BindingsInterval, on average. The digest is the check that repairs lost
+// bindings frames, and one peer holding more than a node, told, gets that
+// node asking for all it lacks; so each node tells a few peers a round,
+// and every pair of nodes has its turn once in a cycle of rounds. What it
+// bounds is the burst: the first interval after a start (when the digests
+// heard in the probes are stale) sent N² frames at once, a million at
+// 1,000 nodes, 44 MB. The total is not cut: the turns go on until each
+// pair has swapped its current digests, so the same frames are spread
+// over about N/16 intervals (half an hour at 1,000 nodes). Cutting the
+// total needs a node to take a few peers' equal digests for the rest's,
+// which this exchange does not do yet.
 const bindingsSummaryFanout = 16
 
-// summaryTurn picks, of the sorted peers ids, the bindingsSummaryFanout
-// that follow the last one summarized in the ring of ids (this node's own
-// at first, so the nodes' first turns spread over the ring), and notes
-// the last of them; returned sorted.
-func (x *bindingsExchange) summaryTurn(ids []replica.PeerID) []replica.PeerID {
+// summaryTurn picks, of the peers ids (sorted) whose digests may differ
+// from this node's, those whose turn is a round of BindingsInterval
+// since the last one served, up to now's; all of them when they are
+// bindingsSummaryFanout or fewer. Among members peers (all the peers
+// known) the rounds go in cycles of ⌈members/fanout⌉, and a pair's turn
+// is one round of each cycle, named by a hash of the two ids and counted
+// from the Unix epoch: the same at both ends, so a node tells the peers
+// that tell it, and each of its windows of the transport's idle timeout
+// sees ~fanout peers, not twice as many. (The turns went round the ring
+// of ids from each node's own before, so a node told the 16 after it and
+// heard from the 16 before it: sim/doc.go, "Connections".) Ends that
+// count members differently, or send at rounds far apart, still each
+// tell the other once a cycle, only not in the same round.
+func (x *bindingsExchange) summaryTurn(ids []replica.PeerID, members int, now time.Time) []replica.PeerID {
+	round := uint64(now.UnixNano() / int64(BindingsInterval))
+	first := x.served + 1
+	if x.served == 0 || round <= x.served || round-x.served > 2 {
+		// The first round, a clock set back, or many rounds missed (a
+		// process stopped): this one alone. One round missed is the
+		// sends' drift past a round's end, served now.
+		first = round
+	}
+	x.served = round
 	if len(ids) <= bindingsSummaryFanout {
 		return ids
 	}
-	i, _ := slices.BinarySearch(ids, x.summarized)
-	if i < len(ids) && ids[i] == x.summarized {
-		i++
+	cycle := uint64(max(members, len(ids))+bindingsSummaryFanout-1) / bindingsSummaryFanout
+	var turn []replica.PeerID
+	for _, id := range ids {
+		slot := pairSlot(x.self, id) % cycle
+		for r := first; r <= round; r++ {
+			if r%cycle == slot {
+				turn = append(turn, id)
+				break
+			}
+		}
 	}
-	turn := make([]replica.PeerID, bindingsSummaryFanout)
-	for j := range turn {
-		turn[j] = ids[(i+j)%len(ids)]
-	}
-	x.summarized = turn[len(turn)-1]
-	slices.Sort(turn)
 	return turn
+}
+
+// pairSlot names the turn of the pair a, b, the same whichever end asks.
+func pairSlot(a, b replica.PeerID) uint64 {
+	if b < a {
+		a, b = b, a
+	}
+	h := fnv.New64a()
+	h.Write([]byte(a))
+	h.Write([]byte{0})
+	h.Write([]byte(b))
+	return h.Sum64()
 }

@@ -77,7 +77,8 @@
 // acl.Binding), sends its claims to each member that joins (again, once
 // the answer is overdue, until it hears from the member: the member's
 // own probe, crossing, answers it), sends each BindingsInterval a digest
-// of all it holds to a few members (bindingsSummaryFanout, in turns) that
+// of all it holds to a few members (bindingsSummaryFanout, in turns that
+// are mutual: a pair's round is the same at both ends) that
 // may not hold the same (the digest says how many: a node that holds fewer
 // bindings than a peer, or as many but others, asks that peer for what it
 // lacks by an index of short ids), and admits what it receives into its
