@@ -635,7 +635,13 @@ func (l *loop) noteRefused(rj replica.Rejection, reps []crdt.ReplicaID) {
 	if len(reps) == 0 {
 		reps = l.applyRefused[refusedKey{rj.From, rj.Namespace}]
 	}
-	if _, ok := l.refusedFrom[rj.From][rj.Namespace]; ok || l.refusedN >= maxRefused {
+	if _, ok := l.refusedFrom[rj.From][rj.Namespace]; ok {
+		return
+	}
+	if l.refusedN >= maxRefused {
+		l.dropStaleRefusals()
+	}
+	if l.refusedN >= maxRefused {
 		return
 	}
 	if l.refusedFrom == nil {
@@ -646,6 +652,25 @@ func (l *loop) noteRefused(rj replica.Rejection, reps []crdt.ReplicaID) {
 	}
 	l.refusedFrom[rj.From][rj.Namespace] = refusal{reps: reps, at: l.cfg.Clock.Now()}
 	l.refusedN++
+}
+
+// dropStaleRefusals forgets the refusals that waited BindingsInterval
+// for their binding: resyncRefused drops them at the next binding
+// admitted, but until one is, they kept the map full, and a refusal
+// then was not remembered at all (anti-entropy alone repaired it).
+func (l *loop) dropStaleRefusals() {
+	now := l.cfg.Clock.Now()
+	for p, byNS := range l.refusedFrom {
+		for ns, rf := range byNS {
+			if now.Sub(rf.at) >= BindingsInterval {
+				delete(byNS, ns)
+				l.refusedN--
+			}
+		}
+		if len(byNS) == 0 {
+			delete(l.refusedFrom, p)
+		}
+	}
 }
 
 // refusedKey is a (peer, namespace) pair of applyRefused.

@@ -201,3 +201,31 @@ func TestRefusalWaitsForTheBindingItLacked(t *testing.T) {
 		t.Fatal("a refusal whose binding never came is remembered past BindingsInterval")
 	}
 }
+
+// The refusals remembered are bounded (maxRefused), and a full map of
+// refusals whose wait is over makes room: a refusal noted once no binding
+// came for BindingsInterval is remembered, where it was dropped unnoted.
+func TestStaleRefusalsMakeRoom(t *testing.T) {
+	net := newSteppedNet(t, 2, 15)
+	net.join()
+	l := net.nodes[0].st.loop
+	peer := net.nodes[1].st.self
+	refuse := func(ns string) {
+		l.noteRefused(replica.Rejection{From: peer, Namespace: ns, Err: replica.ErrNotAllowed}, []crdt.ReplicaID{41})
+	}
+	for i := range maxRefused + 10 {
+		refuse(fmt.Sprintf("team://t%d", i))
+	}
+	if l.refusedN != maxRefused {
+		t.Fatalf("%d refusals remembered, want the bound %d", l.refusedN, maxRefused)
+	}
+	refuse("team://fresh")
+	if _, ok := l.refusedFrom[peer]["team://fresh"]; ok {
+		t.Fatal("a refusal past the bound was remembered while the others still wait")
+	}
+	net.clock.Step(BindingsInterval)
+	refuse("team://fresh")
+	if _, ok := l.refusedFrom[peer]["team://fresh"]; !ok || l.refusedN != 1 {
+		t.Fatalf("after BindingsInterval without a binding: fresh remembered %v, %d remembered; want true, 1", ok, l.refusedN)
+	}
+}
