@@ -503,7 +503,16 @@ func (s *soak) sample(ctx context.Context) {
 	for {
 		now := time.Now()
 		for _, n := range s.nodes {
-			if inc, kib, ok := n.sampleRSS(now); ok && s.cfg.HeapDir != "" {
+			inc, kib, ok := n.sampleRSS(now)
+			if !ok {
+				continue
+			}
+			if live := s.api.liveHeap(ctx, n); live > 0 {
+				n.mu.Lock()
+				inc.rss[len(inc.rss)-1].live = live
+				n.mu.Unlock()
+			}
+			if s.cfg.HeapDir != "" {
 				s.profileHeap(ctx, n, inc, kib)
 			}
 		}

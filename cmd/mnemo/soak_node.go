@@ -61,6 +61,7 @@ type rssSample struct {
 	age  time.Duration // since the incarnation started
 	kib  int64         // VmRSS
 	anon int64         // RssAnon: the heap and stacks; the rest is mapped files (Badger's tables, the binary)
+	live int64         // the Go heap the last collection found reachable (KiB; 0: not read, the node paused or slow)
 }
 
 // start runs a new incarnation joining the gossip addresses in join (none
@@ -327,6 +328,55 @@ func (a *soakAPI) digest(ctx context.Context, n *soakNode, ns string) (string, i
 		}
 	}
 	return "", 0
+}
+
+// liveHeap reads the node's live heap (go_gc_heap_live_bytes of GET
+// /metrics) in KiB; 0 when the node is paused or does not answer soon.
+func (a *soakAPI) liveHeap(ctx context.Context, n *soakNode) int64 {
+	p := n.live()
+	if p == nil {
+		return 0
+	}
+	n.mu.Lock()
+	tok := n.token
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", p.url+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0
+	}
+	return liveHeapOf(string(b))
+}
+
+// liveHeapOf finds go_gc_heap_live_bytes in a Prometheus text exposition,
+// in KiB (0 if absent).
+func liveHeapOf(text string) int64 {
+	for line := range strings.Lines(text) {
+		v, ok := strings.CutPrefix(line, "go_gc_heap_live_bytes ")
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f <= 0 {
+			return 0
+		}
+		return int64(f) / 1024
+	}
+	return 0
 }
 
 // aliveMembers counts the members the node's gossip sees alive.

@@ -36,6 +36,7 @@ func TestSoakShort(t *testing.T) {
 		`(?m)^  faults injected .*SIGSTOP, SIGCONT`,
 		`(?m)^  faults injected .*kill -9, restart on new ports`,
 		`(?m)^    s0 #1 .* MiB \(.* anon\), max .* MiB \(.* anon\), drift`,
+		`(?m)^          live heap [0-9.]+ MiB, max [0-9.]+ MiB, drift`,
 		`(?m)^result: PASS$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out.String()) {
@@ -91,17 +92,19 @@ func TestSoakReportFails(t *testing.T) {
 	s.start = now.Add(-5 * time.Minute)
 	for _, name := range []string{"s0", "s1"} {
 		s.nodes = append(s.nodes, &soakNode{name: name, incs: []*soakIncarnation{{started: s.start, rss: []rssSample{
-			{time.Minute, 40 << 10, 30 << 10}, {2 * time.Minute, 44 << 10, 34 << 10}, {3 * time.Minute, 47 << 10, 37 << 10},
+			{time.Minute, 40 << 10, 30 << 10, 20 << 10}, {2 * time.Minute, 44 << 10, 34 << 10, 0}, {3 * time.Minute, 47 << 10, 37 << 10, 21 << 10},
 		}}}})
 	}
-	s.nodes[1].incs[0].rss[2].kib = 52 << 10 // +30%
+	s.nodes[1].incs[0].rss[2].kib = 52 << 10  // +30%
+	s.nodes[1].incs[0].rss[2].live = 26 << 10 // +30%
 	acks := []soakAck{{id: "m1", agent: "agent://s0"}, {id: "m2", agent: "agent://s1"}}
 	missing := [][]soakAck{nil, acks[1:]}
 	s.report(acks, now, now, now, "", false, []int{2, 1}, missing)
-	if s.failures != 3 {
-		t.Errorf("failures = %d, want 3 (lost, digests, RSS of s1):\n%s", s.failures, out.String())
+	if s.failures != 4 {
+		t.Errorf("failures = %d, want 4 (lost, digests, RSS and live heap of s1):\n%s", s.failures, out.String())
 	}
-	for _, want := range []string{"lost writes         1 ", "s1 lacks 1, e.g. m2 by agent://s1", "digests agree       no", "drift +30.0%   <- FAIL", "drift +17.5%\n"} {
+	for _, want := range []string{"lost writes         1 ", "s1 lacks 1, e.g. m2 by agent://s1", "digests agree       no", "drift +30.0%   <- FAIL", "drift +17.5%\n",
+		"live heap 20.0 MiB, max 21.0 MiB, drift +5.0%\n", "live heap 20.0 MiB, max 26.0 MiB, drift +30.0%   <- FAIL"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -109,12 +112,29 @@ func TestSoakReportFails(t *testing.T) {
 }
 
 func TestRSSDrift(t *testing.T) {
-	samples := []rssSample{{10 * time.Second, 100, 50}, {time.Minute, 200, 100}, {2 * time.Minute, 230, 130}, {3 * time.Minute, 150, 50}}
+	samples := []rssSample{{10 * time.Second, 100, 50, 0}, {time.Minute, 200, 100, 0}, {2 * time.Minute, 230, 130, 0}, {3 * time.Minute, 150, 50, 0}}
 	base, peak, drift, ok := rssDrift(samples, time.Minute)
 	if !ok || base != 200 || peak != 230 || drift != -0.25 {
 		t.Errorf("rssDrift = %d, %d, %v, %v; want 200, 230, -0.25 (the farthest sample, below), true", base, peak, drift, ok)
 	}
 	if _, _, _, ok := rssDrift(samples[:1], time.Minute); ok {
 		t.Error("a process younger than the warm-up was judged")
+	}
+}
+
+// The live heap is judged over the samples that read it, from the first
+// one past the warm-up; the metric is found in the node's /metrics text.
+func TestLiveHeapDrift(t *testing.T) {
+	samples := []rssSample{{time.Minute, 100, 50, 0}, {2 * time.Minute, 120, 60, 40}, {3 * time.Minute, 90, 40, 0}, {4 * time.Minute, 140, 70, 44}}
+	base, peak, drift, ok := liveDrift(samples, time.Minute)
+	if !ok || base != 40 || peak != 44 || drift < 0.0999 || drift > 0.1001 {
+		t.Errorf("liveDrift = %d, %d, %v, %v; want 40, 44, +0.10, true", base, peak, drift, ok)
+	}
+	text := "# HELP go_gc_heap_live_bytes Heap memory occupied by live objects.\n# TYPE go_gc_heap_live_bytes gauge\ngo_gc_heap_live_bytes 2.097152e+07\ngo_goroutines 12\n"
+	if k := liveHeapOf(text); k != 20480 {
+		t.Errorf("liveHeapOf = %d KiB, want 20480", k)
+	}
+	if k := liveHeapOf("go_goroutines 12\n"); k != 0 {
+		t.Errorf("no live heap in the text, got %d", k)
 	}
 }
