@@ -27,4 +27,4 @@ sim-soak: build
 # and restarts nodes on new ports and stops and resumes them; then check that
 # every acknowledged save is on every node, digests agree and RSS held.
 soak: build
-	./bin/mnemo soak --for $${SOAK:-10m} $${SEED:+--seed $$SEED}
+	./bin/mnemo soak --for $${SOAK:-10m} $${SEED:+--seed $$SEED} $${KEEP:+--keep $$KEEP}
