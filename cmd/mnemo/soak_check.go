@@ -115,7 +115,7 @@ func (s *soak) report(acks []soakAck, lastFault, writesEnded, agreedAt time.Time
 		fmt.Fprintf(w, "    %s lacks %d, e.g. %s\n", s.nodes[i].name, len(m), strings.Join(ids, ", "))
 	}
 	fmt.Fprintf(w, "  RSS                 per node process: at %v of its life, max after, drift (bound %.0f%%); anon = heap and stacks, the rest mapped files;\n"+
-		"                      then the Go heap the last collection found live, judged the same way\n", s.cfg.RSSWarm, s.cfg.RSSDrift*100)
+		"                      then, not judged, the Go heap the last collection found live, and its floor (least) in the first and last minute\n", s.cfg.RSSWarm, s.cfg.RSSDrift*100)
 	for _, n := range s.nodes {
 		n.mu.Lock()
 		for k, inc := range n.incs {
@@ -137,8 +137,11 @@ func (s *soak) report(acks []soakAck, lastFault, writesEnded, agreedAt time.Time
 			fmt.Fprintf(w, "    %s #%d  %v-%v  %.1f MiB (%.1f anon), max %.1f MiB (%.1f anon), drift %+.1f%%%s\n", n.name, k+1, from, to,
 				float64(base)/1024, anon(base), float64(peak)/1024, anon(peak), drift*100, fail(math.Abs(drift) <= s.cfg.RSSDrift))
 			if lb, lp, ld, ok := liveDrift(inc.rss, s.cfg.RSSWarm); ok {
-				fmt.Fprintf(w, "          live heap %.1f MiB, max %.1f MiB, drift %+.1f%%%s\n", float64(lb)/1024, float64(lp)/1024, ld*100,
-					fail(math.Abs(ld) <= s.cfg.RSSDrift))
+				fmt.Fprintf(w, "          live heap %.1f MiB, max %.1f MiB, drift %+.1f%%", float64(lb)/1024, float64(lp)/1024, ld*100)
+				if first, last, ok := liveFloor(inc.rss, s.cfg.RSSWarm, time.Minute); ok {
+					fmt.Fprintf(w, "; floor %.1f -> %.1f MiB (%+.1f%%)", float64(first)/1024, float64(last)/1024, 100*float64(last-first)/float64(first))
+				}
+				fmt.Fprintln(w)
 			}
 		}
 		n.mu.Unlock()
@@ -211,6 +214,33 @@ func liveDrift(samples []rssSample, warm time.Duration) (base, peak int64, drift
 		}
 	}
 	return rssDrift(live, warm)
+}
+
+// liveFloor is the least live heap read in the first span after warm and
+// in the last span of the samples (ok false if the two would overlap).
+// Badger's memtables come and go (two arenas of ~10 MiB while one is
+// flushed), so the live heap's most swings by that much; a leak raises
+// its floor.
+func liveFloor(samples []rssSample, warm, span time.Duration) (first, last int64, ok bool) {
+	var live []rssSample
+	for _, r := range samples {
+		if r.live > 0 && r.age >= warm {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 || live[len(live)-1].age-live[0].age < 2*span {
+		return 0, 0, false
+	}
+	start, end := live[0].age, live[len(live)-1].age
+	for _, r := range live {
+		if r.age < start+span && (first == 0 || r.live < first) {
+			first = r.live
+		}
+		if r.age > end-span && (last == 0 || r.live < last) {
+			last = r.live
+		}
+	}
+	return first, last, true
 }
 
 // profileHeap writes a heap profile of n's process inc (whose RSS sample

@@ -100,11 +100,11 @@ func TestSoakReportFails(t *testing.T) {
 	acks := []soakAck{{id: "m1", agent: "agent://s0"}, {id: "m2", agent: "agent://s1"}}
 	missing := [][]soakAck{nil, acks[1:]}
 	s.report(acks, now, now, now, "", false, []int{2, 1}, missing)
-	if s.failures != 4 {
-		t.Errorf("failures = %d, want 4 (lost, digests, RSS and live heap of s1):\n%s", s.failures, out.String())
+	if s.failures != 3 {
+		t.Errorf("failures = %d, want 3 (lost, digests, RSS of s1; the live heap is not judged):\n%s", s.failures, out.String())
 	}
 	for _, want := range []string{"lost writes         1 ", "s1 lacks 1, e.g. m2 by agent://s1", "digests agree       no", "drift +30.0%   <- FAIL", "drift +17.5%\n",
-		"live heap 20.0 MiB, max 21.0 MiB, drift +5.0%\n", "live heap 20.0 MiB, max 26.0 MiB, drift +30.0%   <- FAIL"} {
+		"live heap 20.0 MiB, max 21.0 MiB, drift +5.0%; floor 20.0 -> 21.0 MiB (+5.0%)\n", "live heap 20.0 MiB, max 26.0 MiB, drift +30.0%; floor 20.0 -> 26.0 MiB (+30.0%)\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -133,6 +133,16 @@ func TestLiveHeapDrift(t *testing.T) {
 	text := "# HELP go_gc_heap_live_bytes Heap memory occupied by live objects.\n# TYPE go_gc_heap_live_bytes gauge\ngo_gc_heap_live_bytes 2.097152e+07\ngo_goroutines 12\n"
 	if k := liveHeapOf(text); k != 20480 {
 		t.Errorf("liveHeapOf = %d KiB, want 20480", k)
+	}
+	// The floor: the least of the first and of the last minute past the
+	// warm-up; a peak in between (a memtable flushed) does not move it.
+	long := []rssSample{{time.Minute, 1, 1, 20}, {90 * time.Second, 1, 1, 30}, {2 * time.Minute, 1, 1, 18}, {3 * time.Minute, 1, 1, 40},
+		{4 * time.Minute, 1, 1, 21}, {270 * time.Second, 1, 1, 19}, {5 * time.Minute, 1, 1, 25}}
+	if first, last, ok := liveFloor(long, time.Minute, time.Minute); !ok || first != 20 || last != 19 {
+		t.Errorf("liveFloor = %d, %d, %v; want 20, 19, true", first, last, ok)
+	}
+	if _, _, ok := liveFloor(long[:3], time.Minute, time.Minute); ok {
+		t.Error("a floor of two minutes that overlap")
 	}
 	if k := liveHeapOf("go_goroutines 12\n"); k != 0 {
 		t.Errorf("no live heap in the text, got %d", k)
