@@ -244,6 +244,16 @@
 //     announcements at the tick) 2.34x, 2.831. A trade of one of issue
 //     14's figures for another, with trees off by default in mnemo node:
 //     not kept.
+//   - a node one link short asking one passive peer per ShuffleInterval
+//     instead of the next as soon as one refuses (in a settled overlay
+//     most peers are full, and the one-short nodes' refusals were most of
+//     the overlay upkeep: at 300 readers, go test ./sim -run
+//     TestScaleFigures -scale 300/20/0 -bindings-on-demand 2, 41 neighbor
+//     requests a node in 34 s): requests 12,316 → 7,757, but disconnects
+//     3,819 → 7,311 (more nodes two short, asking with priority, which
+//     drops a link elsewhere), tree links over the run 6.5 → 16.9 peers,
+//     and tracked updates 663 → 3,805 ms mean to reach every holder: not
+//     kept.
 //
 // # Integration
 //
