@@ -484,5 +484,9 @@
 // next, once the writes were done. So the tree links stay within the
 // views (4.9–5.1 a window), and what keeps a node's connections above 16
 // under writes is the bindings' digest round when flooding and the syncs
-// with writers on demand.
+// with writers on demand. The digest round stops once every pair has
+// swapped its current digests (one cycle of its turns, ⌈(N−1)/16⌉
+// rounds of 30 s): -scale 300/20/0 -span 12m gives 21.0–30.3 peers a
+// window through the tenth minute (bindings 14.8–16.6 of them), then
+// 5.9–10.8 (most 14–19): tree links and syncs only.
 package sim
