@@ -246,14 +246,16 @@ type wireCounts struct {
 	// peers[c][i] is a bitset of the nodes i sent a frame of class c to
 	// or got one from (sent: both ends count it, lost or not).
 	peers [connClasses][][]uint64
-	// window[c]: the same over the current ConnWindow, and the sums
-	// and (all classes together) most of its counts over past windows.
-	window                [connClasses][][]uint64
-	windowEnd             time.Duration
-	windowSum, windowN    [connClasses]int
-	windowMax, windowLast int
-	windows               []float64 // each past window's mean over the nodes
-	windowMaxes           []int     // and its most
+	// window[c]: the same over the current ConnWindow; over past
+	// windows, windowSum[c] sums its counts for the windowN (node,
+	// window) pairs with any frame, and windows and windowMaxes are each
+	// window's mean and most, all classes together.
+	window      [connClasses][][]uint64
+	windowEnd   time.Duration
+	windowSum   [connClasses]int
+	windowN     int
+	windows     []float64
+	windowMaxes []int
 }
 
 // Frame classes for Connections.
@@ -338,9 +340,9 @@ func (c *wireCounts) closeWindow() {
 		n++
 		for cl := range c.window {
 			c.windowSum[cl] += ones(c.window[cl][i])
-			c.windowN[cl]++
 		}
 	}
+	c.windowN += n
 	if n > 0 {
 		c.windows = append(c.windows, float64(sum)/float64(n))
 		c.windowMaxes = append(c.windowMaxes, most)
@@ -350,8 +352,6 @@ func (c *wireCounts) closeWindow() {
 			clear(b)
 		}
 	}
-	c.windowMax = max(c.windowMax, most)
-	c.windowLast = most
 }
 
 func bitsets(n int) [][]uint64 {
@@ -424,8 +424,8 @@ func (c *wireCounts) connections() Connections {
 	if c.window[connAll] != nil {
 		c.closeWindow() // the last, partial one
 	}
-	if n := c.windowN[connAll]; n > 0 {
-		out.WindowMean, out.WindowMax = float64(c.windowSum[connAll])/float64(n), c.windowMax
+	if n := c.windowN; n > 0 {
+		out.WindowMean, out.WindowMax = float64(c.windowSum[connAll])/float64(n), slices.Max(c.windowMaxes)
 		for k := connTree; k < connClasses; k++ {
 			out.WindowBy[k-connTree] = float64(c.windowSum[k]) / float64(n)
 		}
