@@ -159,9 +159,10 @@ func (l *loop) senderIDs(want func(replica.PeerID) bool) []replica.PeerID {
 // skip only if each last heard the other's current digest; a set only
 // grows while a node runs, so each then holds the other's: the same. A
 // node that restarts has heard no digest yet, and its peers forget
-// theirs of it.) So a settled cluster goes quiet after one interval,
-// where every peer was sent a summary each interval: N² frames each 30 s
-// among N nodes. A summary lost on the way leaves the peer it was for
+// theirs of it.) So a settled cluster goes quiet once each pair has had
+// its turn (one cycle of summaryTurn's, ⌈(N−1)/16⌉ intervals), where
+// every peer was sent a summary each interval: N² frames each 30 s among
+// N nodes. A summary lost on the way leaves the peer it was for
 // sending one each interval to its sender, which has nothing to answer:
 // until either set changes, one frame an interval for that pair instead
 // of two.
@@ -175,7 +176,7 @@ func (l *loop) sendBindingsSummary() {
 	l.knownMu.RUnlock()
 	l.sendBindingsTo(l.bx.summaryTurn(l.senderIDs(func(id replica.PeerID) bool {
 		return !bytes.Equal(l.bx.sums[id], mine) || !bytes.Equal(l.bx.told[id], mine)
-	}), len(l.eng.Peers()), l.bx.lastSummary), bindingsSummary)
+	}), len(l.senders), l.bx.lastSummary), bindingsSummary)
 }
 
 // bindingsSummaryFanout bounds the peers sent the digest each
@@ -195,8 +196,8 @@ const bindingsSummaryFanout = 16
 // summaryTurn picks, of the peers ids (sorted) whose digests may differ
 // from this node's, those whose turn is a round of BindingsInterval
 // since the last one served, up to now's; all of them when they are
-// bindingsSummaryFanout or fewer. Among members peers (all the peers
-// known) the rounds go in cycles of ⌈members/fanout⌉, and a pair's turn
+// bindingsSummaryFanout or fewer. Among members peers (all those this
+// node sends to) the rounds go in cycles of ⌈members/fanout⌉, and a pair's turn
 // is one round of each cycle, named by a hash of the two ids and counted
 // from the Unix epoch: the same at both ends, so a node tells the peers
 // that tell it, and each of its windows of the transport's idle timeout
