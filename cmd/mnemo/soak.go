@@ -34,7 +34,10 @@ package main
 //   - RSS is sampled from /proc/PID/status. Each process (incarnation) is
 //     judged on its own: its baseline is its first sample at least RSSWarm
 //     old, and it must stay within RSSDrift of it; one that lived less is
-//     not judged.
+//     not judged. The node's live heap (go_gc_heap_live_bytes of its
+//     /metrics) is sampled with it and printed, not judged: a Go process's
+//     RSS moves with its collector's pace, and the live heap's floor is
+//     what a leak raises (soak_check.go, liveFloor).
 //   - At the end the faults are healed, the writers stopped, and the check
 //     waits (bounded) for equal digests, then reads the namespace's export
 //     from every node and looks each acknowledged id up in it.
