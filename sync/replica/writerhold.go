@@ -296,6 +296,8 @@ func (e *Engine) goOn(h writerHeld) {
 		e.drainTree(t, rl)
 		return
 	}
-	// No tree to step it into (dropped since): applied as delivered.
+	// No tree to step it into (dropped since), or its relay distrusted
+	// since, whose messages the tree no longer takes: checked as its
+	// author's on arrival, it is applied as delivered, not forwarded.
 	e.applyRelayed(p, h.ns, rl)
 }
