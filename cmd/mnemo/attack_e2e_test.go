@@ -162,14 +162,8 @@ func (m *mallory) content(ns string) bool {
 func TestE2EMaliciousMember(t *testing.T) {
 	keyFile, clusterKey := newClusterKey(t)
 	base := []string{"--cluster-key", keyFile, "--anti-entropy", "500ms"}
-	alice := startNode(t, t.TempDir(), "alice", base...)
-	join := append(append([]string{}, base...), "--join", alice.gossip)
-	bob := startNode(t, t.TempDir(), "bob", join...)
-	carol := startNode(t, t.TempDir(), "carol", join...)
+	alice, bob, carol := startTrio(t, t.TempDir(), base...)
 	honest := []*nodeProc{alice, bob, carol}
-	eventually(t, "three members", func() bool {
-		return alice.members(t) == 3 && bob.members(t) == 3 && carol.members(t) == 3
-	})
 	fcall(t, alice, "POST", "/v1/namespaces", `{"namespace":"team://x"}`, 201)
 	fcall(t, alice, "POST", "/v1/grants", `{"namespace":"team://x","principal":"agent://carol","permissions":["read","write"]}`, 200, 201)
 	fcall(t, alice, "POST", "/v1/namespaces", `{"namespace":"project://pub"}`, 201)

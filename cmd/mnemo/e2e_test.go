@@ -94,6 +94,20 @@ type nodeProc struct {
 	quic   string
 }
 
+// startTrio starts alice (in aliceDir), then bob and carol joining her,
+// each with the flags base, and waits until all three see three members.
+func startTrio(t *testing.T, aliceDir string, base ...string) (alice, bob, carol *nodeProc) {
+	t.Helper()
+	alice = startNode(t, aliceDir, "alice", base...)
+	join := append(append([]string{}, base...), "--join", alice.gossip)
+	bob = startNode(t, t.TempDir(), "bob", join...)
+	carol = startNode(t, t.TempDir(), "carol", join...)
+	eventually(t, "three members", func() bool {
+		return alice.members(t) == 3 && bob.members(t) == 3 && carol.members(t) == 3
+	})
+	return alice, bob, carol
+}
+
 // startNode runs `mnemo node` on dir and a free port and waits for its
 // ready line.
 func startNode(t *testing.T, dir, agent string, extra ...string) *nodeProc {

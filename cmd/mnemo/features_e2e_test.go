@@ -50,13 +50,7 @@ func TestE2EFeatures(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(aliceDir, node.SettingsFile), []byte(`{"approvals":{"team://ops":["retract"]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	alice := startNode(t, aliceDir, "alice", base...)
-	join := append(append([]string{}, base...), "--join", alice.gossip)
-	bob := startNode(t, t.TempDir(), "bob", join...)
-	carol := startNode(t, t.TempDir(), "carol", join...)
-	eventually(t, "three members", func() bool {
-		return alice.members(t) == 3 && bob.members(t) == 3 && carol.members(t) == 3
-	})
+	alice, bob, carol := startTrio(t, aliceDir, base...)
 
 	// team://ops, alice admin, bob and carol read and write: the surgery
 	// subtest's namespace, and one every pair of nodes shares, so their

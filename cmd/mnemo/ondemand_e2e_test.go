@@ -11,13 +11,7 @@ import "testing"
 func TestE2EBindingsOnDemand(t *testing.T) {
 	keyFile, _ := newClusterKey(t)
 	base := []string{"--cluster-key", keyFile, "--anti-entropy", "500ms", "--bindings-on-demand", "2"}
-	alice := startNode(t, t.TempDir(), "alice", base...)
-	join := append(append([]string{}, base...), "--join", alice.gossip)
-	bob := startNode(t, t.TempDir(), "bob", join...)
-	carol := startNode(t, t.TempDir(), "carol", join...)
-	eventually(t, "three members", func() bool {
-		return alice.members(t) == 3 && bob.members(t) == 3 && carol.members(t) == 3
-	})
+	alice, bob, carol := startTrio(t, t.TempDir(), base...)
 	fcall(t, alice, "POST", "/v1/namespaces", `{"namespace":"team://x"}`, 201)
 	fcall(t, alice, "POST", "/v1/grants", `{"namespace":"team://x","principal":"agent://carol","permissions":["read","write"]}`, 200, 201)
 	secret := alice.saveIn(t, "team://x", "the on-call rota lives in the ops wiki")
