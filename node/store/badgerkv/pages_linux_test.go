@@ -184,21 +184,7 @@ func TestReleaseFilePagesDuringCompactions(t *testing.T) {
 			if advised == 0 {
 				t.Fatalf("%d hand-backs advised no table", hands+1)
 			}
-			err = kv.View(func(r store.Reader) error {
-				for i := range batches * perBatch {
-					got, err := r.Get([]byte(fmt.Sprintf("k%06d", i)))
-					if err != nil {
-						return fmt.Errorf("k%06d: %w", i, err)
-					}
-					if !bytes.Equal(got, value(i)) {
-						return fmt.Errorf("k%06d reads back %.20q…", i, got)
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			readsBack(t, kv, batches*perBatch, value)
 			return
 		default:
 			advised += kv.ReleaseFilePages()
@@ -301,21 +287,27 @@ func TestReleaseFilePagesPagesOutTheLogs(t *testing.T) {
 	}
 	replayed := mustOpen(t, crashed)
 	defer replayed.Close()
-	for _, k := range []*badgerkv.KV{kv, replayed} {
-		err = k.View(func(r store.Reader) error {
-			for i := range n {
-				got, err := r.Get([]byte(fmt.Sprintf("k%06d", i)))
-				if err != nil {
-					return fmt.Errorf("k%06d: %w", i, err)
-				}
-				if !bytes.Equal(got, value(i)) {
-					return fmt.Errorf("k%06d reads back %.20q…", i, got)
-				}
+	readsBack(t, kv, n, value)
+	readsBack(t, replayed, n, value)
+}
+
+// readsBack checks that kv holds value(i) under the key k%06d for each i
+// below n.
+func readsBack(t *testing.T, kv *badgerkv.KV, n int, value func(int) []byte) {
+	t.Helper()
+	err := kv.View(func(r store.Reader) error {
+		for i := range n {
+			got, err := r.Get([]byte(fmt.Sprintf("k%06d", i)))
+			if err != nil {
+				return fmt.Errorf("k%06d: %w", i, err)
 			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+			if !bytes.Equal(got, value(i)) {
+				return fmt.Errorf("k%06d reads back %.20q…", i, got)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
