@@ -98,6 +98,23 @@ import (
 //	mnemo sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3 --seed 1 [--bindings-on-demand 64]
 //	  2.78 → 3.30 (4.54 before the hold)
 //
+// Again at a052e1a (2026-12-07), the same two ways, seed 1, bytes on the
+// wire / minimum (content frames alone), connections window by window
+// (first / second 30 s window, mean/most):
+//
+//	-scale 1000/100/0.1: 2.47 (1.30) → 1.28 (1.25); binding frames
+//	  1,246,501 → 73,757 (262 → 5.5 MB); 999/999, 26.6/60 → 109.0/999,
+//	  12.8/733; 0 → 6,008 fallbacks to state sync (a project's creator
+//	  syncing its new readers past its queues); rounds 3.43 → 5.33× in
+//	  link latencies; peak RSS 7.4 → 4.3 GB
+//	-scale 500/100/0.1: 2.29 (1.22) → 1.34 (1.31)
+//	-scale 500/500/0.1: 2.55 (1.92) → 3.91 (3.77): 77,045 deltas refused
+//	  for want of a writer's binding, where flooding refused 484
+//
+// So the crossover is in the writers, not the members: with one write
+// per ten nodes on demand halves the bytes at 500 and 1,000 nodes even
+// under loss, with one per node it costs half as much again at 500.
+//
 // So on demand wins where writes are few beside the members (the
 // bindings are then most of the bytes), and loses under loss and many
 // writers, where every node needs nearly every writer's binding anyway
