@@ -244,6 +244,20 @@
 //     announcements at the tick) 2.34x, 2.831. A trade of one of issue
 //     14's figures for another, with trees off by default in mnemo node:
 //     not kept.
+//   - per origin, a new tree starting from the eager links of a settled
+//     tree (two payloads pushed here) of the smallest origin id, the same
+//     at every node holding it, plus links made since that tree last
+//     delivered (2026-12-07, against a052e1a, not committed): mnemo sim
+//     --nodes 100 --ops 1000 --loss 0.1 --partitions 3, seeds 1/2/3,
+//     bytes / minimum 2.77/2.74/2.62 → 2.72/2.69/2.60; without loss or
+//     partitions (seed 1) 2.10 → 1.94, payload sends 89,684 → 80,267,
+//     prunes 28,988 → 21,045; TestOverlay1000's first broadcasts of 20
+//     writers 1.882 → 1.773 sends per node; but go test ./sim -run
+//     TestScaleFigures -scale 100/300/0.1 rounds 1.89 → 2.10x in link
+//     latencies and mnemo sim --mixed --sweep 500 --seed 1000 (500/500
+//     clean) worst convergence 19.4 s against ~10 s, so not kept untried
+//     further. Without the links made since, the killed-30% case of
+//     TestOverlay1000 reached every node in 1 of its first 3 broadcasts.
 //   - a node one link short asking one passive peer per ShuffleInterval
 //     instead of the next as soon as one refuses (in a settled overlay
 //     most peers are full, and the one-short nodes' refusals were most of
