@@ -255,8 +255,8 @@
 //     writers 1.882 → 1.773 sends per node; but go test ./sim -run
 //     TestScaleFigures -scale 100/300/0.1 rounds 1.89 → 2.10x in link
 //     latencies and mnemo sim --mixed --sweep 500 --seed 1000 (500/500
-//     clean) worst convergence 19.4 s against ~10 s, so not kept untried
-//     further. Without the links made since, the killed-30% case of
+//     clean) worst convergence 19.4 s against ~10 s: not kept, and not
+//     tried further. Without the links made since, the killed-30% case of
 //     TestOverlay1000 reached every node in 1 of its first 3 broadcasts.
 //   - a node one link short asking one passive peer per ShuffleInterval
 //     instead of the next as soon as one refuses (in a settled overlay
