@@ -166,14 +166,16 @@ func (s *Store) Close() error {
 // filePager is a KV whose files the process maps (badgerkv.KV).
 type filePager interface {
 	// ReleaseFilePages takes the mapped pages of the KV's tables out of
-	// the process (they stay in the kernel's page cache) and returns how
-	// many bytes it advised. Safe to call
+	// the process (they stay in the kernel's page cache), and those of its
+	// logs that are synced out of the page cache too, and returns how many
+	// bytes it advised. Safe to call
 	// at any time; it never changes what the KV holds.
 	ReleaseFilePages() int64
 }
 
 // ReleaseFilePages takes out of the process the pages of the KV's tables
-// that reading them left resident (they stay in the page cache) (see badgerkv.KV.ReleaseFilePages), and
+// that reading them left resident (they stay in the page cache) and the
+// synced pages of its logs (see badgerkv.KV.ReleaseFilePages), and
 // returns how many bytes of mappings it advised: 0 for a KV without files.
 func (s *Store) ReleaseFilePages() int64 {
 	if p, ok := s.kv.(filePager); ok {

@@ -9,10 +9,11 @@
 // It owns what belongs to the directory: Open creates it, takes its lock
 // (mnemo.lock, holding the pid) so that a second process fails with
 // store.ErrLocked naming the holder before Badger is touched, and Close
-// releases it. ReleaseFilePages takes the pages of Badger's mapped files
+// releases it. ReleaseFilePages takes the pages of Badger's mapped tables
 // out of the process's resident set and leaves them in the kernel's page
-// cache (store.Store.ReleaseFilePages finds it; pages_linux.go says why
-// not evict them).
+// cache, and pages out the memtable logs' synced pages, which nothing
+// reads again but a crash's replay (store.Store.ReleaseFilePages finds it;
+// pages_linux.go says why the tables' are not evicted).
 //
 // It lives apart from node/store so that the memory core, its features and
 // the cluster loop, which take a store.KV, link no Badger: the simulator runs

@@ -20,7 +20,8 @@ const (
 )
 
 // ReleaseFilePages unmaps from the process the pages of this KV's tables
-// that reading them mapped, and returns how many bytes
+// that reading them mapped, pages out its memtable logs' synced pages
+// (below), and returns how many bytes
 // of mappings it advised. Badger maps its files; the index rebuild at start
 // reads every record once, and searches map a whole page-cache folio per
 // record read, which would otherwise leave the data set resident (counted
@@ -60,21 +61,21 @@ const (
 // The memtable logs (NNNNN.mem) are handed back too, with MADV_PAGEOUT:
 // Badger writes each through a shared mapping of twice MemTableSize and
 // never reads it again but to replay it after a crash, so a node under
-// writes held each log's written pages resident until the flush deleted
-// it (a sawtooth of up to 8 MiB a log, two logs at a flush: 6.9 MiB of
+// writes held each log's written pages resident until the flush deleted it
+// (a sawtooth of up to 8 MiB a log, two logs at a flush: 6.9 MiB of
 // RssFile after 20 s of one client's saves), and its resident size rose
-// and fell with it (issue 14's soak; doc.go, "Memtable logs", has the figures). The pages
-// Sync wrote are clean, and the advice drops them from the process and
-// from the page cache, which will not read them again; a page still
-// dirty (written since the last Sync) or under writeback stays in the
-// page cache with what it holds (the kernel frees only clean file pages
-// on this advice, and writes none back), so nothing written is lost, and
-// a tail page Badger writes again faults back in (from the disk, if it
-// was clean) first. Unlike MADV_DONTNEED, MADV_PAGEOUT never changes what any memory
-// holds (on an anonymous mapping it can only swap pages out), so a log's
-// range needs no pin: should Badger delete the log and its address range
-// be mapped again by something else between the listing and the advice,
-// the advice costs that memory a page-in at worst.
+// and fell with it (issue 14's soak; doc.go, "Memtable logs", has the
+// figures). The pages Sync wrote are clean, and the advice drops them from
+// the process and from the page cache, which will not read them again; a
+// page still dirty (written since the last Sync) or under writeback stays
+// in the page cache with what it holds (the kernel frees only clean file
+// pages on this advice, and writes none back), so nothing written is lost,
+// and a tail page Badger writes again faults back in (from the disk, if it
+// was clean) first. Unlike MADV_DONTNEED, MADV_PAGEOUT never changes what
+// any memory holds (on an anonymous mapping it can only swap pages out),
+// so a log's range needs no pin: should Badger delete the log and its
+// address range be mapped again by something else between the listing and
+// the advice, the advice costs that memory a page-in at worst.
 func (k *KV) ReleaseFilePages() int64 {
 	if k.dir == "" {
 		return 0
