@@ -21,7 +21,9 @@
 // the active view — a neighbor request, a shuffle reply — goes over a
 // connection opened for it), then closes the connections to
 // Ready.Disconnect, and repairs what Ready.GaveUp lists its own way. It
-// calls Tick regularly, at most IHaveInterval apart.
+// calls Tick regularly, and Flush at the time Due names (or Tick at most
+// IHaveInterval apart): the announcements of a batch and the wants for a
+// payload announced and not received leave on time only then.
 // Until a Tick brings a time that is not zero the node has none (the
 // replica engine's is zero until its own first Tick); what it received
 // or asked before is stamped with that first time, not the zero time,

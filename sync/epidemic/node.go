@@ -106,6 +106,13 @@ type Node struct {
 	rcv     *received
 	missing map[MsgID]*missing
 	order   []missingRef // missing in order of creation; stale refs skipped
+	// missingDue is no later than the earliest deadline in missing (its
+	// exact value after pullMissing, earlier if a payload came since);
+	// zero when nothing is missing. Due reads it.
+	missingDue time.Time
+	// lazyDue is no later than the end of the earliest announcement batch
+	// waiting (exact after Tick and Flush); zero when none waits.
+	lazyDue time.Time
 	seq     uint64
 	// trees holds each origin's tree: which links its payloads are pushed
 	// over (MaxTrees, least recently used dropped).
@@ -259,8 +266,9 @@ func (n *Node) send(to PeerID, m Message) {
 // Tick advances the node's time: announcements are flushed, grafts sent
 // for payloads announced and not received, unanswered neighbor requests
 // given up, the passive view shuffled, the active view refilled, and the
-// caches trimmed. Call it regularly (at most IHaveInterval apart for
-// announcements to leave on time) and before any other input.
+// caches trimmed. Call it regularly and before any other input; between
+// ticks, Flush at Due sends announcements and wants on time (or Tick at
+// most IHaveInterval apart).
 func (n *Node) Tick(now time.Time) {
 	if n.now.IsZero() && !now.IsZero() {
 		n.start(now)
@@ -269,11 +277,7 @@ func (n *Node) Tick(now time.Time) {
 	if len(n.nonActive) > 0 {
 		clear(n.nonActive)
 	}
-	for _, l := range n.active {
-		if len(l.lazy) > 0 && now.Sub(l.lazySince) >= n.cfg.IHaveInterval {
-			n.flushLazy(l)
-		}
-	}
+	n.flushLazies(now)
 	n.pullMissing()
 	n.rcv.trim(now)
 	n.expireRequests()
@@ -289,6 +293,72 @@ func (n *Node) Tick(now time.Time) {
 	n.fill()
 }
 
+// Due is the earliest time a Tick has announcements to flush or a
+// payload to ask for (IHaveInterval after an announcement was queued, a
+// missing payload's GraftTimeout or GraftRetry), zero when nothing waits.
+// A driver that calls Flush then sends them on time whatever its Tick's
+// period.
+func (n *Node) Due() time.Time {
+	var due time.Time
+	earlier := func(t time.Time) {
+		if due.IsZero() || t.Before(due) {
+			due = t
+		}
+	}
+	if !n.lazyDue.IsZero() {
+		earlier(n.lazyDue)
+	}
+	if len(n.missing) > 0 && !n.missingDue.IsZero() {
+		earlier(n.missingDue)
+	}
+	return due
+}
+
+// flushLazies sends the announcement batches whose IHaveInterval is over
+// at now, and sets lazyDue to the end of the next.
+func (n *Node) flushLazies(now time.Time) {
+	n.lazyDue = time.Time{}
+	for _, l := range n.active {
+		if len(l.lazy) == 0 {
+			continue
+		}
+		if now.Sub(l.lazySince) >= n.cfg.IHaveInterval {
+			n.flushLazy(l)
+		} else {
+			n.noteLazy(l.lazySince.Add(n.cfg.IHaveInterval))
+		}
+	}
+}
+
+// noteLazy keeps lazyDue no later than d, the end of a new batch.
+func (n *Node) noteLazy(d time.Time) {
+	if n.lazyDue.IsZero() || d.Before(n.lazyDue) {
+		n.lazyDue = d
+	}
+}
+
+// noteDeadline keeps missingDue no later than d, a missing payload's
+// new deadline.
+func (n *Node) noteDeadline(d time.Time) {
+	if n.missingDue.IsZero() || d.Before(n.missingDue) {
+		n.missingDue = d
+	}
+}
+
+// Flush does what is due at now of what Tick does for payloads: the
+// announcements batched IHaveInterval go out, and the payloads announced
+// and not received past their wait are asked for. The views, the
+// shuffle and the caches wait for Tick. Before the first Tick it does
+// nothing.
+func (n *Node) Flush(now time.Time) {
+	if n.now.IsZero() || now.Before(n.now) {
+		return
+	}
+	n.now = now
+	n.flushLazies(now)
+	n.pullMissing()
+}
+
 // start gives what happened before the node had a time (inputs before
 // the first Tick with a time that is not zero: a driver whose own clock
 // had not started, as the replica engine's before its first Tick) that
@@ -300,8 +370,10 @@ func (n *Node) Tick(now time.Time) {
 // announced then ended at once.
 func (n *Node) start(now time.Time) {
 	n.rcv.restamp(now)
+	n.missingDue = time.Time{}
 	for _, ms := range n.missing {
 		ms.deadline = now.Add(ms.deadline.Sub(time.Time{}))
+		n.noteDeadline(ms.deadline)
 	}
 	for i := range n.pending {
 		n.pending[i].at = now

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -127,7 +128,11 @@ func TestBoundsUnderRandomInput(t *testing.T) {
 		if rng.IntN(10) == 0 {
 			n.Ready()
 		}
+		if rng.IntN(15) == 0 {
+			n.Flush(now.Add(time.Duration(rng.IntN(200)) * time.Millisecond))
+		}
 		checkBounds(t, n, i)
+		checkDue(t, n, i)
 	}
 }
 
@@ -169,6 +174,30 @@ func checkBounds(t *testing.T, n *Node, i int) {
 		if len(tr.eager) > c.ActiveSize {
 			fail("eager links", len(tr.eager), c.ActiveSize)
 		}
+	}
+}
+
+// checkDue fails unless Due is no later than anything owed: an
+// announcement batch's end, a missing payload's deadline (a Due too late
+// would leave a lost push waiting for the next Tick).
+func checkDue(t *testing.T, n *Node, i int) {
+	t.Helper()
+	var owed time.Time
+	earlier := func(d time.Time) {
+		if owed.IsZero() || d.Before(owed) {
+			owed = d
+		}
+	}
+	for _, l := range n.active {
+		if len(l.lazy) > 0 {
+			earlier(l.lazySince.Add(n.cfg.IHaveInterval))
+		}
+	}
+	for _, ms := range n.missing {
+		earlier(ms.deadline)
+	}
+	if due := n.Due(); !owed.IsZero() && (due.IsZero() || due.After(owed)) {
+		t.Fatalf("after message %d: Due %v, but something is owed at %v", i, due, owed)
 	}
 }
 
@@ -487,5 +516,78 @@ func TestReceivedDropsPayloadsBeforeIDs(t *testing.T) {
 	}
 	if want := int(c.PayloadTTL / time.Second); r.bytes != want {
 		t.Fatalf("%d payload bytes held, want %d", r.bytes, want)
+	}
+}
+
+// Due names the time the next announcement or want is owed, and Flush
+// at that time sends it, not a moment before: a driver ticking the views
+// every 250ms still announces IHaveInterval after a payload came and asks
+// for an announced one GraftTimeout after its announcement.
+func TestDueAndFlush(t *testing.T) {
+	n, err := New(Config{Self: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := simEpoch
+	n.Tick(now)
+	if !n.Due().IsZero() {
+		t.Fatalf("Due = %v with nothing waiting; want zero", n.Due())
+	}
+	for _, p := range []PeerID{"b", "c"} {
+		if err := n.Step(p, Message{Kind: KindNeighbor, Priority: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := func() (kinds []Kind) {
+		for n.HasReady() {
+			for _, env := range n.Ready().Messages {
+				kinds = append(kinds, env.Msg.Kind)
+			}
+		}
+		return kinds
+	}
+	sent()
+	// b pushes a payload: c is owed an announcement of it (c may be
+	// eager in b's tree too; prune it so the payload is announced).
+	if err := n.Step("b", Message{Kind: KindGossip, ID: MsgID{1}, Origin: "b", Payload: []byte("p"), Round: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Step("c", Message{Kind: KindPrune, Origin: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	sent()
+	if err := n.Step("b", Message{Kind: KindGossip, ID: MsgID{2}, Origin: "b", Payload: []byte("q"), Round: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sent(); slices.Contains(got, KindIHave) {
+		t.Fatalf("sent %v at once; the announcement waits for its batch", got)
+	}
+	iv := n.Config().IHaveInterval
+	if due := n.Due(); !due.Equal(now.Add(iv)) {
+		t.Fatalf("Due = %v; want the batch's end, %v", due.Sub(now), iv)
+	}
+	n.Flush(now.Add(iv - time.Millisecond))
+	if got := sent(); slices.Contains(got, KindIHave) {
+		t.Fatalf("Flush before Due sent %v", got)
+	}
+	n.Flush(now.Add(iv))
+	if got := sent(); !slices.Contains(got, KindIHave) {
+		t.Fatalf("Flush at Due sent %v; want the IHave", got)
+	}
+	if !n.Due().IsZero() {
+		t.Fatalf("Due = %v after the flush; want zero", n.Due())
+	}
+	// c announces a payload this node lacks: the want is owed
+	// GraftTimeout later.
+	at := now.Add(iv)
+	if err := n.Step("c", Message{Kind: KindIHave, IHave: []Announcement{{ID: MsgID{3}, Round: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if due := n.Due(); !due.Equal(at.Add(n.Config().GraftTimeout)) {
+		t.Fatalf("Due = %v after an announcement; want GraftTimeout (%v) on", due.Sub(at), n.Config().GraftTimeout)
+	}
+	n.Flush(n.Due())
+	if got := sent(); !slices.Contains(got, KindWant) {
+		t.Fatalf("Flush at Due sent %v; want the want", got)
 	}
 }

@@ -1,6 +1,9 @@
 package epidemic
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // tree is one origin's spanning tree as this node sees it: the links its
 // payloads are pushed over. Each origin has its own, so a tree is cut and
@@ -106,6 +109,7 @@ func contains(s []PeerID, p PeerID) bool {
 func (n *Node) announce(l *link, a Announcement) {
 	if len(l.lazy) == 0 {
 		l.lazySince = n.now
+		n.noteLazy(n.now.Add(n.cfg.IHaveInterval))
 	}
 	l.lazy = append(l.lazy, a)
 	if len(l.lazy) >= n.cfg.IHaveMaxBatch {
@@ -175,6 +179,7 @@ func (n *Node) onIHave(from PeerID, anns []Announcement) {
 			n.seq++
 			ms = &missing{seq: n.seq, deadline: n.now.Add(n.cfg.GraftTimeout)}
 			n.missing[a.ID] = ms
+			n.noteDeadline(ms.deadline)
 			n.order = append(n.order, missingRef{a.ID, n.seq})
 		}
 		if len(ms.announcers) < n.cfg.MaxAnnouncers && !contains(ms.announcers, from) {
@@ -225,6 +230,7 @@ func (n *Node) pullMissing() {
 	var to []PeerID
 	var wants map[PeerID][]MsgID // made on the first want
 	live := n.order[:0]
+	n.missingDue = time.Time{}
 	for _, r := range n.order {
 		ms := n.missing[r.id]
 		if ms == nil || ms.seq != r.seq {
@@ -232,6 +238,7 @@ func (n *Node) pullMissing() {
 		}
 		if n.now.Before(ms.deadline) {
 			live = append(live, r)
+			n.noteDeadline(ms.deadline)
 			continue
 		}
 		if len(ms.announcers) == 0 || ms.tries >= n.cfg.GraftTries {
@@ -244,6 +251,7 @@ func (n *Node) pullMissing() {
 		ms.next++
 		ms.tries++
 		ms.deadline = n.now.Add(n.cfg.GraftRetry)
+		n.noteDeadline(ms.deadline)
 		if !contains(ms.asked, p) {
 			ms.asked = append(ms.asked, p)
 		}

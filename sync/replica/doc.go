@@ -438,12 +438,24 @@
 //     refused, and the sync repairs both. Nothing reaches a peer that may
 //     not read the namespace either way.
 //   - A tree's pushes leave at once (in the Step or LocalDelta that made
-//     them), but its announcements and its requests for missing payloads
-//     wait for the engine's Tick, which sync/epidemic wants at most
-//     IHaveInterval (50ms) apart: the node ticks every 500ms and the
-//     simulator every 250ms, so a node whose pushed copy was lost gets
-//     the payload one to three ticks later. Ticking the trees on a timer
-//     of their own is still to do.
+//     them); its announcements and its requests for missing payloads
+//     leave when they are owed, IHaveInterval after a payload came and
+//     GraftTimeout after an announcement of one not here: TreesDue names
+//     the time, FlushTrees sends them. The node's loop checks every
+//     cluster.Config.TreeTick (25ms) between its 500ms ticks, the
+//     simulator flushes each node at the very time (sim/treeflush.go).
+//     Before, they waited for the engine's Tick, and a node whose pushed
+//     copy was lost got the payload one to three ticks later. Measured in
+//     the simulator, go test ./sim -run TestScaleFigures -scale
+//     100/300/0.1 -v, seeds 1–8, before and after side by side: rounds to
+//     99.99% of the holders in link latencies against the epidemic model,
+//     median 2.04 → 1.19× (mean 2.36 → 1.20; every seed lower, 1.04–1.34
+//     after); bytes on the wire against the minimum 2.62 → 2.78 (mean):
+//     a want now goes out more often while the tree's copy is still on a
+//     long path, and its answer is a duplicate. Wall time the same
+//     (medians 2.30 and 2.31 s). With ticks 2s apart (TestTreesFlushBetweenTicks), tracked
+//     updates reach every holder in 287 ms on average against 2,733 ms
+//     without the flushes.
 //   - A relay forwards what it applied: the driver applies a Ready's
 //     deltas (the node: with an fsync) before it sends its messages, and
 //     payloads wait for that (releaseTree). Each hop of a tree therefore

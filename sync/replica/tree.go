@@ -317,6 +317,37 @@ func (e *Engine) tickTrees() {
 	}
 }
 
+// TreesDue is the earliest time a tree owes announcements or wants
+// (epidemic.Node.Due), zero when none does: a driver calls FlushTrees
+// then, so a lost push is repaired without waiting for the next Tick.
+func (e *Engine) TreesDue() time.Time {
+	var due time.Time
+	for _, t := range e.trees {
+		if d := t.node.Due(); !d.IsZero() && (due.IsZero() || d.Before(due)) {
+			due = d
+		}
+	}
+	return due
+}
+
+// FlushTrees sends what the trees owe at now (epidemic.Node.Flush): the
+// announcements whose batch is over and the wants for payloads announced
+// and not received in time. Everything else waits for Tick.
+func (e *Engine) FlushTrees(now time.Time) {
+	if now.Before(e.now) {
+		return
+	}
+	e.now = now
+	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
+		t := e.trees[ns]
+		if d := t.node.Due(); d.IsZero() || now.Before(d) {
+			continue
+		}
+		t.node.Flush(now)
+		e.drainTree(t, nil)
+	}
+}
+
 // errAltered marks the checks of a relayed delta no honest relay lets
 // through: the relay altered the bytes.
 var errAltered = errors.New("replica: relayed delta altered")

@@ -666,3 +666,59 @@ func TestTreeMadeWhenNamespaceFirstHeld(t *testing.T) {
 		t.Fatal("n15 lacks a write made over the tree after it joined")
 	}
 }
+
+// A push lost on its way is repaired by the trees' flushes alone, at the
+// times TreesDue names, with no Tick: the announcement reaches the node
+// that missed the delta once its batch is over, and its want goes out
+// GraftTimeout later, without waiting for the engine's next tick.
+func TestTreeFlushRepairsLostPushWithoutTick(t *testing.T) {
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 8)
+	for i := range 3 { // n0's tree settles
+		c.write(0, "team://a", "m0", "title", fmt.Sprintf("v%d", i))
+		c.settle(time.Second)
+	}
+	victim := c.nodes[5].id
+	// Every push to the victim is lost until it asks for the delta.
+	lost, asked := 0, false
+	c.drop = func(from, to PeerID, m *wire.Message) bool {
+		if from == victim && m.Kind == wire.KindTree && m.Tree.Kind == uint8(epidemic.KindWant) {
+			asked = true
+		}
+		if !asked && to == victim && m.Kind == wire.KindTree && isPayload(m) {
+			lost++
+			return true
+		}
+		return false
+	}
+	c.write(0, "team://a", "m1", "title", "second")
+	c.pump(50)
+	if lost == 0 || c.converged("team://a") {
+		t.Fatalf("%d pushes to the victim lost, converged %v; want one lost and the victim without the delta", lost, c.converged("team://a"))
+	}
+	start := c.now
+	for range 100 {
+		var due time.Time
+		for _, nd := range c.nodes {
+			if d := nd.eng.TreesDue(); !d.IsZero() && (due.IsZero() || d.Before(due)) {
+				due = d
+			}
+		}
+		if due.IsZero() || c.converged("team://a") {
+			break
+		}
+		if due.After(c.now) {
+			c.now = due
+		}
+		for _, nd := range c.nodes {
+			nd.eng.FlushTrees(c.now)
+		}
+		c.pump(50)
+	}
+	if !c.converged("team://a") {
+		t.Fatalf("the lost push was not repaired by the trees' flushes (%v of flushes)", c.now.Sub(start))
+	}
+	cfg := c.byID(victim).eng.trees["team://a"].node.Config()
+	if took, bound := c.now.Sub(start), cfg.IHaveInterval+cfg.GraftTimeout+cfg.GraftRetry; took > bound {
+		t.Fatalf("repaired after %v of flushes; want within one batch and one wait (%v)", took, bound)
+	}
+}
