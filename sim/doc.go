@@ -18,7 +18,8 @@
 //
 // # What runs
 //
-// Events (frame deliveries, loop ticks every TickInterval, workload ops,
+// Events (frame deliveries, loop ticks every TickInterval, the flushes a
+// node's broadcast trees owe between ticks (treeflush.go), workload ops,
 // faults) are popped from a heap ordered by (virtual time, sequence). A
 // node's loop (cluster.Stepped) takes each input — a frame (Deliver, with
 // the sender's key, as the transport authenticates it), a tick, a

@@ -28,6 +28,7 @@ type evKind uint8
 const (
 	evDeliver evKind = iota
 	evTick
+	evTrees // a node's trees owe announcements or wants (treeflush.go)
 	evOp
 	evFault
 	evCheck
@@ -134,10 +135,12 @@ type Sim struct {
 	// the nodes' outboxes), the nodes with events in it, the merge's
 	// order, and the figures.
 	inWindow bool
-	pool     *pool // while Run runs
-	active   []*simNode
-	refs     []outRef
-	win      WindowStats
+	// winEnd and winLimit bound the window being run (treeflush.go).
+	winEnd, winLimit time.Duration
+	pool             *pool // while Run runs
+	active           []*simNode
+	refs             []outRef
+	win              WindowStats
 }
 
 type counters struct {

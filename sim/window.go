@@ -230,7 +230,7 @@ func (s *Sim) Run() *Report {
 		if e.at > limit {
 			break
 		}
-		if e.kind == evDeliver || e.kind == evTick {
+		if e.kind == evDeliver || e.kind == evTick || e.kind == evTrees {
 			s.window(p, limit)
 			continue
 		}
@@ -283,16 +283,19 @@ func (s *Sim) window(p *pool, limit time.Duration) {
 	events := 0
 	for s.q.Len() > 0 {
 		e := s.q[0]
-		if e.at >= end || e.at > limit || e.kind != evDeliver && e.kind != evTick {
+		if e.at >= end || e.at > limit || e.kind != evDeliver && e.kind != evTick && e.kind != evTrees {
 			break
 		}
 		heap.Pop(&s.q)
 		s.now = e.at
 		events++
-		if e.kind == evDeliver {
+		switch e.kind {
+		case evDeliver:
 			s.pending--
-		} else { // the node's next tick, whether it is up or not
+		case evTick: // the node's next tick, whether it is up or not
 			s.schedule(&event{at: e.at + s.cfg.TickInterval, kind: evTick, node: e.node})
+		case evTrees:
+			s.treesPopped(e)
 		}
 		n := s.nodes[e.node]
 		if len(n.evs) == 0 {
@@ -306,10 +309,12 @@ func (s *Sim) window(p *pool, limit time.Duration) {
 	slices.SortStableFunc(active, func(a, b *simNode) int { return cmp.Compare(len(b.evs), len(a.evs)) })
 	t1 := time.Now()
 	s.inWindow = true
+	s.winEnd, s.winLimit = end, limit
 	if p.run(active, s.runNode) {
 		s.win.Parallel++
 	}
 	s.inWindow = false
+	s.scheduleOwed(active)
 	t2 := time.Now()
 	var busy, longest time.Duration
 	for _, n := range active {
@@ -336,8 +341,10 @@ func (s *Sim) runNode(n *simNode) {
 	start := time.Now()
 	defer func() { n.busy = time.Since(start) }()
 	for i, e := range n.evs {
+		s.flushTrees(n, e.at)
 		n.now = e.at
 		switch {
+		case e.kind == evTrees: // flushed above
 		case e.kind == evDeliver:
 			s.deliver(n, e)
 		case n.up:
@@ -351,6 +358,8 @@ func (s *Sim) runNode(n *simNode) {
 		n.evs[i] = nil
 	}
 	n.evs = n.evs[:0]
+	s.flushTrees(n, s.winEnd-1)
+	n.owedAt, n.owedSet = s.treesDue(n)
 }
 
 // merge applies the window's outbox items in (time, node, order) order.

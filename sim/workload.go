@@ -99,6 +99,7 @@ func (s *Sim) run(n *simNode, fn func(ctx context.Context) error) error {
 		return fmt.Errorf("sim: the node died in the middle of the write: %w", err)
 	}
 	n.loop.Pump()
+	s.noteTrees(n)
 	return err
 }
 

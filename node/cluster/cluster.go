@@ -175,6 +175,8 @@ func (c *Cluster) run() {
 	defer c.wg.Done()
 	t := c.cfg.Clock.NewTicker(c.cfg.Tick)
 	defer t.Stop()
+	trees := c.cfg.Clock.NewTicker(c.cfg.TreeTick)
+	defer trees.Stop()
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -191,6 +193,8 @@ func (c *Cluster) run() {
 			fn()
 		case <-t.C():
 			c.tick()
+		case <-trees.C():
+			c.flushTrees()
 		}
 		c.act()
 	}

@@ -20,15 +20,19 @@ import (
 
 // Config configures a node's replication. Zero fields take the defaults noted.
 type Config struct {
-	Service    *memory.Service
-	Identity   acl.Identity
-	Agents     func() []namespace.Address // the node's local principals, advertised in gossip; default the service's owner
-	Engine     replica.Config             // queue bounds and timings (Self/Replica are filled in)
-	Tick       time.Duration              // engine tick, in Clock time; default 500ms (Start only)
-	LocalQueue int                        // local deltas waiting for the loop; default 4096
-	SendQueue  int                        // frames waiting per peer; default 256 (Start only)
-	Logger     *slog.Logger               // default: discard
-	Clock      Clock                      // default: the wall clock (Start); required by NewStepped
+	Service  *memory.Service
+	Identity acl.Identity
+	Agents   func() []namespace.Address // the node's local principals, advertised in gossip; default the service's owner
+	Engine   replica.Config             // queue bounds and timings (Self/Replica are filled in)
+	Tick     time.Duration              // engine tick, in Clock time; default 500ms (Start only)
+	// TreeTick is how often the loop sends what the broadcast trees owe
+	// (announcements, wants for lost pushes: replica.Engine.FlushTrees)
+	// between ticks; default 25ms (Start only).
+	TreeTick   time.Duration
+	LocalQueue int          // local deltas waiting for the loop; default 4096
+	SendQueue  int          // frames waiting per peer; default 256 (Start only)
+	Logger     *slog.Logger // default: discard
+	Clock      Clock        // default: the wall clock (Start); required by NewStepped
 	// Codec encodes and decodes the loop's frames; default a new
 	// wire.NewCodec(0). Loops in one process may share one (a Codec is safe
 	// for concurrent use, and its output does not depend on what it
@@ -283,6 +287,9 @@ func newLoop(cfg Config, drv driver) (*loop, error) {
 	if cfg.Tick <= 0 {
 		cfg.Tick = 500 * time.Millisecond
 	}
+	if cfg.TreeTick <= 0 {
+		cfg.TreeTick = 25 * time.Millisecond
+	}
 	if cfg.LocalQueue <= 0 {
 		cfg.LocalQueue = 4096
 	}
@@ -459,6 +466,14 @@ func (l *loop) tick() {
 	}
 	l.askBindingsAgain(now)
 	l.discoverReaders(now)
+}
+
+// flushTrees sends what the trees owe now, if they owe anything.
+func (l *loop) flushTrees() {
+	now := l.cfg.Clock.Now()
+	if due := l.eng.TreesDue(); !due.IsZero() && !now.Before(due) {
+		l.eng.FlushTrees(now)
+	}
 }
 
 // act drives the engine's outputs as the replica package's loop contract

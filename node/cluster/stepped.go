@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/namespace"
@@ -154,6 +155,16 @@ func SortMembers(ms []Sighting) { slices.SortStableFunc(ms, byNodeID) }
 // bindings to members not yet heard from (and every BindingsInterval
 // the digest to a few that may not hold the same).
 func (s *Stepped) Tick() { s.step(s.tick) }
+
+// TreesDue is when the broadcast trees next owe announcements or wants
+// (replica.Engine.TreesDue), in Config.Clock time; zero when they owe
+// none. A Cluster checks every Config.TreeTick; a stepped loop's caller
+// calls FlushTrees then.
+func (s *Stepped) TreesDue() time.Time { return s.eng.TreesDue() }
+
+// FlushTrees sends what the trees owe at Config.Clock's now, as a
+// Cluster does every Config.TreeTick.
+func (s *Stepped) FlushTrees() { s.step(s.flushTrees) }
 
 // Pump takes the local deltas waiting and sends what they make.
 func (s *Stepped) Pump() { s.step(nil) }
