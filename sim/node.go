@@ -60,10 +60,9 @@ type simNode struct {
 	dropped uint64
 	busy    time.Duration // wall time its worker ran its events of the window
 
-	// The node's evTrees event in the queue, if treesSet (treeflush.go),
-	// and the one its worker found owed past the window, if owedSet.
-	treesAt, owedAt   time.Duration
-	treesSet, owedSet bool
+	// The node's evTrees event in the queue, if treesSet (treeflush.go).
+	treesAt  time.Duration
+	treesSet bool
 }
 
 func (s *Sim) newNode(i int) (*simNode, error) {

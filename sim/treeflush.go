@@ -53,14 +53,13 @@ func (s *Sim) owe(n *simNode, at time.Duration) {
 	s.schedule(&event{at: at, kind: evTrees, node: n.idx})
 }
 
-// scheduleOwed queues, after a window, the flushes its nodes found owed
-// past it.
+// scheduleOwed queues, after a window, the flushes its nodes owe past
+// it (what they owe within it, their workers ran).
 func (s *Sim) scheduleOwed(active []*simNode) {
 	for _, n := range active {
-		if n.owedSet && n.owedAt >= s.winEnd {
-			s.owe(n, n.owedAt)
+		if d, ok := s.treesDue(n); ok && d >= s.winEnd {
+			s.owe(n, d)
 		}
-		n.owedSet = false
 	}
 }
 

@@ -359,7 +359,6 @@ func (s *Sim) runNode(n *simNode) {
 	}
 	n.evs = n.evs[:0]
 	s.flushTrees(n, s.winEnd-1)
-	n.owedAt, n.owedSet = s.treesDue(n)
 }
 
 // merge applies the window's outbox items in (time, node, order) order.

@@ -295,9 +295,10 @@
 // that may read it at that moment. Holding back a delta until what it
 // depends on arrives stays the engine's; what a tree gives up
 // (GraftTries, MaxMissing) or never hears of, anti-entropy repairs. The
-// engine drives the Nodes itself (Tick with its own, PeerFailed for
-// members that leave or restart and for peers the node's transport failed
-// to reach, Hint with the readers), so the cluster loop and the simulator
+// engine drives the Nodes itself (Tick with its own, Flush when Due,
+// PeerFailed for members that leave or restart and for peers the node's
+// transport failed to reach, Hint with the readers), so the cluster loop
+// and the simulator
 // carry the trees' messages as frames like any other; opening and closing
 // connections by the active view is still to do.
 package epidemic

@@ -299,19 +299,18 @@ func (n *Node) Tick(now time.Time) {
 // A driver that calls Flush then sends them on time whatever its Tick's
 // period.
 func (n *Node) Due() time.Time {
-	var due time.Time
-	earlier := func(t time.Time) {
-		if due.IsZero() || t.Before(due) {
-			due = t
-		}
+	if len(n.missing) == 0 {
+		return n.lazyDue
 	}
-	if !n.lazyDue.IsZero() {
-		earlier(n.lazyDue)
+	return earlier(n.lazyDue, n.missingDue)
+}
+
+// earlier is the earlier of a and b, zero standing for none.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
 	}
-	if len(n.missing) > 0 && !n.missingDue.IsZero() {
-		earlier(n.missingDue)
-	}
-	return due
+	return a
 }
 
 // flushLazies sends the announcement batches whose IHaveInterval is over
@@ -325,23 +324,8 @@ func (n *Node) flushLazies(now time.Time) {
 		if now.Sub(l.lazySince) >= n.cfg.IHaveInterval {
 			n.flushLazy(l)
 		} else {
-			n.noteLazy(l.lazySince.Add(n.cfg.IHaveInterval))
+			n.lazyDue = earlier(n.lazyDue, l.lazySince.Add(n.cfg.IHaveInterval))
 		}
-	}
-}
-
-// noteLazy keeps lazyDue no later than d, the end of a new batch.
-func (n *Node) noteLazy(d time.Time) {
-	if n.lazyDue.IsZero() || d.Before(n.lazyDue) {
-		n.lazyDue = d
-	}
-}
-
-// noteDeadline keeps missingDue no later than d, a missing payload's
-// new deadline.
-func (n *Node) noteDeadline(d time.Time) {
-	if n.missingDue.IsZero() || d.Before(n.missingDue) {
-		n.missingDue = d
 	}
 }
 
@@ -373,7 +357,7 @@ func (n *Node) start(now time.Time) {
 	n.missingDue = time.Time{}
 	for _, ms := range n.missing {
 		ms.deadline = now.Add(ms.deadline.Sub(time.Time{}))
-		n.noteDeadline(ms.deadline)
+		n.missingDue = earlier(n.missingDue, ms.deadline)
 	}
 	for i := range n.pending {
 		n.pending[i].at = now

@@ -177,6 +177,23 @@ func checkBounds(t *testing.T, n *Node, i int) {
 	}
 }
 
+// linkedNode is node "a" ticked at simEpoch with peers in its active
+// view (each asked for a place with priority), and that time.
+func linkedNode(t *testing.T, peers ...PeerID) (*Node, time.Time) {
+	t.Helper()
+	n, err := New(Config{Self: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Tick(simEpoch)
+	for _, p := range peers {
+		if err := n.Step(p, Message{Kind: KindNeighbor, Priority: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n, simEpoch
+}
+
 // checkDue fails unless Due is no later than anything owed: an
 // announcement batch's end, a missing payload's deadline (a Due too late
 // would leave a lost push waiting for the next Tick).
@@ -303,12 +320,7 @@ func TestReceivedBeforeFirstTickKept(t *testing.T) {
 // and reported in Ready.GaveUp with its announcer, for the application's
 // repair.
 func TestGaveUpReported(t *testing.T) {
-	n, err := New(Config{Self: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := simEpoch
-	n.Tick(now)
+	n, now := linkedNode(t)
 	id := MsgID{1}
 	if err := n.Step("b", Message{Kind: KindIHave, IHave: []Announcement{{ID: id, Round: 1}}}); err != nil {
 		t.Fatal(err)
@@ -524,19 +536,9 @@ func TestReceivedDropsPayloadsBeforeIDs(t *testing.T) {
 // every 250ms still announces IHaveInterval after a payload came and asks
 // for an announced one GraftTimeout after its announcement.
 func TestDueAndFlush(t *testing.T) {
-	n, err := New(Config{Self: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := simEpoch
-	n.Tick(now)
+	n, now := linkedNode(t, "b", "c")
 	if !n.Due().IsZero() {
 		t.Fatalf("Due = %v with nothing waiting; want zero", n.Due())
-	}
-	for _, p := range []PeerID{"b", "c"} {
-		if err := n.Step(p, Message{Kind: KindNeighbor, Priority: true}); err != nil {
-			t.Fatal(err)
-		}
 	}
 	sent := func() (kinds []Kind) {
 		for n.HasReady() {

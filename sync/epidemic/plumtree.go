@@ -109,7 +109,7 @@ func contains(s []PeerID, p PeerID) bool {
 func (n *Node) announce(l *link, a Announcement) {
 	if len(l.lazy) == 0 {
 		l.lazySince = n.now
-		n.noteLazy(n.now.Add(n.cfg.IHaveInterval))
+		n.lazyDue = earlier(n.lazyDue, n.now.Add(n.cfg.IHaveInterval))
 	}
 	l.lazy = append(l.lazy, a)
 	if len(l.lazy) >= n.cfg.IHaveMaxBatch {
@@ -179,7 +179,7 @@ func (n *Node) onIHave(from PeerID, anns []Announcement) {
 			n.seq++
 			ms = &missing{seq: n.seq, deadline: n.now.Add(n.cfg.GraftTimeout)}
 			n.missing[a.ID] = ms
-			n.noteDeadline(ms.deadline)
+			n.missingDue = earlier(n.missingDue, ms.deadline)
 			n.order = append(n.order, missingRef{a.ID, n.seq})
 		}
 		if len(ms.announcers) < n.cfg.MaxAnnouncers && !contains(ms.announcers, from) {
@@ -238,7 +238,7 @@ func (n *Node) pullMissing() {
 		}
 		if n.now.Before(ms.deadline) {
 			live = append(live, r)
-			n.noteDeadline(ms.deadline)
+			n.missingDue = earlier(n.missingDue, ms.deadline)
 			continue
 		}
 		if len(ms.announcers) == 0 || ms.tries >= n.cfg.GraftTries {
@@ -251,7 +251,7 @@ func (n *Node) pullMissing() {
 		ms.next++
 		ms.tries++
 		ms.deadline = n.now.Add(n.cfg.GraftRetry)
-		n.noteDeadline(ms.deadline)
+		n.missingDue = earlier(n.missingDue, ms.deadline)
 		if !contains(ms.asked, p) {
 			ms.asked = append(ms.asked, p)
 		}

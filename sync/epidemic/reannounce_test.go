@@ -10,17 +10,7 @@ import (
 // sent nor broadcast and that were received here, and only those; a peer
 // outside the active view is announced nothing.
 func TestReannounce(t *testing.T) {
-	n, err := New(Config{Self: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := simEpoch
-	n.Tick(now)
-	for _, p := range []PeerID{"b", "c"} {
-		if err := n.Step(p, Message{Kind: KindNeighbor, Priority: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n, now := linkedNode(t, "b", "c")
 	fromB, byB, fromC, unknown := MsgID{1}, MsgID{2}, MsgID{3}, MsgID{4}
 	step := func(from PeerID, id MsgID, origin PeerID) {
 		t.Helper()
