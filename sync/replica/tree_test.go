@@ -695,15 +695,30 @@ func TestTreeFlushRepairsLostPushWithoutTick(t *testing.T) {
 	if lost == 0 || c.converged("team://a") {
 		t.Fatalf("%d pushes to the victim lost, converged %v; want one lost and the victim without the delta", lost, c.converged("team://a"))
 	}
+	took, ok := c.flushTreesUntil("team://a", 100)
+	if !ok {
+		t.Fatalf("the lost push was not repaired by the trees' flushes (%v of flushes)", took)
+	}
+	cfg := c.byID(victim).eng.trees["team://a"].node.Config()
+	if bound := cfg.IHaveInterval + cfg.GraftTimeout + cfg.GraftRetry; took > bound {
+		t.Fatalf("repaired after %v of flushes; want within one batch and one wait (%v)", took, bound)
+	}
+}
+
+// flushTreesUntil drives the cluster by the trees' flushes alone, never a
+// Tick: the clock jumps to the earliest TreesDue, every node flushes, the
+// frames are pumped, at most rounds times or until ns converges. It
+// reports the virtual time the flushes took and whether ns converged.
+func (c *cluster) flushTreesUntil(ns string, rounds int) (time.Duration, bool) {
 	start := c.now
-	for range 100 {
+	for range rounds {
 		var due time.Time
 		for _, nd := range c.nodes {
 			if d := nd.eng.TreesDue(); !d.IsZero() && (due.IsZero() || d.Before(due)) {
 				due = d
 			}
 		}
-		if due.IsZero() || c.converged("team://a") {
+		if due.IsZero() || c.converged(ns) {
 			break
 		}
 		if due.After(c.now) {
@@ -714,11 +729,35 @@ func TestTreeFlushRepairsLostPushWithoutTick(t *testing.T) {
 		}
 		c.pump(50)
 	}
-	if !c.converged("team://a") {
-		t.Fatalf("the lost push was not repaired by the trees' flushes (%v of flushes)", c.now.Sub(start))
+	return c.now.Sub(start), c.converged(ns)
+}
+
+// A node that every copy of a payload misses, pushed or pulled, gives it
+// up after its last want; the digest sync with an announcer that repairs
+// it leaves from that very flush, not at the next Tick (none comes here).
+func TestTreeFlushSendsGiveUpRepairWithoutTick(t *testing.T) {
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 8)
+	for i := range 3 { // n0's tree settles
+		c.write(0, "team://a", "m0", "title", fmt.Sprintf("v%d", i))
+		c.settle(time.Second)
 	}
+	victim := c.nodes[5].id
+	wants, asked := 0, false
+	c.drop = func(from, to PeerID, m *wire.Message) bool {
+		if from == victim && m.Kind == wire.KindTree && m.Tree.Kind == uint8(epidemic.KindWant) {
+			wants++
+		}
+		if from == victim && m.Kind == wire.KindSyncRequest {
+			asked = true
+		}
+		return to == victim && m.Kind == wire.KindTree && isPayload(m)
+	}
+	c.write(0, "team://a", "m1", "title", "second")
+	c.pump(50)
+	took, ok := c.flushTreesUntil("team://a", 100)
 	cfg := c.byID(victim).eng.trees["team://a"].node.Config()
-	if took, bound := c.now.Sub(start), cfg.IHaveInterval+cfg.GraftTimeout+cfg.GraftRetry; took > bound {
-		t.Fatalf("repaired after %v of flushes; want within one batch and one wait (%v)", took, bound)
+	if !ok || !asked || wants < cfg.GraftTries {
+		t.Fatalf("after %v of flushes: converged %v, the victim sent %d wants (tries %d) and a sync request %v; want every want lost, then a sync that repairs it",
+			took, ok, wants, cfg.GraftTries, asked)
 	}
 }
