@@ -250,9 +250,24 @@ func (l *loop) discoverReaders(now time.Time) {
 	if !l.onDemand() {
 		return
 	}
-	var all, sparse []namespace.Address
+	names := (storeState{l.svc}).Namespaces()
+	if len(names) == 0 {
+		return
+	}
 	var held []byte
-	for _, ns := range (storeState{l.svc}).Namespaces() {
+	for _, ns := range names {
+		held = append(append(held, ns...), 0)
+	}
+	l.knownMu.RLock()
+	nb := len(l.bindingEncs)
+	l.knownMu.RUnlock()
+	key := walkKey{members: l.membersGen, policy: l.svc.Policy(), bindings: nb, held: string(held)}
+	if key == l.demand.walked && now.Before(l.demand.next) {
+		return // the same walk as last time, not yet due again: nothing parsed
+	}
+	l.demand.walked, l.demand.next = key, now.Add(readerHintRetry)
+	var all, sparse []namespace.Address
+	for _, ns := range names {
 		a, err := namespace.Parse(ns)
 		if err != nil {
 			continue
@@ -261,19 +276,7 @@ func (l *loop) discoverReaders(now time.Time) {
 		if a.Kind != namespace.KindProject {
 			sparse = append(sparse, a)
 		}
-		held = append(append(held, ns...), 0)
 	}
-	if len(all) == 0 {
-		return
-	}
-	l.knownMu.RLock()
-	nb := len(l.bindingEncs)
-	l.knownMu.RUnlock()
-	key := walkKey{members: l.membersGen, policy: l.svc.Policy(), bindings: nb, held: string(held)}
-	if key == l.demand.walked && now.Before(l.demand.next) {
-		return
-	}
-	l.demand.walked, l.demand.next = key, now.Add(readerHintRetry)
 	// The signers no refused delta pulled (their records came in a delta
 	// another member wrote, or were stored before).
 	var signers map[crdt.ReplicaID]bool
