@@ -127,7 +127,7 @@
 // each distinct signature verified once by the real code; and one copy
 // of each relayed delta's bytes that the nodes' broadcast trees keep to
 // answer grafts (replica.Config.Payloads, payloads.go: the same immutable
-// bytes, named by their SHA-256, at every holder; each node's tree keeps
+// bytes, named by half their SHA-256 (wire.RelayID), at every holder; each node's tree keeps
 // its own entry, round, sender and timers). Since issue 14, also what
 // every node holds once per other node, which made the whole N² (see "A
 // thousand nodes"): one copy of each acl record the nodes' books hold

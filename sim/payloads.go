@@ -4,12 +4,13 @@ import (
 	"sync"
 
 	"github.com/mnemohq/mnemo/sync/replica"
+	"github.com/mnemohq/mnemo/sync/wire"
 )
 
 // payloadTable is the simulation's one copy of each relayed delta's bytes
 // (replica.Config.Payloads): every holder of a namespace keeps each
 // payload of its tree for epidemic.Config.PayloadTTL to answer grafts,
-// the very same immutable bytes (their id is their SHA-256), so 100 nodes
+// the very same immutable bytes (their id is half their SHA-256, wire.RelayID), so 100 nodes
 // held 100 copies (at 100 nodes × 10k ops, 133 MB of a live heap of
 // 908 MB at the end). It keeps the latest payloadTableMax ids, first in
 // first out; an older payload arriving again is kept anew. Its bytes are
@@ -19,8 +20,8 @@ import (
 // copy is kept.
 type payloadTable struct {
 	mu   sync.Mutex
-	m    map[[32]byte][]byte
-	ring [][32]byte // the ids kept, oldest at next once full
+	m    map[[wire.TreeIDSize]byte][]byte
+	ring [][wire.TreeIDSize]byte // the ids kept, oldest at next once full
 	next int
 }
 
@@ -30,12 +31,12 @@ type payloadTable struct {
 const payloadTableMax = 1 << 14
 
 func newPayloadTable() *payloadTable {
-	return &payloadTable{m: make(map[[32]byte][]byte)}
+	return &payloadTable{m: make(map[[wire.TreeIDSize]byte][]byte)}
 }
 
 var _ replica.PayloadTable = (*payloadTable)(nil)
 
-func (t *payloadTable) Intern(id [32]byte, payload []byte) []byte {
+func (t *payloadTable) Intern(id [wire.TreeIDSize]byte, payload []byte) []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if b, ok := t.m[id]; ok {

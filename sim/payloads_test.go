@@ -1,18 +1,19 @@
 package sim
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"testing"
+
+	"github.com/mnemohq/mnemo/sync/wire"
 )
 
 // TestPayloadTable: one copy per id while the id is among the latest
 // payloadTableMax, read-only to an append, and the table bounded.
 func TestPayloadTable(t *testing.T) {
 	tab := newPayloadTable()
-	payload := func(i int) ([32]byte, []byte) {
+	payload := func(i int) ([wire.TreeIDSize]byte, []byte) {
 		b := binary.BigEndian.AppendUint64(make([]byte, 0, 64), uint64(i))
-		return sha256.Sum256(b), b
+		return wire.RelayID(b), b
 	}
 	id, first := payload(0)
 	kept := tab.Intern(id, first)

@@ -78,7 +78,7 @@ type relayState struct {
 	counts  RelayAttacks
 	// drops: per receiver, the payloads a hostile relay dropped on their
 	// way to it that no other member has sent it since.
-	drops map[int]map[[32]byte]bool
+	drops map[int]map[[wire.TreeIDSize]byte]bool
 }
 
 // hostileRelay is one member's tampering with one namespace's tree.
@@ -128,7 +128,7 @@ func (s *Sim) armRelay(n *simNode, j int) {
 // its context then (what alterRelayed widens a context with).
 type relayRead struct {
 	m   *wire.Message // nil: not one payload of gossip, nothing to tamper with
-	id  [32]byte
+	id  [wire.TreeIDSize]byte
 	ctx *crdt.Context
 }
 
@@ -199,10 +199,10 @@ func (s *Sim) relayFrame(from *simNode, to int, frame []byte, it *outItem) []byt
 	}
 	if h.drop {
 		if s.relay.drops == nil {
-			s.relay.drops = map[int]map[[32]byte]bool{}
+			s.relay.drops = map[int]map[[wire.TreeIDSize]byte]bool{}
 		}
 		if s.relay.drops[to] == nil {
-			s.relay.drops[to] = map[[32]byte]bool{}
+			s.relay.drops[to] = map[[wire.TreeIDSize]byte]bool{}
 		}
 		s.relay.drops[to][id] = true
 		s.relay.counts.Dropped++

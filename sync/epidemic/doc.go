@@ -158,7 +158,8 @@
 // delivered again: the application's apply must be idempotent (a CRDT join
 // is).
 //
-// What an id costs while it is remembered (cache.go): a 56-byte entry in a
+// What an id costs while it is remembered (cache.go): a 40-byte entry (56
+// while ids were a whole SHA-256 rather than half of one) in a
 // block of 32 (its time an offset, its sender and origin numbers in a
 // table of the peers named, rebuilt from the entries when it doubles), a
 // 16-byte slot of the map from its first 8 bytes, and while its payload is
@@ -286,8 +287,8 @@
 // default 8; mnemo node keeps direct sends unless --tree-threshold is
 // given) to a Node per namespace instead: sync/replica/tree.go, whose
 // doc.go ("Trees") records how. In short: the payload is the author's
-// signed live delta with the author's node id, its MsgID the SHA-256 of
-// those bytes (wire.RelayID) and its Origin the author; relays forward the
+// signed live delta with the author's node id, its MsgID the first half
+// of the SHA-256 of those bytes (wire.RelayID) and its Origin the author; relays forward the
 // bytes unchanged, and each node checks a relayed delta against its author
 // (signature, seals, only the author's writes, the author may write)
 // before Step, so it relays only what it would apply. The overlay is made

@@ -11,8 +11,9 @@ import (
 type PeerID string
 
 // MsgID names a broadcast. It is opaque here; the integration uses the
-// SHA-256 of the author-signed delta, so equal ids mean equal payloads.
-type MsgID [32]byte
+// first 16 bytes of the SHA-256 of the author-signed delta
+// (wire.RelayID), so equal ids mean equal payloads.
+type MsgID [16]byte
 
 func (id MsgID) String() string { return hex.EncodeToString(id[:4]) }
 

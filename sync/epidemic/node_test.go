@@ -399,7 +399,7 @@ func TestReceivedIDsSharingTheirFirstBytes(t *testing.T) {
 	c.withDefaults()
 	r := newReceived(&c)
 	at := time.Unix(1_800_000_000, 0)
-	idOf := func(i int) MsgID { return MsgID{byte(i % 3), 8: byte(i), 9: byte(i >> 8), 31: 1} } // three prefixes
+	idOf := func(i int) MsgID { return MsgID{byte(i % 3), 8: byte(i), 9: byte(i >> 8), 15: 1} } // three prefixes
 	const total = 1000
 	for i := range total {
 		if r.get(idOf(i)) != nil {

@@ -270,9 +270,10 @@
 //
 //   - The payload is the author's live delta signed as for a direct send
 //     (KindDeltas) with the author's node id (which the signature does
-//     not name); its id is the SHA-256 of its canonical bytes
-//     (wire.NamespaceDelta.RelayBytes), computed by every receiver, never
-//     read from the wire. Relays forward the bytes unchanged.
+//     not name); its id is the first 16 bytes of the SHA-256 of its
+//     canonical bytes (wire.NamespaceDelta.RelayBytes, wire.RelayID),
+//     computed by every receiver, never read from the wire. Relays
+//     forward the bytes unchanged.
 //   - A relayed delta is checked against its author ("Checks on arrival")
 //     before the tree steps it, so a node relays only what it would apply.
 //     A relay whose bytes fail a check no honest relay lets through

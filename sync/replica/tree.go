@@ -33,7 +33,7 @@ const DefaultTreeThreshold = 8
 // goroutine only; a table shared by several engines stepped on different
 // goroutines must be safe for concurrent use.
 type PayloadTable interface {
-	Intern(id [32]byte, payload []byte) []byte
+	Intern(id [wire.TreeIDSize]byte, payload []byte) []byte
 }
 
 // TreeStats are the engine's counters of its broadcast trees.

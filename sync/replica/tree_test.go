@@ -129,7 +129,7 @@ func TestTreeAlteringRelayDroppedNotForwarded(t *testing.T) {
 			const n = 16
 			c := treeCluster(t, n, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 5)
 			mallory := c.nodes[n-1].id
-			genuine := map[[32]byte]bool{}
+			genuine := map[[wire.TreeIDSize]byte]bool{}
 			altered := 0
 			c.alter = func(from, to PeerID, m *wire.Message) *wire.Message {
 				if m.Kind != wire.KindTree || len(m.Deltas) != 1 {

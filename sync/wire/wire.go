@@ -175,12 +175,21 @@ type Announcement struct {
 	Round    int
 }
 
-// TreeIDSize is the size of a relayed delta's id: a SHA-256.
-const TreeIDSize = 32
+// TreeIDSize is the size of a relayed delta's id: the first half of a
+// SHA-256. Ids travel in every announcement, want and graft (a third of
+// an announcement frame's bytes at 32), and 128 bits keep them apart:
+// finding two deltas of one id takes ~2^64 hashes, and would only keep
+// the second off the trees (a duplicate to whoever holds the first),
+// which the dots' digest sync repairs.
+const TreeIDSize = 16
 
-// RelayID is the id of the relayed delta whose RelayBytes are b: their
-// SHA-256. A receiver derives it; it never travels as the delta's name.
-func RelayID(b []byte) [TreeIDSize]byte { return sha256.Sum256(b) }
+// RelayID is the id of the relayed delta whose RelayBytes are b: the
+// first TreeIDSize bytes of their SHA-256. A receiver derives it; it
+// never travels as the delta's name.
+func RelayID(b []byte) [TreeIDSize]byte {
+	sum := sha256.Sum256(b)
+	return [TreeIDSize]byte(sum[:TreeIDSize])
+}
 
 // RelayBytes is the canonical encoding of a relayed live delta: its
 // namespace, From, delta, signature and author. A tree names the delta by

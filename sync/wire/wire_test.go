@@ -352,7 +352,8 @@ func TestTreeMessages(t *testing.T) {
 	bad := map[string]*Message{
 		"no overlay":      {Kind: KindTree, Tree: &Tree{Kind: 2}},
 		"no tree fields":  {Kind: KindTree, Overlay: "team://x"},
-		"short id":        {Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 3, IDs: [][]byte{id[:31]}}},
+		"short id":        {Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 3, IDs: [][]byte{id[:TreeIDSize-1]}}},
+		"a whole sha-256": {Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 4, IDs: [][]byte{make([]byte, 32)}}},
 		"short ihave":     {Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 2, IHave: []Announcement{{ID: id[:3]}}}},
 		"other namespace": {Kind: KindTree, Overlay: "team://y", Tree: &Tree{Kind: 1}, Deltas: []NamespaceDelta{nd}},
 		"no author":       {Kind: KindTree, Overlay: "team://x", Tree: &Tree{Kind: 1}, Deltas: []NamespaceDelta{{Namespace: "team://x", Delta: []byte{1}}}},
