@@ -268,6 +268,18 @@
 //     clean) worst convergence 19.4 s against ~10 s: not kept, and not
 //     tried further. Without the links made since, the killed-30% case of
 //     TestOverlay1000 reached every node in 1 of its first 3 broadcasts.
+//   - per origin, a pulled payload grafting nothing unless the one
+//     before it from that origin was pulled here too (so a lone lost push
+//     leaves the tree as it was, and a parent that keeps failing is still
+//     replaced; 2026-12-07, against b8e6e74, not committed): mnemo sim
+//     --nodes 100 --ops 1000 --loss 0.1 --partitions 3, seeds 1/2/3,
+//     bytes / minimum 2.82/2.79/2.70 → 2.71/2.70/2.61, payload sends
+//     88,992 → 82,842 (seed 1), tracked updates' mean time to every
+//     holder 4,077/3,795/2,926 → 4,404/3,674/3,894 ms; go test ./sim -run
+//     TestScaleFigures -scale 100/300/0.1, seeds 1-6: bytes 2.63-2.83 →
+//     2.51-2.75, but rounds in link latencies 1.04-1.25x → 1.47-2.53x the
+//     model (a node whose push was lost pulls each time from its
+//     announcers, GraftTimeout later, and so does its subtree): not kept.
 //   - a node one link short asking one passive peer per ShuffleInterval
 //     instead of the next as soon as one refuses (in a settled overlay
 //     most peers are full, and the one-short nodes' refusals were most of
