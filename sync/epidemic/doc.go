@@ -280,6 +280,13 @@
 //     2.51-2.75, but rounds in link latencies 1.04-1.25x → 1.47-2.53x the
 //     model (a node whose push was lost pulls each time from its
 //     announcers, GraftTimeout later, and so does its subtree): not kept.
+//   - GraftTimeout adapted per node to how late pushed copies came after
+//     their first announcement (a mean and deviation as TCP's RTO, the
+//     wait mean + 4 deviations between 20 or 60 ms and GraftTimeout;
+//     2026-12-07, not committed): TestScaleFigures -scale 100/300/0.1,
+//     seeds 1-4, bytes 2.77/2.83/2.64/2.83 → 2.77/2.82/2.66/2.84, rounds
+//     1.25/1.17/1.04/1.16 → 1.31/1.13/1.71/1.26x, the same with either
+//     floor: late copies spread too widely for the wait to shrink.
 //   - a node one link short asking one passive peer per ShuffleInterval
 //     instead of the next as soon as one refuses (in a settled overlay
 //     most peers are full, and the one-short nodes' refusals were most of
