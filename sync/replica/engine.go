@@ -414,8 +414,12 @@ type Engine struct {
 	// encoded (agreement.go), shared by the peers that tell the same.
 	toldLast map[string][]byte
 	// trees: the namespaces' broadcast trees (tree.go), made when a
-	// replica set reaches Config.TreeThreshold or a peer speaks of one.
+	// replica set reaches Config.TreeThreshold or a peer speaks of one,
+	// never dropped; treeList holds them in namespace order, for the
+	// drivers' calls between ticks (TreesDue, FlushTrees) that would
+	// otherwise sort the map's keys each time.
 	trees     map[string]*tree
+	treeList  []*tree
 	treeStats TreeStats
 	syncStats SyncStats
 	// treeOut: tree payloads waiting for releaseTree.

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mnemohq/mnemo/crdt"
@@ -156,6 +157,8 @@ func (e *Engine) treeFor(ns string, readers []PeerID) *tree {
 		e.trees = map[string]*tree{}
 	}
 	e.trees[ns] = t
+	i, _ := slices.BinarySearchFunc(e.treeList, ns, func(t *tree, ns string) int { return strings.Compare(t.ns, ns) })
+	e.treeList = slices.Insert(e.treeList, i, t)
 	e.offerReaders(t, readers)
 	return t
 }
@@ -322,7 +325,7 @@ func (e *Engine) tickTrees() {
 // then, so a lost push is repaired without waiting for the next Tick.
 func (e *Engine) TreesDue() time.Time {
 	var due time.Time
-	for _, t := range e.trees {
+	for _, t := range e.treeList {
 		if d := t.node.Due(); !d.IsZero() && (due.IsZero() || d.Before(due)) {
 			due = d
 		}
@@ -341,8 +344,7 @@ func (e *Engine) FlushTrees(now time.Time) {
 	}
 	e.now = now
 	gaveUp := false
-	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
-		t := e.trees[ns]
+	for _, t := range e.treeList { // Flush and drainTree make no tree
 		if d := t.node.Due(); d.IsZero() || now.Before(d) {
 			continue
 		}
