@@ -1,11 +1,16 @@
 package cluster
 
 import (
+	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/mnemohq/mnemo/acl"
 	"github.com/mnemohq/mnemo/crdt"
+	"github.com/mnemohq/mnemo/namespace"
+	"github.com/mnemohq/mnemo/node/memory"
+	"github.com/mnemohq/mnemo/node/store"
 	"github.com/mnemohq/mnemo/sync/replica"
 	"github.com/mnemohq/mnemo/sync/wire"
 )
@@ -185,5 +190,68 @@ func TestHeldDeltaPullsItsBindingAgain(t *testing.T) {
 	}
 	if resent > 0 {
 		t.Fatalf("node 1 sent the write again %d times", resent)
+	}
+}
+
+// A refusal for an acl record whose signer no binding here names asks for
+// that signer's binding (unboundSignersIn, which pullForRejection adds to
+// the writers of the refused delta): an outsider's creation of team://x,
+// signed by a key node 0 cannot tie to agent://x, names the outsider's
+// replica until its binding is admitted, and then nothing.
+func TestUnboundSignerIsNamedUntilBound(t *testing.T) {
+	net := newSteppedNet(t, 2, 16)
+	net.join()
+	var seed [32]byte
+	seed[0] = 99
+	x, err := acl.IdentityFromSeed(seed[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := namespace.MustParse("agent://x")
+	svc, err := memory.Open(memory.Config{Agent: agent, Replica: x.ReplicaID(), Authorizer: sharedOK{}, Identity: x,
+		Now: net.clock.Now, Rand: rand.NewChaCha8(seed), KV: store.NewMemKV()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	var d *crdt.Map
+	svc.OnLocalDelta(func(ns string, delta *crdt.Map) {
+		if ns != "team://x" {
+			return
+		}
+		if d == nil {
+			d = delta.Clone()
+		} else {
+			d.Join(delta)
+		}
+	})
+	if _, err := svc.CreateNamespace(context.Background(), memory.Caller{Principal: agent}, "team://x"); err != nil {
+		t.Fatal(err)
+	}
+	if d == nil {
+		t.Fatal("creating team://x made no delta of it")
+	}
+	l := net.nodes[0].st.loop
+	addr := namespace.MustParse("team://x")
+	named := func() map[crdt.ReplicaID]bool {
+		pol := l.svc.PolicyWithDelta("team://x", d)
+		if pol == nil {
+			t.Fatal("no policy for a delta carrying acl records")
+		}
+		return l.unboundSignersIn(pol, addr, nil)
+	}
+	if got := named(); len(got) != 1 || !got[x.ReplicaID()] {
+		t.Fatalf("unbound signer: named %v, want only the outsider's replica %v", got, x.ReplicaID())
+	}
+	b, err := acl.NewBinding(x, agent, crdt.Timestamp(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.admitBindings("", [][]byte{b.Encode()})
+	if k, ok := l.keyOf(agent); !ok || !k.Equal(x.Public) {
+		t.Fatal("the outsider's binding was not admitted")
+	}
+	if got := named(); len(got) != 0 {
+		t.Fatalf("once bound, the signer is still named: %v", got)
 	}
 }
