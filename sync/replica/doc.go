@@ -456,17 +456,19 @@
 //     long path, and its answer is a duplicate. Wall time the same
 //     (medians 2.30 and 2.31 s). With ticks 2s apart (TestTreesFlushBetweenTicks), tracked
 //     updates reach every holder in 282 ms on average against 2,733 ms
-//     without the flushes. Tried and not kept (65e9a29, reverted the
-//     same day): the digest sync that repairs a payload given up in a
-//     flush (its last want unanswered) sent by that flush rather than at
-//     the next Tick. In mnemo sim --nodes 100 --ops 1000 --loss 0.1
-//     --partitions 3, seeds 1/2/3, within the seeds' noise (bytes /
-//     minimum 2.86/2.87/2.78 → 2.89/2.86/2.76, tracked updates' mean time
-//     to every holder 3,375/4,135/3,356 → 4,077/3,795/2,926 ms), but at
-//     N=1,000 (go test ./sim -run TestScaleFigures -scale 1000/100/0.1,
-//     seed 1, against the same build without it) rounds to 99.99% 2.45 →
-//     3.33x the model in link latencies, tracked updates 1,508 → 2,074 ms
-//     mean and 6,230 → 13,076 ms worst; why, not found.
+//     without the flushes. A payload given up in a flush (its last want
+//     unanswered) has its repair sync sent by that flush too, not at the
+//     next Tick (TestTreeFlushSendsGiveUpRepairWithoutTick); in mnemo sim
+//     --nodes 100 --ops 1000 --loss 0.1 --partitions 3, seeds 1/2/3,
+//     bytes / minimum 2.86/2.87/2.78 → 2.89/2.86/2.76 and tracked
+//     updates' mean time to every holder 3,375/4,135/3,356 →
+//     4,077/3,795/2,926 ms: within the seeds' noise, taken because a
+//     repair owed now should not wait a tick. At N=1,000 (go test ./sim
+//     -run TestScaleFigures -scale 1000/100/0.1, seeds 1/2/3, against the
+//     same build without it) rounds to 99.99% 2.45/7.67/2.24 →
+//     3.33/5.85/1.86x the model in link latencies and tracked updates
+//     1,508/4,630/1,356 → 2,074/3,533/1,125 ms mean: worse in seed 1,
+//     better in 2 and 3 (it was reverted once on seed 1 alone).
 //   - A relay forwards what it applied: the driver applies a Ready's
 //     deltas (the node: with an fsync) before it sends its messages, and
 //     payloads wait for that (releaseTree). Each hop of a tree therefore

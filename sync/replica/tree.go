@@ -335,21 +335,29 @@ func (e *Engine) TreesDue() time.Time {
 
 // FlushTrees sends what the trees owe at now (epidemic.Node.Flush): the
 // announcements whose batch is over and the wants for payloads announced
-// and not received in time. Everything else waits for Tick, including
-// the digest sync that repairs a payload given up here (gap.go): sent
-// from the flush that gave it up, it made N=1,000 slower (doc.go,
-// "Trees").
+// and not received in time; and, for a payload given up there (its last
+// want unanswered), the digest sync with an announcer that repairs it
+// (gap.go), rather than at the next Tick. Everything else waits for Tick.
 func (e *Engine) FlushTrees(now time.Time) {
 	if now.Before(e.now) {
 		return
 	}
 	e.now = now
+	gaveUp := false
 	for _, t := range e.treeList { // Flush and drainTree make no tree
 		if d := t.node.Due(); d.IsZero() || now.Before(d) {
 			continue
 		}
 		t.node.Flush(now)
-		e.drainTree(t, nil)
+		gaveUp = e.drainTree(t, nil) || gaveUp
+	}
+	if !gaveUp {
+		return
+	}
+	for _, id := range e.sortedPeers() {
+		if p := e.peers[id]; len(p.needSync) > 0 {
+			e.requestSync(p)
+		}
 	}
 }
 
@@ -485,7 +493,7 @@ func (e *Engine) checkRelayed(p *peerState, id epidemic.MsgID, nd wire.Namespace
 
 // drainTree takes t's outputs: deliveries (rl is the relayed delta just
 // stepped, already checked) go to apply, messages out as KindTree.
-func (e *Engine) drainTree(t *tree, rl *relayed) {
+func (e *Engine) drainTree(t *tree, rl *relayed) (gaveUp bool) {
 	for t.node.HasReady() {
 		r := t.node.Ready()
 		for _, dv := range r.Deliver {
@@ -496,8 +504,10 @@ func (e *Engine) drainTree(t *tree, rl *relayed) {
 		}
 		for _, m := range r.GaveUp {
 			e.gaveUp(t, m)
+			gaveUp = true
 		}
 	}
+	return gaveUp
 }
 
 // deliverRelayed applies a relayed delta delivered for the first time, or

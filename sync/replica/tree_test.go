@@ -731,3 +731,33 @@ func (c *cluster) flushTreesUntil(ns string, rounds int) (time.Duration, bool) {
 	}
 	return c.now.Sub(start), c.converged(ns)
 }
+
+// A node that every copy of a payload misses, pushed or pulled, gives it
+// up after its last want; the digest sync with an announcer that repairs
+// it leaves from that very flush, not at the next Tick (none comes here).
+func TestTreeFlushSendsGiveUpRepairWithoutTick(t *testing.T) {
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 8)
+	for i := range 3 { // n0's tree settles
+		c.write(0, "team://a", "m0", "title", fmt.Sprintf("v%d", i))
+		c.settle(time.Second)
+	}
+	victim := c.nodes[5].id
+	wants, asked := 0, false
+	c.drop = func(from, to PeerID, m *wire.Message) bool {
+		if from == victim && m.Kind == wire.KindTree && m.Tree.Kind == uint8(epidemic.KindWant) {
+			wants++
+		}
+		if from == victim && m.Kind == wire.KindSyncRequest {
+			asked = true
+		}
+		return to == victim && m.Kind == wire.KindTree && isPayload(m)
+	}
+	c.write(0, "team://a", "m1", "title", "second")
+	c.pump(50)
+	took, ok := c.flushTreesUntil("team://a", 100)
+	cfg := c.byID(victim).eng.trees["team://a"].node.Config()
+	if !ok || !asked || wants < cfg.GraftTries {
+		t.Fatalf("after %v of flushes: converged %v, the victim sent %d wants (tries %d) and a sync request %v; want every want lost, then a sync that repairs it",
+			took, ok, wants, cfg.GraftTries, asked)
+	}
+}
