@@ -164,10 +164,10 @@ func TestE2EReplication(t *testing.T) {
 	// a stalled subscriber overflows its queue, falls back to state sync
 	// and ends identical. The publisher writes until it reports the
 	// fallback: its queue holds 5 deltas and 4 batches fly unacked, so
-	// about 10 writes, but none is queued while a digest sync owed to bob
-	// will carry it (one just asked for, or the first answer to a reader
-	// the publisher has just seen become one, up to AckTimeout: a CI run
-	// under load wrote 40 in such a window and saw no fallback).
+	// about 10 writes (every local run), but a CI run under load wrote 40
+	// and saw none, for a reason not found (a delta is not queued while a
+	// digest sync owed to the peer will carry it, yet neither such path
+	// seems to last 40 writes here).
 	fallbacksFor := func(p *nodeProc) uint64 {
 		for _, ps := range alice.status(t).Peers {
 			if string(ps.Peer) == p.nodeID {
