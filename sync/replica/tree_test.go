@@ -672,12 +672,7 @@ func TestTreeMadeWhenNamespaceFirstHeld(t *testing.T) {
 // that missed the delta once its batch is over, and its want goes out
 // GraftTimeout later, without waiting for the engine's next tick.
 func TestTreeFlushRepairsLostPushWithoutTick(t *testing.T) {
-	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 8)
-	for i := range 3 { // n0's tree settles
-		c.write(0, "team://a", "m0", "title", fmt.Sprintf("v%d", i))
-		c.settle(time.Second)
-	}
-	victim := c.nodes[5].id
+	c, victim := settledTreeWithVictim(t)
 	// Every push to the victim is lost until it asks for the delta.
 	lost, asked := 0, false
 	c.drop = func(from, to PeerID, m *wire.Message) bool {
@@ -703,6 +698,19 @@ func TestTreeFlushRepairsLostPushWithoutTick(t *testing.T) {
 	if bound := cfg.IHaveInterval + cfg.GraftTimeout + cfg.GraftRetry; took > bound {
 		t.Fatalf("repaired after %v of flushes; want within one batch and one wait (%v)", took, bound)
 	}
+}
+
+// settledTreeWithVictim is a 12-node cluster, with no anti-entropy, whose
+// team://a tree has carried three of n0's writes (so it has settled), and
+// the node (n5) the flush tests starve of payloads.
+func settledTreeWithVictim(t *testing.T) (*cluster, PeerID) {
+	t.Helper()
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 8)
+	for i := range 3 {
+		c.write(0, "team://a", "m0", "title", fmt.Sprintf("v%d", i))
+		c.settle(time.Second)
+	}
+	return c, c.nodes[5].id
 }
 
 // flushTreesUntil drives the cluster by the trees' flushes alone, never a
@@ -736,12 +744,7 @@ func (c *cluster) flushTreesUntil(ns string, rounds int) (time.Duration, bool) {
 // up after its last want; the digest sync with an announcer that repairs
 // it leaves from that very flush, not at the next Tick (none comes here).
 func TestTreeFlushSendsGiveUpRepairWithoutTick(t *testing.T) {
-	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 8)
-	for i := range 3 { // n0's tree settles
-		c.write(0, "team://a", "m0", "title", fmt.Sprintf("v%d", i))
-		c.settle(time.Second)
-	}
-	victim := c.nodes[5].id
+	c, victim := settledTreeWithVictim(t)
 	wants, asked := 0, false
 	c.drop = func(from, to PeerID, m *wire.Message) bool {
 		if from == victim && m.Kind == wire.KindTree && m.Tree.Kind == uint8(epidemic.KindWant) {

@@ -176,7 +176,7 @@ type Announcement struct {
 }
 
 // TreeIDSize is the size of a relayed delta's id: the first half of a
-// SHA-256. Ids travel in every announcement, want and graft (a third of
+// SHA-256. Ids travel in every announcement, want and graft (about half of
 // an announcement frame's bytes at 32), and 128 bits keep them apart:
 // finding two deltas of one id takes ~2^64 hashes, and would only keep
 // the second off the trees (a duplicate to whoever holds the first),
