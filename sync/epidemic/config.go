@@ -47,6 +47,10 @@ type Config struct {
 	// NeighborTimeout: a neighbor request unanswered this long is taken
 	// as refused and the peer dropped from the passive view. Default 2s.
 	NeighborTimeout time.Duration
+	// ProbeSilence: Probe asks an active peer heard nothing from for this
+	// long, and not asked for as long, whether it still holds the link.
+	// Default 1s.
+	ProbeSilence time.Duration
 
 	// IHaveInterval is how long announcements wait to be batched into one
 	// IHave per peer (flushed by Tick). Default 50ms.
@@ -130,6 +134,7 @@ func (c *Config) withDefaults() {
 	def(&c.ShuffleActive, 3)
 	def(&c.ShufflePassive, 4)
 	defD(&c.NeighborTimeout, 2*time.Second)
+	defD(&c.ProbeSilence, time.Second)
 	defD(&c.IHaveInterval, 50*time.Millisecond)
 	def(&c.IHaveMaxBatch, 256)
 	defD(&c.GraftTimeout, 150*time.Millisecond)
@@ -167,7 +172,7 @@ func (c *Config) validate() error {
 		return bad("walk lengths ActiveWalk %d, PassiveWalk %d: want 1 ≤ PassiveWalk ≤ ActiveWalk", c.ActiveWalk, c.PassiveWalk)
 	case c.ShuffleActive < 0 || c.ShufflePassive < 0 || c.ShuffleActive+c.ShufflePassive+1 > c.PassiveSize:
 		return bad("a shuffle of %d+%d+1 peers does not fit a passive view of %d", c.ShuffleActive, c.ShufflePassive, c.PassiveSize)
-	case c.ShuffleInterval < 0 || c.NeighborTimeout < 0 || c.IHaveInterval < 0 ||
+	case c.ShuffleInterval < 0 || c.NeighborTimeout < 0 || c.ProbeSilence < 0 || c.IHaveInterval < 0 ||
 		c.GraftTimeout < 0 || c.GraftRetry < 0 || c.CacheTTL < 0 || c.PayloadTTL < 0:
 		return bad("negative duration")
 	case c.IHaveMaxBatch < 1 || c.GraftTries < 1 || c.MaxMissing < 1 || c.MaxAnnouncers < 1 ||

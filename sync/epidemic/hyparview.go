@@ -58,7 +58,7 @@ func (n *Node) addActive(p PeerID) {
 	}
 	// A new link starts eager (Plumtree's NeighborUp): the first
 	// broadcasts over it find out whether it belongs to the tree.
-	l := &link{id: p, eager: true}
+	l := &link{id: p, eager: true, heard: n.now}
 	n.active = append(n.active, l)
 	n.viewChanged = true
 	// Links are made when others fail, while payloads are under way: a
@@ -94,6 +94,26 @@ func (n *Node) Reannounce(p PeerID, ids ...MsgID) []MsgID {
 		}
 	}
 	return out
+}
+
+// Probe asks each active peer heard nothing from for ProbeSilence, and
+// not probed for as long, whether it still holds the link: a neighbor
+// request without priority, which a peer holding the link accepts, and
+// one without it accepts if it has room (the link is whole again) or
+// refuses (the link leaves this end too, and a passive peer is asked to
+// take its place). The driver calls it on news that the tree may not be
+// reaching this node: a payload of the overlay that came another way. A
+// link known at one end only carries nothing from the other, so a node
+// whose links were all such heard nothing of the tree and announced
+// nothing over it, and no other repair reached them (the answer to
+// Plumtree traffic outside the view needs traffic).
+func (n *Node) Probe() {
+	for _, l := range n.active {
+		if n.now.Sub(l.heard) >= n.cfg.ProbeSilence && n.now.Sub(l.probed) >= n.cfg.ProbeSilence {
+			l.probed = n.now
+			n.send(l.id, Message{Kind: KindNeighbor})
+		}
+	}
 }
 
 // removeActive takes p out of the active view, dropping its waiting
@@ -254,10 +274,17 @@ func (n *Node) onNeighborReply(from PeerID, accept bool) {
 	i := slices.IndexFunc(n.pending, func(r request) bool { return r.peer == from })
 	if i < 0 {
 		// Not asked (or given up): an accepting peer now holds a link
-		// this node does not want.
-		if accept && n.link(from) == nil {
+		// this node does not want; a refusing one, asked by Probe, does
+		// not hold the link this node does.
+		switch l := n.link(from); {
+		case accept && l == nil:
 			n.send(from, Message{Kind: KindDisconnect})
 			n.addPassive(from, nil)
+		case !accept && l != nil:
+			n.removeActive(from)
+			n.addPassive(from, nil)
+			n.markTried(from)
+			n.fill()
 		}
 		return
 	}

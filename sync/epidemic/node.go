@@ -72,6 +72,8 @@ type link struct {
 	eager     bool
 	lazy      []Announcement // announcements waiting for the next IHave
 	lazySince time.Time      // when lazy became non-empty
+	heard     time.Time      // the last message from the peer (or the link's making)
+	probed    time.Time      // the last Probe of the link
 }
 
 // request is a neighbor (or join) request waiting for its answer.
@@ -386,6 +388,9 @@ func (n *Node) Step(from PeerID, m Message) error {
 	if err := n.check(m); err != nil {
 		n.stats.Malformed++
 		return fmt.Errorf("%w: %s from %s: %s", ErrMalformed, m.Kind, from, err)
+	}
+	if l := n.link(from); l != nil {
+		l.heard = n.now
 	}
 	switch m.Kind {
 	case KindGossip, KindIHave, KindGraft, KindPrune:

@@ -23,6 +23,7 @@ func TestConfigValidate(t *testing.T) {
 		{"passive walk beyond active walk", func(c *Config) { c.ActiveWalk, c.PassiveWalk = 2, 3 }, true},
 		{"shuffle bigger than the passive view", func(c *Config) { c.PassiveSize, c.ShuffleActive, c.ShufflePassive = 4, 2, 2 }, true},
 		{"negative duration", func(c *Config) { c.GraftTimeout = -time.Second }, true},
+		{"negative probe silence", func(c *Config) { c.ProbeSilence = -time.Second }, true},
 		{"payloads kept longer than ids", func(c *Config) { c.PayloadTTL, c.CacheTTL = time.Hour, time.Minute }, true},
 		{"negative bound", func(c *Config) { c.MaxMissing = -1 }, true},
 		{"threshold off", func(c *Config) { c.Threshold = -1 }, false},
@@ -591,5 +592,55 @@ func TestDueAndFlush(t *testing.T) {
 	n.Flush(n.Due())
 	if got := sent(); !slices.Contains(got, KindWant) {
 		t.Fatalf("Flush at Due sent %v; want the want", got)
+	}
+}
+
+// Probe asks only the links silent for ProbeSilence, once per silence; a
+// refusal from a probed peer (it does not hold the link) takes the link
+// out and asks a passive peer in its place, an acceptance keeps it.
+func TestProbeDropsLinksTheFarEndLacks(t *testing.T) {
+	n, start := linkedNode(t, "b", "c", "e")
+	n.Hint("d")
+	drain := func() (probed []PeerID) {
+		for n.HasReady() {
+			for _, env := range n.Ready().Messages {
+				if env.Msg.Kind == KindNeighbor && !env.Msg.Priority {
+					probed = append(probed, env.To)
+				}
+			}
+		}
+		return probed
+	}
+	drain()
+	n.Probe()
+	if got := drain(); len(got) != 0 {
+		t.Fatalf("links just made were probed: %v", got)
+	}
+	n.Tick(start.Add(n.cfg.ProbeSilence))
+	drain()
+	if err := n.Step("c", Message{Kind: KindPrune, Origin: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	n.Probe()
+	got := drain()
+	slices.Sort(got)
+	if !slices.Equal(got, []PeerID{"b", "e"}) {
+		t.Fatalf("probed %v, want the two links silent for ProbeSilence [b e]", got)
+	}
+	n.Probe()
+	if again := drain(); len(again) != 0 {
+		t.Fatalf("probed %v again within ProbeSilence", again)
+	}
+	if err := n.Step("e", Message{Kind: KindNeighborReply, Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Step("b", Message{Kind: KindNeighborReply, Accept: false}); err != nil {
+		t.Fatal(err)
+	}
+	if active := n.Active(); slices.Contains(active, "b") || !slices.Contains(active, "e") || !slices.Contains(active, "c") {
+		t.Fatalf("active %v after b refused its probe and e accepted: want c and e, not b", active)
+	}
+	if !n.requested("d") {
+		t.Fatalf("the link b refused was not replaced: no request to the passive peer d (pending %v)", n.pending)
 	}
 }
