@@ -764,3 +764,47 @@ func TestTreeFlushSendsGiveUpRepairWithoutTick(t *testing.T) {
 			took, ok, wants, cfg.GraftTries, asked)
 	}
 }
+
+// A node whose tree links are all held at its end only hears nothing over
+// the tree; the next sync answer bringing the namespace has its tree ask
+// the silent links, and the far ends' refusals take them out, so the
+// node's next links are whole and the tree's next write reaches it.
+func TestTreeSyncAnswerProbesSilentLinks(t *testing.T) {
+	const ns = "team://a"
+	c := treeCluster(t, 12, Config{AntiEntropyInterval: time.Hour}, openPolicy{}, 17)
+	x := c.nodes[7]
+	ghosts := x.eng.TreeActive(ns)
+	if len(ghosts) == 0 {
+		t.Fatal("n7 has no link in the tree")
+	}
+	for _, id := range ghosts {
+		p := c.byID(id)
+		pt := p.eng.trees[ns]
+		pt.node.PeerFailed(epidemic.PeerID(x.id)) // gone at p's end, x never told
+		p.eng.drainTree(pt, nil)
+	}
+	c.settle(2 * time.Second)
+	relayed := x.eng.TreeStats().Relayed
+	c.write(0, ns, "m1", "title", "while n7's links are one-sided")
+	c.settle(time.Second)
+	if x.eng.TreeStats().Relayed != relayed {
+		t.Fatal("the tree still reached n7: the test tests nothing")
+	}
+	x.eng.askAuthor(c.nodes[0].id, ns)
+	c.settle(3 * time.Second)
+	links := x.eng.TreeActive(ns)
+	if len(links) == 0 {
+		t.Fatal("n7 has no link left after the probes")
+	}
+	for _, id := range links {
+		if !slices.Contains(c.byID(id).eng.TreeActive(ns), x.id) {
+			t.Errorf("n7 links %s, which does not link n7 (links %v, one-sided before %v)", id, links, ghosts)
+		}
+	}
+	relayed = x.eng.TreeStats().Relayed
+	c.write(1, ns, "m2", "title", "after the probes")
+	c.settle(time.Second)
+	if x.eng.TreeStats().Relayed == relayed {
+		t.Error("the tree's write after the probes did not reach n7 over the tree")
+	}
+}
