@@ -415,9 +415,10 @@ type Engine struct {
 	toldLast map[string][]byte
 	// trees: the namespaces' broadcast trees (tree.go), made when a
 	// replica set reaches Config.TreeThreshold or a peer speaks of one,
-	// never dropped; treeList holds them in namespace order, for the
-	// drivers' calls between ticks (TreesDue, FlushTrees) that would
-	// otherwise sort the map's keys each time.
+	// never dropped; treeList holds them in namespace order, for every
+	// walk over the trees (the drivers' calls between ticks, TreesDue and
+	// FlushTrees, and each tick's), which would otherwise sort the map's
+	// keys each time. No walk makes a tree.
 	trees     map[string]*tree
 	treeList  []*tree
 	treeStats TreeStats

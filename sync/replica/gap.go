@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"maps"
 	"math"
 	"slices"
 	"time"
@@ -97,10 +96,9 @@ func (e *Engine) heardFrom(p *peerState) {
 	if !silent || len(e.trees) == 0 {
 		return
 	}
-	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
-		t := e.trees[ns]
+	for _, t := range e.treeList {
 		sa := t.sent[p.ID]
-		if sa == nil || !e.pol.PeerMayRead(p.Peer, ns) || !e.pol.ShouldHold(ns) {
+		if sa == nil || !e.pol.PeerMayRead(p.Peer, t.ns) || !e.pol.ShouldHold(t.ns) {
 			continue
 		}
 		var ids []epidemic.MsgID

@@ -239,8 +239,7 @@ func (e *Engine) refreshTree(ns string) {
 // mnemo sim --nodes 100 --ops 1000 --loss 0.1 --partitions 3 the shuffles
 // were 7.3 of the 101 MB sent (doc.go, "Trees").
 func (e *Engine) freshenTrees() {
-	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
-		t := e.trees[ns]
+	for _, t := range e.treeList {
 		members := slices.Sorted(maps.Keys(t.members))
 		k := min(len(members), t.node.Config().ShufflePassive)
 		if k == 0 {
@@ -261,8 +260,7 @@ func (e *Engine) freshenTrees() {
 // incarnation's links are gone); a restarted peer is offered again by the
 // next refresh.
 func (e *Engine) peerGone(id PeerID) {
-	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
-		t := e.trees[ns]
+	for _, t := range e.treeList {
 		delete(t.distrusted, id)
 		t.leave(id)
 		e.drainTree(t, nil)
@@ -277,8 +275,7 @@ func (e *Engine) peerGone(id PeerID) {
 // anti-entropy round, a local delta at the threshold) offers it again.
 // The driver calls it at most once a tick per peer, not per frame.
 func (e *Engine) PeerUnreachable(id PeerID) {
-	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
-		t := e.trees[ns]
+	for _, t := range e.treeList {
 		if t.members[id] {
 			e.treeStats.Unreachable++
 			t.leave(id)
@@ -325,8 +322,7 @@ func (e *Engine) broadcastLive(t *tree, ns string, d *crdt.Map, from uint64) boo
 
 // tickTrees advances every tree's time.
 func (e *Engine) tickTrees() {
-	for _, ns := range slices.Sorted(maps.Keys(e.trees)) {
-		t := e.trees[ns]
+	for _, t := range e.treeList {
 		t.node.Tick(e.now)
 		e.drainTree(t, nil)
 		e.spread(t)
