@@ -116,6 +116,18 @@ func (n *Node) Probe() {
 	}
 }
 
+// linkRefused takes p, which has just said it holds no link to this node
+// (a disconnect, or a probe refused), out of the active view into the
+// passive one, not to be asked again before the next shuffle, and asks a
+// passive peer in its place. Nothing happens if p is not active.
+func (n *Node) linkRefused(p PeerID) {
+	if n.removeActive(p) != nil {
+		n.addPassive(p, nil)
+		n.markTried(p)
+		n.fill()
+	}
+}
+
 // removeActive takes p out of the active view, dropping its waiting
 // announcements, and returns its link (nil if it was not there).
 func (n *Node) removeActive(p PeerID) *link {
@@ -280,11 +292,8 @@ func (n *Node) onNeighborReply(from PeerID, accept bool) {
 		case accept && l == nil:
 			n.send(from, Message{Kind: KindDisconnect})
 			n.addPassive(from, nil)
-		case !accept && l != nil:
-			n.removeActive(from)
-			n.addPassive(from, nil)
-			n.markTried(from)
-			n.fill()
+		case !accept:
+			n.linkRefused(from)
 		}
 		return
 	}

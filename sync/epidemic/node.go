@@ -425,11 +425,7 @@ func (n *Node) Step(from PeerID, m Message) error {
 	case KindNeighborReply:
 		n.onNeighborReply(from, m.Accept)
 	case KindDisconnect:
-		if n.removeActive(from) != nil {
-			n.addPassive(from, nil)
-			n.markTried(from) // it has just said no
-			n.fill()
-		}
+		n.linkRefused(from)
 	case KindShuffle:
 		n.onShuffle(from, m)
 	case KindShuffleReply:

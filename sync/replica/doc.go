@@ -519,7 +519,7 @@
 //     it, was the last holder of each of the last eight tracked updates,
 //     0.9-7.5 s after the write, and seed 3 had two. A sync answer
 //     bringing a namespace now has its tree probe the links silent for a
-//     second (epidemic Node.Probe; probeTree): a far end that lacks the
+//     second (epidemic Node.Probe; askSilentLinks): a far end that lacks the
 //     link refuses, the link goes, and a passive peer is asked. The same
 //     runs, seeds 1/2/3, rounds to 99.99% in link latencies 3.33/5.85/
 //     1.86 → 2.09/3.07/1.76x the model, bytes / minimum 2.48/2.44/2.64 →

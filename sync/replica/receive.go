@@ -76,7 +76,7 @@ func (e *Engine) Step(from PeerID, m *wire.Message) error {
 		for _, nd := range m.Deltas {
 			e.countAnswer(p, nd)
 			e.receiveDelta(p, nd, false)
-			e.probeTree(nd.Namespace)
+			e.askSilentLinks(nd.Namespace)
 		}
 		if len(m.Contexts) > 0 {
 			// The responder's contexts: answer with what it lacks.

@@ -284,14 +284,16 @@ func (e *Engine) PeerUnreachable(id PeerID) {
 	}
 }
 
-// probeTree has ns's tree ask its links that have been silent whether
+// askSilentLinks has ns's tree ask its links that have been silent whether
 // their far ends still hold them (epidemic.Node.Probe), on a sync answer
 // bringing ns: writes that came another way than the tree. A node whose
 // links were all held at its end only heard nothing over the tree and got
 // every write from digest syncs, seconds late (doc.go, "Trees": in the
 // simulator at N=1,000, seed 2, one such node was the last holder of
 // each of the last eight tracked updates, up to 7.5 s after the write).
-func (e *Engine) probeTree(ns string) {
+// Not the heal probes of gap.go (tree.probed), which announce payloads
+// again to a link that speaks after a silence.
+func (e *Engine) askSilentLinks(ns string) {
 	if t := e.trees[ns]; t != nil {
 		t.node.Probe()
 		e.drainTree(t, nil)
